@@ -1,0 +1,89 @@
+"""Kim CNN (Kim 2014), the baseline of the AGCNN paper and its Fig. 3 (feature maps before/after ReLU).
+
+Embedding -> for each window h: Conv1d(E -> n_filters, h) -> ReLU -> masked max over time -> concat ->
+dropout -> Linear. Window j covers tokens j..j+h-1 ("valid" convolution). Inputs shorter than the largest
+window are right-padded (with pads, masked) to that length, so every window size has at least one window.
+
+Maps, per window size h (token axis = window start, cropped/padded to the input length L; windows that run
+past the sentence's end are zeroed):
+  conv_pre_h{h}  (B, filter, token)  before ReLU      conv_h{h}  (B, filter, token)  after ReLU
+  argmax_h{h}    (B, filter)          the window start the max-pool picked (-> n-gram tokens j..j+h-1)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from ..outputs import MapSpec
+from ..registry import register_model
+from .base import BaseConfig, Probe, TextClassifier, WordEmbedding, masked_max, rezero
+
+
+@dataclass
+class KimCNNConfig(BaseConfig):
+    windows: tuple[int, ...] = (3, 4, 5)
+    n_filters: int = 100
+    dropout: float = 0.5
+
+
+def window_mask(mask: torch.Tensor, h: int) -> torch.Tensor:
+    """(B, L) token mask -> (B, L - h + 1) mask of windows lying wholly inside the sentence.
+    A sentence shorter than h keeps its first window (it sees the sentence plus zeroed pads)."""
+    m = mask.float().unsqueeze(1)                                     # (B, 1, L)
+    full = F.max_pool1d(1 - m, h, stride=1).squeeze(1) == 0           # (B, L-h+1) all real
+    first = mask[:, :1] & ~full.any(dim=1, keepdim=True)              # (B, 1) short sentence: keep window 0
+    return torch.cat([full[:, :1] | first, full[:, 1:]], dim=1)
+
+
+def to_length(x: torch.Tensor, L: int) -> torch.Tensor:
+    """Crop or zero-pad the last axis of x to L."""
+    return x[..., :L] if x.shape[-1] >= L else F.pad(x, (0, L - x.shape[-1]))
+
+
+@register_model("kim_cnn", KimCNNConfig, description="Kim (2014) CNN: windows 3/4/5 x 100 filters, max-pool",
+                presets={"small": dict(embed_dim=16, n_filters=8, windows=(2, 3))},
+                variants={"rand": dict(embedding_mode="rand"), "static": dict(embedding_mode="static"),
+                          "multichannel": dict(embedding_mode="multichannel")})
+class KimCNN(TextClassifier):
+    def __init__(self, config: KimCNNConfig, embeddings=None):
+        super().__init__(config)
+        c = config
+        self.embed = WordEmbedding(c.vocab_size, c.embed_dim, c.embedding_mode, c.channels, embeddings, c.pad_id)
+        self.convs = nn.ModuleList(nn.Conv1d(self.embed.out_dim, c.n_filters, h) for h in c.windows)
+        self.dropout = nn.Dropout(c.dropout)
+        self.fc = nn.Linear(c.n_filters * len(c.windows), c.num_labels)
+
+    def map_specs(self) -> list[MapSpec]:
+        specs = []
+        for h in self.config.windows:
+            specs += [
+                MapSpec(f"conv_pre_h{h}", ("filter", "token"), "feature_map",
+                        f"window-{h} convolution before ReLU; token = first word of the {h}-gram"),
+                MapSpec(f"conv_h{h}", ("filter", "token"), "activation", f"window-{h} feature map after ReLU"),
+                MapSpec(f"argmax_h{h}", ("filter",), "feature_map",
+                        f"start of the {h}-gram each filter's max-pool picked", values="index"),
+            ]
+        return specs
+
+    def _forward(self, token_ids, mask, probe: Probe):
+        B, L = token_ids.shape
+        min_len = max(self.config.windows)
+        if L < min_len:                                               # too short for the widest window
+            token_ids = F.pad(token_ids, (0, min_len - L), value=self.config.pad_id)
+            mask = F.pad(mask, (0, min_len - L), value=False)
+        x = rezero(self.embed(token_ids), mask).transpose(1, 2)      # (B, E, L')
+        pooled = []
+        for h, conv in zip(self.config.windows, self.convs):
+            wmask = window_mask(mask, h)                              # (B, L'-h+1)
+            wmask = to_length(wmask, L)                               # (B, L) window starts past L are all pads
+            pre = to_length(conv(x), L) * wmask.unsqueeze(1)          # (B, F, L) windows past the end zeroed
+            pre = probe(f"conv_pre_h{h}", pre)
+            act = probe(f"conv_h{h}", F.relu(pre))                    # (B, F, L)
+            values, index = masked_max(act, wmask.unsqueeze(1), dim=-1)  # (B, F)
+            probe(f"argmax_h{h}", index)
+            pooled.append(values)
+        features = torch.cat(pooled, dim=1)                           # (B, F * len(windows))
+        return self.fc(self.dropout(features)), features

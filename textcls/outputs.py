@@ -1,0 +1,51 @@
+"""Named outputs shared by every model: ClassifierOutput, MapSpec and the axis vocabulary.
+
+A map is an interpretable tensor a model computes on the way to its logits (an attention matrix, a
+feature map, a gate). `model.map_specs()` declares each one with named axes, so a UI can label any
+model's maps without knowing the model (the LIT idea: models declare their outputs).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+# Axis vocabulary. An axis whose name ends in "token" lines up with Prediction.tokens
+# (for hierarchical models, "word" lines up with the words of one sentence).
+AXES = (
+    "token", "query_token", "key_token",          # flat token positions
+    "sentence", "query_sentence", "key_sentence",  # HCAN sentence level
+    "word", "query_word", "key_word",              # HCAN word positions inside a sentence
+    "head", "layer", "filter", "channel", "gate", "window", "feature",
+)
+# What a map's values mean.
+KINDS = ("attention", "feature_map", "gate", "activation")
+
+
+@dataclass(frozen=True)
+class MapSpec:
+    """One interpretable tensor: `maps[name]` has shape (B, *sizes of axes)."""
+
+    name: str
+    axes: tuple[str, ...]
+    kind: str  # one of KINDS
+    description: str = ""
+    # "real" for ordinary values; "index" for integer positions (e.g. the max-pool argmax per filter,
+    # a token index); "score" for unnormalised attention terms.
+    values: str = "real"
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"MapSpec {self.name!r}: kind {self.kind!r} not in {KINDS}")
+        for a in self.axes:
+            if a not in AXES:
+                raise ValueError(f"MapSpec {self.name!r}: axis {a!r} not in {AXES}")
+
+
+@dataclass
+class ClassifierOutput:
+    """What every model returns. `maps` is empty unless `return_maps=True` was passed."""
+
+    logits: torch.Tensor                     # (B, num_labels)
+    maps: dict[str, torch.Tensor] = field(default_factory=dict)
+    features: torch.Tensor | None = None     # (B, F) penultimate representation (ACT's center loss uses it)
