@@ -200,6 +200,11 @@ class TextClassifier(nn.Module):
         logits, features = self._forward(token_ids, mask, probe)
         return ClassifierOutput(logits=logits, maps=probe.maps() if return_maps else {}, features=features)
 
+    def extra_loss(self, out: ClassifierOutput, labels: torch.Tensor) -> torch.Tensor | None:
+        """A model-specific training loss added to cross-entropy (ACT's center loss); None for most models.
+        Called by `fit` in training mode only; it may update the model's own buffers (center-loss centres)."""
+        return None
+
     def num_parameters(self, include_embeddings: bool = False) -> int:
         emb = {id(p) for p in self.embed.parameters()} if hasattr(self, "embed") else set()
         return sum(p.numel() for p in self.parameters() if include_embeddings or id(p) not in emb)
