@@ -31,7 +31,9 @@ class MapSpec:
     kind: str  # one of KINDS
     description: str = ""
     # "real" for ordinary values; "index" for integer positions (e.g. the max-pool argmax per filter,
-    # a token index); "score" for unnormalised attention terms.
+    # a token index); "score" for unnormalised attention terms; "partial" for one block of a softmax whose
+    # other entries sit in sibling maps (rows sum to <= 1; e.g. the Transformer's token x token attention
+    # beside its cls-token maps).
     values: str = "real"
 
     def __post_init__(self) -> None:

@@ -1,0 +1,23 @@
+"""The textcls dashboard: `streamlit run app.py`. Page config, navigation over the pages that exist, run.
+
+To add a page, add one (file, title, icon) line to PAGES; a listed file that does not exist yet is skipped.
+"""
+from pathlib import Path
+
+import streamlit as st
+
+ROOT = Path(__file__).resolve().parent
+PAGES = [
+    ("pages/home.py", "Home", ":material/home:"),
+    ("pages/compare.py", "Compare", ":material/compare_arrows:"),
+    ("pages/inspect.py", "Inspect", ":material/visibility:"),
+    ("pages/attribute.py", "Attribute", ":material/highlight:"),
+    ("pages/train.py", "Train", ":material/model_training:"),
+    ("pages/evaluate.py", "Evaluate", ":material/fact_check:"),
+    ("pages/lab.py", "Lab", ":material/science:"),
+    ("pages/benchmarks.py", "Benchmarks", ":material/speed:"),
+]
+
+st.set_page_config(page_title="textcls", page_icon=":material/text_fields:", layout="wide")
+st.navigation([st.Page(f, title=t, icon=i, default=(n == 0))
+               for n, (f, t, i) in enumerate(PAGES) if (ROOT / f).is_file()]).run()

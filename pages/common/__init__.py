@@ -1,0 +1,1 @@
+"""Shared pieces of the dashboard pages: `cache` (the only st.cache_* wrappers) and `widgets`."""

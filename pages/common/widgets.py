@@ -1,0 +1,228 @@
+"""Widgets the pages share: checkpoint pickers, the no-checkpoint message, text input guards, figures with
+their export buttons. No caching here (that is cache.py's job) and no model code (that is the library's).
+
+Every piece of user text shown here goes through `st.text`, a dataframe, or `html.escape` / `md_escape`
+before markdown; unsafe_allow_html is used only on HTML built from escaped text.
+"""
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from textcls import viz
+from textcls.checkpoint import CheckpointInfo
+
+from . import cache
+
+MAX_CHARS = 200_000          # longer inputs are cut (with a message) before they reach a model
+MAX_BATCH = 2_000            # texts per batch on the Compare page
+TRAIN_CMD = ("python -m textcls train --model kim_cnn --data sst2 --epochs 5 "
+             "--out {root}/kim_cnn_sst2")
+EXAMPLE = ("The food was great and the staff were friendly. But the service was painfully slow! "
+           "I would not come back.")
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$:~=])")
+
+
+def md_escape(text: object) -> str:
+    """Text safe inside st.markdown/st.caption: markdown, HTML, LaTeX ($) and :directives: neutralised."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", " ")
+
+
+def fmt_acc(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f} %"
+
+
+def ckpt_label(info: CheckpointInfo) -> str:
+    data = f", {info.data}" if info.data else ""
+    return f"{info.name} ({info.model}{data})"
+
+
+# ---------------------------------------------------------------- checkpoints
+
+def no_checkpoints_message(root: Path, invalid: Sequence[CheckpointInfo] = ()) -> None:
+    st.warning(f"No trained checkpoint found in `{md_escape(root)}`. The app shows models you have trained; "
+               "make one with the command below (about a minute on a laptop), then reload this page. "
+               "Point the app at another folder with the environment variable `TEXTCLS_CHECKPOINTS`.",
+               icon=":material/info:")
+    st.code(TRAIN_CMD.format(root=root), language="bash")
+    show_invalid(invalid)
+
+
+def show_invalid(invalid: Sequence[CheckpointInfo]) -> None:
+    if invalid:
+        with st.expander(f"{len(invalid)} folder(s) in the checkpoint folder could not be read"):
+            for i in invalid:
+                st.text(f"{i.name}: {i.error}")
+
+
+def require_checkpoints() -> list[CheckpointInfo]:
+    """The valid checkpoints; if there are none, explain how to make one and stop the page."""
+    root = cache.checkpoint_root()
+    valid, invalid = cache.checkpoints(str(root))
+    if not valid:
+        no_checkpoints_message(root, invalid)
+        st.stop()
+    return valid
+
+
+def load(info: CheckpointInfo):
+    """The shared Predictor, or None with an error shown (a broken checkpoint never crashes the page)."""
+    try:
+        return cache.predictor(info.path)
+    except Exception as e:  # noqa: BLE001 - any load failure is shown, not raised
+        st.error(f"Could not load {info.name}: {type(e).__name__}: {e}")
+        return None
+
+
+def safe_predict(info: CheckpointInfo, texts: list[str]):
+    try:
+        return cache.predict(info.path, texts)
+    except Exception as e:  # noqa: BLE001
+        st.error(f"{info.name} failed on this input: {type(e).__name__}: {e}")
+        return None
+
+
+def safe_predict_maps(info: CheckpointInfo, text: str):
+    try:
+        return cache.predict_maps(info.path, text)
+    except Exception as e:  # noqa: BLE001
+        st.error(f"{info.name} failed on this input: {type(e).__name__}: {e}")
+        return None
+
+
+# ---------------------------------------------------------------- text input
+
+def clean_text(text: str | None, *, what: str = "text") -> str | None:
+    """The text to classify, or None after telling the user why there is nothing to do."""
+    if text is None or not text.strip():
+        st.info(f"Type or paste a {what} above.", icon=":material/edit:")
+        return None
+    text = text.replace("\x00", " ")
+    if len(text) > MAX_CHARS:
+        st.warning(f"The text has {len(text):,} characters; only the first {MAX_CHARS:,} are used "
+                   "(each model reads at most its own maximum number of tokens anyway).")
+        text = text[:MAX_CHARS]
+    return text
+
+
+def split_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+# ---------------------------------------------------------------- figures and export
+
+def chart_config(key: str) -> dict:
+    """Plotly modebar: the camera saves an SVG (vector, for papers) named after the figure."""
+    return {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"],
+            "toImageButtonOptions": {"format": "svg", "filename": viz.safe_filename(key)}}
+
+
+def _export_status() -> tuple[bool, str]:
+    if "_img_export" not in st.session_state:
+        st.session_state["_img_export"] = viz.image_export_status()
+    return st.session_state["_img_export"]
+
+
+def export_buttons(item: viz.FigureOut, key: str) -> None:
+    """PNG, SVG (rendered on click, server-side), CSV and JSON of one figure."""
+    name = viz.safe_filename(key)
+    ok, why = _export_status()
+    cols = st.columns([1, 1, 1, 1, 4])
+    if ok:
+        cols[0].download_button("PNG", data=lambda f=item.fig: viz.figure_image(f, "png"), file_name=f"{name}.png",
+                                mime="image/png", key=f"png_{key}", on_click="ignore", icon=":material/image:")
+        cols[1].download_button("SVG", data=lambda f=item.fig: viz.figure_image(f, "svg"), file_name=f"{name}.svg",
+                                mime="image/svg+xml", key=f"svg_{key}", on_click="ignore", icon=":material/draw:")
+    else:
+        cols[0].download_button("HTML", data=lambda f=item.fig: viz.figure_html(f, "png", name),
+                                file_name=f"{name}.html", mime="text/html", key=f"html_{key}", on_click="ignore",
+                                help=f"Server-side PNG/SVG unavailable ({why}). This interactive page saves a PNG "
+                                     "with its camera button; the camera above saves an SVG.")
+    cols[2].download_button("CSV", data=lambda: item.csv(), file_name=f"{name}.csv", mime="text/csv",
+                            key=f"csv_{key}", on_click="ignore", icon=":material/table:")
+    cols[3].download_button("JSON", data=lambda: item.json(), file_name=f"{name}.json", mime="application/json",
+                            key=f"json_{key}", on_click="ignore", icon=":material/data_object:")
+
+
+def show_figure(item: viz.FigureOut, key: str, *, export: bool = True) -> None:
+    """One figure with its caption and export buttons."""
+    width = "content" if item.fig.layout.width else "stretch"
+    st.plotly_chart(item.fig, theme=None, config=chart_config(key), key=f"fig_{key}", width=width)
+    if item.caption:
+        st.caption(md_escape(item.caption))
+    if export:
+        export_buttons(item, key)
+
+
+def zip_button(items: Sequence[viz.FigureOut], key: str, label: str = "All figures (ZIP)") -> None:
+    if not items:
+        return
+    ok, _ = _export_status()
+    st.download_button(label, data=lambda: viz.export_zip(items, images=ok), file_name=f"{viz.safe_filename(key)}.zip",
+                       mime="application/zip", key=f"zip_{key}", on_click="ignore", icon=":material/folder_zip:",
+                       help="PNG, SVG, CSV and JSON of every figure shown here" if ok else
+                       "CSV and JSON of every figure (PNG/SVG rendering is unavailable on this server)")
+
+
+def prob_figure(items: Sequence[tuple[str, dict[str, float]]], title: str = "Probabilities") -> viz.FigureOut:
+    """Grouped horizontal bars: one group per checkpoint, one bar per label."""
+    labels = list(dict.fromkeys(lab for _, probs in items for lab in probs))
+    palette = ["#c0392b", "#2c7fb8", "#27ae60", "#8e44ad", "#e67e22", "#16a085", "#7f8c8d", "#d35400"]
+    fig = go.Figure()
+    names = [viz.esc(n) for n, _ in items]
+    for k, lab in enumerate(labels):
+        fig.add_trace(go.Bar(y=names, x=[probs.get(lab, 0.0) for _, probs in items], name=viz.esc(lab),
+                             orientation="h", marker_color=palette[k % len(palette)],
+                             hovertemplate="%{y}<br>" + viz.esc(lab) + ": %{x:.4f}<extra></extra>"))
+    fig.update_layout(barmode="group", title=dict(text=viz.esc(title), x=0.01, font=dict(size=14)),
+                      xaxis=dict(range=[0, 1], title="probability", tickformat=".0%"),
+                      yaxis=dict(autorange="reversed"), height=int(110 + 26 * len(items) * max(1, len(labels))),
+                      margin=dict(l=10, r=10, t=45, b=10), legend=dict(orientation="h", y=-0.15),
+                      plot_bgcolor="white", font=dict(family=viz.FONT))
+    table = pd.DataFrame([{"checkpoint": n, "label": lab, "probability": p} for n, probs in items
+                          for lab, p in probs.items()])
+    return viz.FigureOut("probabilities", title, fig, table)
+
+
+def agreement(labels: dict[str, str]) -> tuple[str, dict[str, list[str]]]:
+    """(majority label, {label: [checkpoints]}) - ties broken by first appearance."""
+    groups: dict[str, list[str]] = {}
+    for name, lab in labels.items():
+        groups.setdefault(lab, []).append(name)
+    major = max(groups, key=lambda k: len(groups[k])) if groups else ""
+    return major, groups
+
+
+def label_card(name: str, model: str, data: str, label: str, conf: float, agrees: bool | None,
+               truncated: bool = False, n_tokens: int | None = None) -> None:
+    """A bordered card: checkpoint, predicted label, confidence, agreement mark (all text escaped)."""
+    with st.container(border=True):
+        st.markdown(f"**{md_escape(name)}**  \n{md_escape(model)}{' · ' + md_escape(data) if data else ''}")
+        color = "green" if agrees or agrees is None else "red"
+        mark = "" if agrees is None else (" ✓" if agrees else " ✗ disagrees")
+        st.markdown(f":{color}[**{md_escape(label)}**{mark}]")
+        st.progress(float(np.clip(conf, 0, 1)), text=f"confidence {100 * conf:.1f} %")
+        notes = []
+        if n_tokens is not None:
+            notes.append(f"{n_tokens} tokens")
+        if truncated:
+            notes.append("input truncated")
+        if notes:
+            st.caption(" · ".join(notes))
+
+
+def token_html(tokens: Sequence[str], weights: Sequence[float], label: str | None = None) -> None:
+    """Inline shaded words (escaped HTML)."""
+    st.markdown(viz.token_highlight_html(tokens, weights, label=label), unsafe_allow_html=True)
+
+
+def esc_html(text: object) -> str:
+    return html.escape(str(text), quote=True)

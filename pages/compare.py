@@ -1,0 +1,217 @@
+"""Compare: one sentence or many, every selected checkpoint side by side, agreement and disagreement."""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from pages.common import widgets as w
+from textcls import viz
+
+st.title("Compare models")
+st.caption("Every selected checkpoint on the same input: what each predicts, how sure it is, where they disagree "
+           "and - for one sentence - which words each of them leaned on.")
+
+valid = w.require_checkpoints()
+by_name = {i.name: i for i in valid}
+chosen = st.multiselect("Checkpoints", list(by_name), default=list(by_name), key="cmp_ckpts",
+                        format_func=lambda n: w.ckpt_label(by_name[n]))
+if not chosen:
+    st.info("Pick at least one checkpoint.")
+    st.stop()
+infos = [by_name[n] for n in chosen]
+if len({tuple(i.labels) for i in infos}) > 1:
+    st.caption("These checkpoints were trained on different label sets; agreement compares label names.")
+
+mode = st.radio("Input", ["One sentence", "Many sentences (one per line)", "Upload a CSV or TXT file"],
+                horizontal=True, key="cmp_mode")
+
+
+def says(n: int) -> str:
+    return "says" if n == 1 else "say"
+
+
+def single(text: str) -> None:
+    preds = {}
+    for i in infos:
+        r = w.safe_predict_maps(i, text)
+        if r is not None:
+            preds[i.name] = r
+    if not preds:
+        return
+    first = next(iter(preds.values()))
+    if not any(p.tokens for p in preds.values()):
+        st.warning("None of the models found a word in this text (it is empty after tokenisation); the "
+                   "predictions below are what each model says about an empty input.")
+    major, groups = w.agreement({n: p.label for n, p in preds.items()})
+    if len(groups) == 1:
+        st.success(f"All {len(preds)} checkpoints agree: **{w.md_escape(major)}**.", icon=":material/check_circle:")
+    else:
+        st.warning("The checkpoints disagree - " + "; ".join(
+            f"{len(v)} {says(len(v))} **{w.md_escape(k)}** ({w.md_escape(', '.join(v))})" for k, v in
+            sorted(groups.items(), key=lambda kv: -len(kv[1]))) + ".", icon=":material/warning:")
+    per_row = 4
+    names = list(preds)
+    for start in range(0, len(names), per_row):
+        cols = st.columns(per_row)
+        for col, n in zip(cols, names[start:start + per_row]):
+            p = preds[n]
+            with col:
+                w.label_card(n, by_name[n].model, by_name[n].data, p.label, p.probabilities[p.label],
+                             None if len(groups) == 1 else p.label == major, p.truncated, len(p.tokens))
+    item = w.prob_figure([(n, p.probabilities) for n, p in preds.items()], title="Probability of each label")
+    w.show_figure(item, "cmp_probs")
+
+    st.subheader("What each model looked at")
+    items = []
+    for n, p in preds.items():
+        pred = w.load(by_name[n])
+        if pred is None:
+            continue
+        items.append(dict(name=n, model=by_name[n].model, specs={s.name: s for s in pred.model.map_specs()},
+                          maps=p.maps, tokens=p.tokens, sentences=p.sentences, label=p.label))
+    n_tok = max((len(p.tokens) for p in preds.values()), default=0)
+    window = None
+    if n_tok > viz.MAX_HIGHLIGHT_TOKENS:
+        start = st.slider("Long text: first token shown", 1, n_tok, 1, step=50, key="cmp_win")
+        window = (start - 1, viz.MAX_HIGHLIGHT_TOKENS)
+    reasons = viz.reasons_figure(items, title="Words shaded by each model's own weight (darker = more)",
+                                 window=window)
+    if reasons is None:
+        st.info("None of these models exposes a token-level weight.")
+    else:
+        w.show_figure(reasons, "cmp_reasons")
+    st.caption("Each row is shaded on its own scale. Open Inspect for each model's full internals.")
+    w.zip_button([item] + ([reasons] if reasons else []), "compare_sentence")
+    del first
+
+
+def batch(texts: list[str], gold: list[str] | None = None) -> None:
+    if len(texts) > w.MAX_BATCH:
+        st.warning(f"{len(texts):,} texts; the first {w.MAX_BATCH:,} are compared.")
+        texts = texts[: w.MAX_BATCH]
+        gold = gold[: w.MAX_BATCH] if gold else None
+    texts = [t[: w.MAX_CHARS] for t in texts]
+    labels: dict[str, list[str]] = {}
+    confs: dict[str, list[float]] = {}
+    with st.spinner(f"Classifying {len(texts):,} texts with {len(infos)} checkpoint(s)…"):
+        for i in infos:
+            preds = w.safe_predict(i, texts)
+            if preds is not None:
+                labels[i.name] = [p.label for p in preds]
+                confs[i.name] = [p.probabilities[p.label] for p in preds]
+    if not labels:
+        return
+    names = list(labels)
+    df = pd.DataFrame({"#": np.arange(1, len(texts) + 1), "text": texts})
+    for n in names:
+        df[n] = labels[n]
+        df[f"{n} conf."] = confs[n]
+    majority, agree, disagree = [], [], []
+    for r in range(len(texts)):
+        major, groups = w.agreement({n: labels[n][r] for n in names})
+        majority.append(major)
+        agree.append(len(groups[major]) / len(names))
+        disagree.append(len(groups) > 1)
+    df["majority"] = majority
+    df["agreement"] = agree
+    df["disagree"] = disagree
+    if gold:
+        df["gold"] = gold
+    n_dis = int(np.sum(disagree))
+    c1, c2, c3 = st.columns(3)
+    c1.metric("texts", f"{len(texts):,}")
+    c2.metric("models disagree on", f"{n_dis:,}", f"{100 * n_dis / len(texts):.0f} % of the texts",
+              delta_color="off")
+    c3.metric("all agree on", f"{len(texts) - n_dis:,}")
+    if gold:
+        acc = {n: float(np.mean([a == b for a, b in zip(labels[n], gold)])) for n in names}
+        st.markdown("**Accuracy on this file** (gold column): " + " · ".join(
+            f"{w.md_escape(n)} {100 * a:.1f} %" for n, a in acc.items()))
+    only = st.toggle("Show only the texts where models disagree", value=False, key="cmp_only_dis")
+    view = df[df["disagree"]] if only else df
+
+    def paint(row):
+        return ["background-color: #fdecea" if row["disagree"] else "" for _ in row]
+
+    conf_cols = {f"{n} conf.": st.column_config.ProgressColumn(f"{n} conf.", format="percent", min_value=0,
+                                                               max_value=1) for n in names}
+    shown = view.head(1000)
+    data = shown.style.apply(paint, axis=1) if len(shown) <= 1000 else shown
+    st.dataframe(data, hide_index=True, width="stretch", height=min(600, 40 + 35 * len(shown)),
+                 column_config={"text": st.column_config.TextColumn(width="large"),
+                                "agreement": st.column_config.ProgressColumn(format="percent", min_value=0,
+                                                                             max_value=1),
+                                **conf_cols})
+    if len(view) > len(shown):
+        st.caption(f"Showing the first {len(shown):,} of {len(view):,} rows; the CSV has them all.")
+    st.download_button("Download the table (CSV)", data=df.to_csv(index=False).encode("utf-8"),
+                       file_name="compare.csv", mime="text/csv", key="cmp_csv", on_click="ignore",
+                       icon=":material/download:")
+    if len(names) > 1:
+        m = np.array([[np.mean([x == y for x, y in zip(labels[a], labels[b])]) for b in names] for a in names])
+        spec = viz.MapSpec("agreement", ("channel", "channel"), "activation")
+        s = viz.slice_map(m, spec)
+        s.row_labels, s.col_labels, s.row_axis, s.col_axis = names, names, "checkpoint", "checkpoint "
+        fig = viz._heatmap_from_slice(s, spec, title="How often two checkpoints give the same label",
+                                      show_values=True, colors=dict(colorscale="Greens", zmin=0, zmax=1))
+        item = viz.FigureOut("model_agreement", "pairwise agreement", fig, viz.slice_table(s),
+                             caption="Share of the texts on which the row and column checkpoints agree.")
+        w.show_figure(item, "cmp_pairwise")
+
+
+if mode == "One sentence":
+    with st.form("cmp_one"):
+        text = st.text_area("Sentence", value=w.EXAMPLE, height=90, key="cmp_text")
+        st.form_submit_button("Compare", type="primary")
+    text = w.clean_text(text, what="sentence")
+    if text is not None:
+        single(text)
+elif mode.startswith("Many"):
+    with st.form("cmp_many"):
+        raw = st.text_area("One text per line", height=180, key="cmp_lines",
+                           value="a gripping , beautifully acted film\nthe plot is thin and the jokes fall flat\n"
+                                 "not bad at all\nI expected more")
+        st.form_submit_button("Compare", type="primary")
+    raw = w.clean_text(raw, what="list of sentences")
+    if raw is not None:
+        batch(w.split_lines(raw))
+else:
+    up = st.file_uploader("CSV (with a text column, optionally a label column) or TXT (one text per line)",
+                          type=["csv", "tsv", "txt"], key="cmp_file")
+    if up is None:
+        st.info("Upload a file to compare the models on every row.")
+    else:
+        raw = up.getvalue()
+        if len(raw) > 50_000_000:
+            st.error("The file is larger than 50 MB; upload a smaller sample.")
+            st.stop()
+        try:
+            content = raw.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            content = raw.decode("latin-1")
+        if up.name.lower().endswith(".txt"):
+            batch(w.split_lines(content))
+        else:
+            try:
+                table = pd.read_csv(io.StringIO(content), sep="\t" if up.name.lower().endswith(".tsv") else ",",
+                                    dtype=str, keep_default_na=False)
+            except Exception as e:  # noqa: BLE001 - any parse error is shown
+                st.error(f"Could not read {w.md_escape(up.name)} as a table: {w.md_escape(e)}")
+                st.stop()
+            if table.empty:
+                st.error("The file has no rows.")
+                st.stop()
+            cols = list(table.columns)
+            default = cols.index("text") if "text" in cols else 0
+            c1, c2 = st.columns(2)
+            tcol = c1.selectbox("Text column", cols, index=default, key="cmp_tcol")
+            lopts = ["(none)"] + [c for c in cols if c != tcol]
+            lcol = c2.selectbox("Gold label column (optional)", lopts,
+                                index=lopts.index("label") if "label" in lopts else 0, key="cmp_lcol")
+            texts = table[tcol].astype(str).tolist()
+            gold = table[lcol].astype(str).tolist() if lcol != "(none)" else None
+            batch(texts, gold)

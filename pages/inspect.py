@@ -1,0 +1,145 @@
+"""Inspect: one checkpoint (or two side by side) on one text, its internals drawn the way its paper draws them.
+
+The views come from `textcls.viz` (a registry keyed by model name; each view declares the maps it needs and
+the controls it takes), so this page knows no model: any model gets at least the generic view.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from pages.common import widgets as w
+from textcls import viz
+
+st.title("Inspect a model")
+st.caption("A model's own tensors on your text - attention, feature maps, gates - drawn as in its paper, with the "
+           "tokens on every axis. Hover for exact values; every figure downloads as PNG, SVG, CSV and JSON.")
+
+valid = w.require_checkpoints()
+by_name = {i.name: i for i in valid}
+names = list(by_name)
+
+c1, c2 = st.columns([3, 2])
+first = c1.selectbox("Checkpoint", names, key="insp_ckpt", format_func=lambda n: w.ckpt_label(by_name[n]))
+two = c2.toggle("Side by side with a second checkpoint", value=False, key="insp_two",
+                disabled=len(names) < 2, help="Needs at least two checkpoints.")
+slots = [first]
+if two and len(names) > 1:
+    rest = [n for n in names if n != first]
+    slots.append(c2.selectbox("Second checkpoint", rest, key="insp_ckpt2",
+                              format_func=lambda n: w.ckpt_label(by_name[n])))
+
+with st.form("insp_form"):
+    text = st.text_area("Text", value=w.EXAMPLE, height=100, key="insp_text",
+                        help="Several sentences are fine: hierarchical models (HCAN) split them.")
+    st.form_submit_button("Inspect", type="primary")
+text = w.clean_text(text)
+if text is None:
+    st.stop()
+
+loaded = []
+for n in slots:
+    info = by_name[n]
+    pred = w.load(info)
+    if pred is None:
+        continue
+    r = w.safe_predict_maps(info, text)
+    if r is None:
+        continue
+    specs = {s.name: s for s in pred.model.map_specs()}
+    loaded.append((info, pred, r, specs))
+if not loaded:
+    st.stop()
+
+if not any(r.tokens for _, _, r, _ in loaded):
+    st.warning("The text has no tokens these models can read (it is empty after tokenisation), so there is "
+               "nothing to draw. Try a sentence with words.")
+    st.stop()
+
+# Long texts: one token window shared by every view (heatmaps and shaded words page through the text).
+n_max = max(len(r.tokens) for _, _, r, _ in loaded)
+window = None
+if n_max > viz.MAX_TOKENS:
+    st.info(f"Long text: {n_max:,} tokens. Figures show a window of the tokens; move it with the slider "
+            "(or average into bins in the generic view).", icon=":material/swap_horiz:")
+    wc1, wc2 = st.columns([3, 1])
+    size = wc2.selectbox("Window", [50, 100, 200], index=2, key="insp_wsize")
+    start = wc1.slider("First token shown", 1, max(1, n_max - size + 1), 1, key="insp_wstart")
+    window = (start - 1, size)
+
+if len(loaded) == 2:
+    items = [dict(name=i.name, model=i.model, specs=s, maps=r.maps, tokens=r.tokens, sentences=r.sentences,
+                  label=r.label) for i, _, r, s in loaded]
+    reasons = viz.reasons_figure(items, title="Words shaded by each model's weight (ACT Table 4 style)",
+                                 window=window)
+    if reasons is not None:
+        with st.container(border=True):
+            w.show_figure(reasons, "insp_reasons")
+
+
+def control_widget(c: viz.Control, key: str):
+    labels = dict(zip(c.options, c.labels))
+    idx = c.options.index(c.default) if c.default in c.options else 0
+    if len(c.options) <= 1:
+        return c.options[0] if c.options else 0
+    if len(c.options) <= 8 and max(len(x) for x in c.labels) <= 12:
+        return st.radio(c.label, c.options, index=idx, horizontal=True, key=key, format_func=labels.get)
+    return st.selectbox(c.label, c.options, index=idx, key=key, format_func=labels.get)
+
+
+def render(slot: int, info, pred, r, specs) -> None:
+    p = r.probabilities[r.label]
+    st.markdown(f"#### {w.md_escape(info.name)}")
+    st.markdown(f"{w.md_escape(info.model)} · {w.md_escape(info.data or 'unknown data')} · predicts "
+                f"**{w.md_escape(r.label)}** ({100 * p:.1f} %)")
+    vocab = getattr(getattr(pred.tokenizer, "vocab", None), "stoi", None)
+    unk = sum(1 for t in r.tokens if vocab is not None and t not in vocab)
+    notes = [f"{len(r.tokens)} tokens"]
+    if r.sentences:
+        notes.append(f"{len(r.sentences)} sentence(s)")
+    if unk:
+        notes.append(f"{unk} not in this model's vocabulary (read as unknown)")
+    if r.truncated:
+        notes.append("the text was cut to the model's maximum length")
+    st.caption(" · ".join(notes))
+    if not r.tokens:
+        st.info("This model read no tokens from the text; nothing to draw.")
+        return
+    views = viz.views_for(info.model, specs)
+    ids = [v.id for v in views]
+    vid = st.selectbox("View", ids, key=f"insp_view_{slot}_{info.name}",
+                       format_func=lambda i: viz.VIEWS[i].title)
+    st.caption(w.md_escape(viz.VIEWS[vid].description))
+    vi = viz.ViewInput(info.model, specs, r.maps, list(r.tokens), r.sentences, title=info.name, label=r.label,
+                       config=dict(info.info.get("model_config", {})))
+    opts: dict = {"window": window}
+    controls = viz.view_controls(vid, vi)
+    if controls:
+        cols = st.columns(min(3, len(controls)))
+        for k, c in enumerate(controls):
+            with cols[k % len(cols)]:
+                opts[c.name] = control_widget(c, f"insp_c_{slot}_{info.name}_{vid}_{c.name}")
+    if vid == "generic":
+        drawable = [s.name for s in specs.values() if s.name in r.maps]
+        default = [n for n in drawable if specs[n].values != "index"][:4] or drawable[:4]
+        opts["maps"] = st.multiselect("Maps", drawable, default=default, key=f"insp_maps_{slot}_{info.name}")
+        if window is not None:
+            opts["aggregate"] = st.toggle("Average long token axes into bins instead of a window", value=False,
+                                          key=f"insp_agg_{slot}_{info.name}")
+    vi.opts = opts
+    try:
+        figs = viz.build_view(vid, vi)
+    except Exception as e:  # noqa: BLE001 - a view that cannot draw this input says so, the page goes on
+        st.error(f"This view could not be drawn for this input: {type(e).__name__}: {e}")
+        return
+    if not figs:
+        st.info("This view has nothing to draw for this input.")
+        return
+    for k, item in enumerate(figs):
+        w.show_figure(item, f"{slot}_{info.name}_{item.key}_{k}")
+    w.zip_button(figs, f"{info.name}_{vid}", label="All figures of this view (ZIP)")
+
+
+cols = st.columns(len(loaded)) if len(loaded) > 1 else [st.container()]
+for slot, ((info, pred, r, specs), col) in enumerate(zip(loaded, cols)):
+    with col:
+        render(slot, info, pred, r, specs)

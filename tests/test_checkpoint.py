@@ -1,0 +1,199 @@
+"""Checkpoints: save -> load round trip, float16, atomic replacement, and every kind of broken folder."""
+import json
+import os
+import pickle
+
+import pytest
+import torch
+
+import textcls
+from textcls.checkpoint import (CheckpointError, list_checkpoints, load_checkpoint, load_history, save_checkpoint)
+from textcls.registry import get_entry
+from textcls.text import Tokenizer, TokenizerConfig
+from textcls.training import History
+
+TEXTS = ["a great and moving film .", "a dull , tedious mess !", "great fun . truly great .",
+         "not worth the ticket", "the cast is wonderful"]
+LABELS = ["negative", "positive"]
+
+
+def make(name="kim_cnn", **kw):
+    hier = get_entry(name).input_kind == "sentences"
+    tok = Tokenizer.build(TEXTS, TokenizerConfig(hierarchical=hier))
+    torch.manual_seed(0)
+    model = textcls.create_model(name, vocab_size=len(tok.vocab), num_labels=2, preset="small", **kw).eval()
+    return model, tok
+
+
+def logits(model, tok, texts=TEXTS):
+    enc = tok.encode(texts)
+    with torch.no_grad():
+        return model(enc.token_ids, enc.mask).logits
+
+
+@pytest.fixture
+def saved(tmp_path):
+    model, tok = make()
+    hist = History(epochs=[{"epoch": 1, "train_loss": 0.5}], stopped_reason="completed 1 epoch(s)")
+    path = save_checkpoint(tmp_path / "ck", model, tok, LABELS,
+                           meta={"data": {"name": "toy"}, "metrics": {"test_accuracy": 0.75}}, history=hist)
+    return path, model, tok
+
+
+@pytest.mark.parametrize("name", textcls.list_models())
+def test_round_trip_gives_identical_logits(tmp_path, name):
+    model, tok = make(name)
+    path = save_checkpoint(tmp_path / name, model, tok, LABELS)
+    pred = load_checkpoint(path)
+    assert not pred.model.training and pred.labels == LABELS and pred.name == name
+    assert type(pred.model.config) is type(model.config) and pred.model.config == model.config
+    assert torch.equal(logits(pred.model, tok), logits(model, tok))
+    assert pred.tokenizer.vocab == tok.vocab and pred.tokenizer.config == tok.config
+
+
+def test_config_records_what_was_asked(saved):
+    path, model, _ = saved
+    cfg = json.loads((path / "config.json").read_text())
+    assert cfg["model"] == "kim_cnn" and cfg["labels"] == LABELS
+    assert cfg["data"] == {"name": "toy"} and cfg["metrics"]["test_accuracy"] == 0.75
+    assert cfg["library_version"] == textcls.__version__ and cfg["created"]
+    assert cfg["model_config"]["windows"] == [2, 3] and cfg["weights_dtype"] == "float32"
+    assert sorted(os.listdir(path)) == ["config.json", "history.json", "model.safetensors", "vocab.json"]
+    assert load_history(path).stopped_reason == "completed 1 epoch(s)"
+
+
+def test_float16_storage_loads_back_as_float32(tmp_path, saved):
+    _, model, tok = saved
+    path = save_checkpoint(tmp_path / "half", model, tok, LABELS, float16=True)
+    assert (path / "model.safetensors").stat().st_size < 0.6 * (saved[0] / "model.safetensors").stat().st_size
+    pred = load_checkpoint(path)
+    assert all(p.dtype == torch.float32 for p in pred.model.parameters())
+    torch.testing.assert_close(logits(pred.model, tok), logits(model, tok), atol=2e-2, rtol=1e-2)
+    assert pred.info["weights_dtype"] == "float16"
+
+
+def test_replacing_a_checkpoint_is_atomic(tmp_path, saved, monkeypatch):
+    path, model, tok = saved
+    before = (path / "model.safetensors").read_bytes()
+    # a crash while writing the new one leaves the old checkpoint as it was, and no temporary folder
+    import safetensors.torch
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+    monkeypatch.setattr(safetensors.torch, "save_file", boom)
+    with torch.no_grad():
+        model.fc.weight.add_(1.0)
+    with pytest.raises(OSError, match="disk full"):
+        save_checkpoint(path, model, tok, LABELS)
+    assert (path / "model.safetensors").read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["ck"]
+    monkeypatch.undo()
+    # a successful save replaces it
+    save_checkpoint(path, model, tok, LABELS)
+    assert (path / "model.safetensors").read_bytes() != before
+    assert torch.equal(load_checkpoint(path).model.fc.weight, model.fc.weight)
+    assert sorted(os.listdir(tmp_path)) == ["ck"]
+
+
+def test_never_replaces_a_folder_that_is_not_a_checkpoint(tmp_path):
+    model, tok = make()
+    precious = tmp_path / "notes"
+    precious.mkdir()
+    (precious / "thesis.txt").write_text("do not delete")
+    with pytest.raises(CheckpointError, match="not a textcls checkpoint"):
+        save_checkpoint(precious, model, tok, LABELS)
+    assert (precious / "thesis.txt").read_text() == "do not delete"
+    with pytest.raises(ValueError, match="label names"):
+        save_checkpoint(tmp_path / "x", model, tok, ["only-one"])
+
+
+def _edit_json(path, name, fn):
+    p = path / name
+    d = json.loads(p.read_text())
+    fn(d)
+    p.write_text(json.dumps(d))
+
+
+def corrupt_missing(path, name):
+    (path / name).unlink()
+
+
+CORRUPTIONS = {
+    "missing config.json": (lambda p: corrupt_missing(p, "config.json"), "missing config.json"),
+    "missing vocab.json": (lambda p: corrupt_missing(p, "vocab.json"), "missing vocab.json"),
+    "missing weights": (lambda p: corrupt_missing(p, "model.safetensors"), "missing model.safetensors"),
+    "config not JSON": (lambda p: (p / "config.json").write_text("{\"model\": "), "config.json is not valid JSON"),
+    "vocab not JSON": (lambda p: (p / "vocab.json").write_text("[[["), "vocab.json is not valid JSON"),
+    "vocab not a vocabulary": (lambda p: (p / "vocab.json").write_text('{"words": 3}'), "vocab.json is not a voc"),
+    "foreign config": (lambda p: (p / "config.json").write_text('{"architectures": ["Bert"]}'), "format marker"),
+    "unknown model": (lambda p: _edit_json(p, "config.json", lambda d: d.update(model="gpt9")), "unknown model"),
+    "unknown config field": (lambda p: _edit_json(p, "config.json",
+                                                  lambda d: d["model_config"].update(wings=2)), "wings"),
+    "shape mismatch": (lambda p: _edit_json(p, "config.json",
+                                            lambda d: d["model_config"].update(n_filters=9)), "shape mismatch"),
+    "labels vs classes": (lambda p: _edit_json(p, "config.json", lambda d: d.update(labels=["a", "b", "c"])),
+                          "num_labels"),
+    "vocab size": (lambda p: _edit_json(p, "vocab.json", lambda d: d["itos"].append("extra")), "vocab_size"),
+    "bad tokenizer": (lambda p: _edit_json(p, "config.json", lambda d: d["tokenizer"].update(level="byte")),
+                      "tokenizer"),
+    "newer format": (lambda p: _edit_json(p, "config.json", lambda d: d.update(format_version=99)),
+                     "format_version"),
+    "truncated weights": (lambda p: os.truncate(p / "model.safetensors",
+                                                (p / "model.safetensors").stat().st_size - 100), "truncated"),
+    "weights header only": (lambda p: os.truncate(p / "model.safetensors", 5), "truncated"),
+    "pickle as weights": (lambda p: (p / "model.safetensors").write_bytes(pickle.dumps({"fc.weight": [1.0]})),
+                          "safetensors"),
+}
+
+
+@pytest.mark.parametrize("case", list(CORRUPTIONS))
+def test_broken_checkpoints_raise_checkpoint_error(saved, case):
+    path = saved[0]
+    corrupt, message = CORRUPTIONS[case]
+    corrupt(path)
+    with pytest.raises(CheckpointError, match=message) as info:
+        load_checkpoint(path)
+    assert str(path) in str(info.value)  # the message names the folder
+
+
+def test_nan_weights_and_wrong_tensor_names(saved):
+    from safetensors.torch import load_file, save_file
+    path = saved[0]
+    state = load_file(str(path / "model.safetensors"))
+    state["fc.bias"] = torch.full_like(state["fc.bias"], float("nan"))
+    save_file(state, str(path / "model.safetensors"))
+    with pytest.raises(CheckpointError, match="NaN"):
+        load_checkpoint(path)
+    state["fc.bias2"] = state.pop("fc.bias")
+    save_file(state, str(path / "model.safetensors"))
+    with pytest.raises(CheckpointError, match="fc.bias"):
+        load_checkpoint(path)
+
+
+def test_not_a_folder(tmp_path):
+    with pytest.raises(CheckpointError, match="no such checkpoint"):
+        load_checkpoint(tmp_path / "nope")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(CheckpointError, match="not a folder"):
+        load_checkpoint(tmp_path / "file")
+
+
+def test_list_checkpoints_skips_and_reports_invalid(tmp_path, saved):
+    root = tmp_path
+    model, tok = make()
+    save_checkpoint(root / "b_second", model, tok, LABELS)
+    bad = root / "broken"
+    bad.mkdir()
+    (bad / "config.json").write_text("not json")
+    (root / ".ck.tmp-123").mkdir()       # a save in progress
+    (root / "README.txt").write_text("x")
+    infos = list_checkpoints(root)
+    assert [i.name for i in infos] == ["b_second", "ck"]
+    ck = infos[1]
+    assert ck.model == "kim_cnn" and ck.data == "toy" and ck.test_accuracy == 0.75 and ck.path == saved[0]
+    everything = list_checkpoints(root, include_invalid=True)
+    assert [(i.name, i.valid) for i in everything] == [("b_second", True), ("broken", False), ("ck", True)]
+    assert "missing vocab.json" in everything[1].error
+    os.truncate(saved[0] / "model.safetensors", 50)
+    assert [i.name for i in list_checkpoints(root)] == ["b_second"]
+    assert list_checkpoints(tmp_path / "missing") == []

@@ -1,0 +1,428 @@
+"""Checkpoints: one folder per trained model.
+
+    config.json        format marker and version, model name and its config, label names, tokenizer
+                       settings, weights dtype, library version, created time (UTC), plus what the trainer
+                       records (data set, metrics incl. test accuracy, training settings, embeddings).
+    vocab.json         the vocabulary (`Vocab.to_json()`).
+    model.safetensors  the weights (float32, or float16 with `float16=True`; loaded back as float32).
+    history.json       the training history (per-epoch loss/accuracy, stop reason); optional on load.
+
+Saving writes everything to a hidden temporary folder beside the target and renames it into place, so a
+crash never leaves half a checkpoint; an existing checkpoint is replaced only once the new one is complete
+(it is moved aside, the new folder renamed in, then the old one deleted). A folder that exists and is not a
+checkpoint is never replaced. Loading never unpickles: safetensors only. Anything wrong with a folder raises
+`CheckpointError` whose message names the folder and the problem.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import math
+import os
+import shutil
+import struct
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+FORMAT = "textcls-checkpoint"
+FORMAT_VERSION = 1
+FILES = ("config.json", "vocab.json", "model.safetensors", "history.json")
+REQUIRED = ("config.json", "vocab.json", "model.safetensors")
+RESERVED = ("format", "format_version", "model", "model_config", "labels", "tokenizer", "weights_dtype",
+            "num_parameters", "created", "library_version")
+
+
+class CheckpointError(ValueError):
+    """A folder is not a valid checkpoint (or cannot be written as one); the message says why."""
+
+
+@dataclass
+class CheckpointInfo:
+    name: str
+    path: Path
+    model: str = ""
+    data: str = ""
+    test_accuracy: float | None = None
+    labels: list[str] = dataclasses.field(default_factory=list)
+    created: str = ""
+    valid: bool = True
+    error: str | None = None
+    info: dict[str, Any] = dataclasses.field(default_factory=dict)  # config.json
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _jsonable_config(config) -> dict[str, Any]:
+    d = dataclasses.asdict(config)
+    try:
+        json.dumps(d)
+    except TypeError as e:
+        raise ValueError(f"model config is not JSON-serialisable: {e}") from None
+    return d
+
+
+def _tuplify(value):
+    return tuple(_tuplify(v) for v in value) if isinstance(value, list) else value
+
+
+def _config_from_dict(config_cls, values: dict[str, Any]):
+    """Rebuild a config dataclass from JSON: lists become tuples where the field's default is a tuple."""
+    fields = {f.name: f for f in dataclasses.fields(config_cls)}
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise CheckpointError(f"unknown field(s) {unknown} in model_config for {config_cls.__name__}")
+    fixed = {}
+    for k, v in values.items():
+        f = fields[k]
+        default = f.default if f.default is not dataclasses.MISSING else (
+            f.default_factory() if f.default_factory is not dataclasses.MISSING else None)  # type: ignore
+        fixed[k] = _tuplify(v) if isinstance(default, tuple) or "tuple" in str(f.type) else v
+    return config_cls(**fixed)
+
+
+def _read_json(path: Path, what: str):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CheckpointError(f"{path.parent}: missing {path.name}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{path}: cannot read {what}: {e}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"{path}: {what} is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") \
+            from None
+
+
+_ST_DTYPES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
+
+
+def safetensors_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """{tensor name: (dtype, shape)} from a safetensors file's header, checking the file is complete."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                raise CheckpointError(f"{path}: truncated safetensors file ({size} bytes)")
+            n = struct.unpack("<Q", head)[0]
+            if n > size - 8 or n > 100_000_000:
+                raise CheckpointError(f"{path}: truncated or not a safetensors file (header of {n} bytes, "
+                                      f"file of {size})")
+            header = json.loads(f.read(n).decode("utf-8"))
+    except FileNotFoundError:
+        raise CheckpointError(f"{path.parent}: missing {path.name}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise CheckpointError(f"{path}: not a safetensors file (unreadable header)") from None
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{path}: not a safetensors file (header is not a table)")
+    tensors, end = {}, 0
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        try:
+            dtype, shape, (a, b) = t["dtype"], tuple(int(s) for s in t["shape"]), t["data_offsets"]
+        except (TypeError, KeyError, ValueError):
+            raise CheckpointError(f"{path}: not a safetensors file (bad header entry {name!r})") from None
+        numel = 1
+        for s in shape:
+            numel *= s
+        if dtype in _ST_DTYPES and b - a != numel * _ST_DTYPES[dtype]:
+            raise CheckpointError(f"{path}: tensor {name!r} header is inconsistent ({dtype} {list(shape)} "
+                                  f"in {b - a} bytes)")
+        tensors[name] = (dtype, shape)
+        end = max(end, int(b))
+    if size < 8 + n + end:
+        raise CheckpointError(f"{path}: truncated safetensors file ({size} bytes; the header needs {8 + n + end})")
+    return tensors
+
+
+def _is_checkpoint_dir(path: Path) -> bool:
+    try:
+        cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        return isinstance(cfg, dict) and cfg.get("format") == FORMAT
+    except (OSError, ValueError):
+        return False
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_text(path: Path, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _vocab_to_obj(vocab):
+    data = vocab.to_dict() if hasattr(vocab, "to_dict") else vocab.to_json()
+    return json.loads(data) if isinstance(data, (str, bytes)) else data
+
+
+# ---------------------------------------------------------------- save
+
+
+def save_checkpoint(path: str | Path, model: torch.nn.Module, tokenizer, labels, meta: dict[str, Any] | None = None,
+                    history=None, float16: bool = False) -> Path:
+    """Write a checkpoint folder at `path` (atomically; see the module docstring). Returns the path."""
+    from . import __version__
+
+    path = Path(path)
+    name = getattr(model, "registry_name", "")
+    if not name:
+        raise ValueError("save_checkpoint: the model is not a registered textcls model (no registry_name)")
+    labels = [str(x) for x in labels]
+    num_labels = getattr(model.config, "num_labels", len(labels))
+    if len(labels) != num_labels:
+        raise ValueError(f"save_checkpoint: {len(labels)} label names for a model with {num_labels} classes")
+    if len(tokenizer.vocab) != getattr(model.config, "vocab_size", len(tokenizer.vocab)):
+        raise ValueError(f"save_checkpoint: the vocabulary has {len(tokenizer.vocab)} entries but the model's "
+                         f"vocab_size is {model.config.vocab_size}")
+    if path.exists():
+        if not path.is_dir():
+            raise CheckpointError(f"{path} exists and is not a folder; not replacing it")
+        if any(path.iterdir()) and not _is_checkpoint_dir(path):
+            raise CheckpointError(f"{path} exists and is not a textcls checkpoint; not replacing it")
+
+    state = {k: v.detach().to("cpu").contiguous().clone() for k, v in model.state_dict().items()}
+    if float16:
+        state = {k: v.half() if v.dtype == torch.float32 else v for k, v in state.items()}
+    config: dict[str, Any] = dict(meta or {})
+    config.update({
+        "format": FORMAT, "format_version": FORMAT_VERSION, "model": name,
+        "model_config": _jsonable_config(model.config), "labels": labels,
+        "tokenizer": dataclasses.asdict(tokenizer.config),
+        "weights_dtype": "float16" if float16 else "float32",
+        "num_parameters": sum(p.numel() for p in model.parameters()),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "library_version": __version__,
+    })
+    hist = history.to_dict() if hasattr(history, "to_dict") else (history or {})
+    try:
+        config_text = json.dumps(config, indent=2, allow_nan=False)
+        history_text = json.dumps(hist, indent=1, allow_nan=False)
+    except ValueError:  # NaN/inf in metrics or history (a diverged run): write them as null
+        config_text = json.dumps(_finite(config), indent=2)
+        history_text = json.dumps(_finite(hist), indent=1)
+    vocab_text = json.dumps(_vocab_to_obj(tokenizer.vocab), ensure_ascii=False)
+
+    from safetensors.torch import save_file
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    old: Path | None = None
+    try:
+        os.chmod(tmp, 0o755)
+        _write_text(tmp / "config.json", config_text)
+        _write_text(tmp / "vocab.json", vocab_text)
+        _write_text(tmp / "history.json", history_text)
+        save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt", "textcls_model": name})
+        with open(tmp / "model.safetensors", "rb") as f:
+            os.fsync(f.fileno())
+        _fsync_dir(tmp)
+        if path.exists():
+            old = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}"
+            os.rename(path, old)
+        os.rename(tmp, path)
+        _fsync_dir(path.parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and not path.exists():
+            os.rename(old, path)  # put the previous checkpoint back
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    return path
+
+
+def _finite(obj):
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+# ---------------------------------------------------------------- load
+
+
+def read_config(path: str | Path) -> dict[str, Any]:
+    """config.json of a checkpoint folder, checked for the format marker and the required files."""
+    path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"{path}: no such checkpoint folder")
+    if not path.is_dir():
+        raise CheckpointError(f"{path}: not a folder (a checkpoint is a folder with {', '.join(REQUIRED)})")
+    missing = [f for f in REQUIRED if not (path / f).is_file()]
+    if missing:
+        raise CheckpointError(f"{path}: not a complete checkpoint, missing {', '.join(missing)}")
+    cfg = _read_json(path / "config.json", "config.json")
+    if not isinstance(cfg, dict) or cfg.get("format") != FORMAT:
+        raise CheckpointError(f"{path}: config.json is not a textcls checkpoint config (format marker missing)")
+    version = cfg.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise CheckpointError(f"{path}: unsupported checkpoint format_version {version!r} "
+                              f"(this library reads up to {FORMAT_VERSION})")
+    for key, kind in (("model", str), ("model_config", dict), ("labels", list), ("tokenizer", dict)):
+        if not isinstance(cfg.get(key), kind):
+            raise CheckpointError(f"{path}: config.json has no valid {key!r} ({kind.__name__} expected)")
+    if not cfg["labels"] or not all(isinstance(x, str) for x in cfg["labels"]):
+        raise CheckpointError(f"{path}: config.json 'labels' must be a non-empty list of names")
+    return cfg
+
+
+def _model_entry(path: Path, cfg: dict[str, Any]):
+    from .registry import get_entry, list_models
+    try:
+        return get_entry(cfg["model"])
+    except KeyError:
+        raise CheckpointError(f"{path}: unknown model {cfg['model']!r} (known: {', '.join(list_models())})") \
+            from None
+
+
+def load_checkpoint(path: str | Path, device: str | torch.device = "cpu"):
+    """Load a checkpoint folder into a `Predictor` (model in eval mode on `device`; "auto" picks cuda)."""
+    from safetensors.torch import load_file
+
+    from .inference import Predictor
+    from .text import Tokenizer, TokenizerConfig
+    from .training import resolve_device
+
+    path = Path(path)
+    cfg = read_config(path)
+    entry = _model_entry(path, cfg)
+    try:
+        config = _config_from_dict(entry.config_cls, cfg["model_config"])
+    except CheckpointError as e:
+        raise CheckpointError(f"{path}: {e}") from None
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"{path}: bad model_config for {cfg['model']!r}: {e}") from None
+    labels = cfg["labels"]
+    if getattr(config, "num_labels", len(labels)) != len(labels):
+        raise CheckpointError(f"{path}: {len(labels)} labels but model_config.num_labels = {config.num_labels}")
+
+    vocab_obj = _read_json(path / "vocab.json", "vocab.json")
+    try:
+        from .text import Vocab
+        vocab = Vocab.from_json(vocab_obj)
+    except Exception as e:  # noqa: BLE001 - any failure to parse the vocabulary is a bad checkpoint
+        raise CheckpointError(f"{path}: vocab.json is not a vocabulary: {type(e).__name__}: {e}") from None
+    if len(vocab) != getattr(config, "vocab_size", len(vocab)):
+        raise CheckpointError(f"{path}: vocab.json has {len(vocab)} entries but model_config.vocab_size is "
+                              f"{config.vocab_size}")
+    try:
+        tokenizer = Tokenizer(TokenizerConfig.from_dict(cfg["tokenizer"]), vocab)
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"{path}: bad tokenizer settings in config.json: {e}") from None
+
+    try:
+        model = entry.cls(config)
+    except Exception as e:  # noqa: BLE001 - a config the model rejects is a bad checkpoint
+        raise CheckpointError(f"{path}: cannot build {cfg['model']!r} from model_config: {type(e).__name__}: {e}") \
+            from None
+
+    header = safetensors_header(path / "model.safetensors")
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(header))
+    unexpected = sorted(set(header) - set(expected))
+    if missing or unexpected:
+        parts = []
+        if missing:
+            parts.append(f"missing tensor(s) {missing[:5]}{' ...' if len(missing) > 5 else ''}")
+        if unexpected:
+            parts.append(f"unexpected tensor(s) {unexpected[:5]}{' ...' if len(unexpected) > 5 else ''}")
+        raise CheckpointError(f"{path}: model.safetensors does not match model {cfg['model']!r}: {'; '.join(parts)}")
+    for k, t in expected.items():
+        if tuple(t.shape) != header[k][1]:
+            raise CheckpointError(f"{path}: shape mismatch for {k!r}: the file has {list(header[k][1])}, "
+                                  f"the model expects {list(t.shape)}")
+    try:
+        state = load_file(str(path / "model.safetensors"))
+    except Exception as e:  # noqa: BLE001 - safetensors raises its own error types
+        raise CheckpointError(f"{path}: cannot read model.safetensors: {type(e).__name__}: {e}") from None
+    state = {k: v.to(expected[k].dtype) if v.is_floating_point() else v for k, v in state.items()}
+    for k, v in state.items():
+        if v.is_floating_point() and not torch.isfinite(v).all():
+            raise CheckpointError(f"{path}: tensor {k!r} holds NaN or infinite values")
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as e:
+        raise CheckpointError(f"{path}: weights do not fit the model: {e}") from None
+    model.to(resolve_device(device)).eval()
+    return Predictor(model, tokenizer, labels, name=path.name, info=cfg, path=path)
+
+
+def load_history(path: str | Path):
+    """The checkpoint's training History (empty History when history.json is absent)."""
+    from .training import History
+    p = Path(path) / "history.json"
+    if not p.exists():
+        return History()
+    d = _read_json(p, "history.json")
+    if not isinstance(d, dict):
+        raise CheckpointError(f"{p}: history.json is not an object")
+    return History.from_dict(d)
+
+
+# ---------------------------------------------------------------- list
+
+
+def checkpoint_info(path: str | Path) -> CheckpointInfo:
+    """Summary of one checkpoint folder, validated without loading the weights (config, files, model name,
+    a complete safetensors file). Raises CheckpointError when invalid."""
+    path = Path(path)
+    cfg = read_config(path)
+    _model_entry(path, cfg)
+    safetensors_header(path / "model.safetensors")
+    _read_json(path / "vocab.json", "vocab.json")
+    metrics = cfg.get("metrics") if isinstance(cfg.get("metrics"), dict) else {}
+    acc = metrics.get("test_accuracy")
+    if acc is None and isinstance(metrics.get("test"), dict):
+        acc = metrics["test"].get("accuracy")
+    data = cfg.get("data")
+    data_name = data.get("name", "") if isinstance(data, dict) else str(data or "")
+    return CheckpointInfo(name=path.name, path=path, model=cfg["model"], data=data_name,
+                          test_accuracy=float(acc) if isinstance(acc, (int, float)) else None,
+                          labels=list(cfg["labels"]), created=str(cfg.get("created", "")), info=cfg)
+
+
+def list_checkpoints(root: str | Path = "checkpoints", include_invalid: bool = False) -> list[CheckpointInfo]:
+    """Info for each valid checkpoint folder directly under `root`, sorted by name.
+
+    Hidden folders (temporary folders of a save in progress) are skipped. Invalid folders are skipped too,
+    or, with include_invalid=True, returned with valid=False and `error` saying what is wrong.
+    A missing root gives an empty list.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    out = []
+    for p in sorted(root.iterdir()):
+        if not p.is_dir() or p.name.startswith("."):
+            continue
+        try:
+            out.append(checkpoint_info(p))
+        except CheckpointError as e:
+            if include_invalid:
+                out.append(CheckpointInfo(name=p.name, path=p, valid=False, error=str(e)))
+    return out

@@ -1,0 +1,392 @@
+"""Command line: `python -m textcls {train,evaluate,predict,list}`. Other tools rely on these spellings.
+
+    python -m textcls train --model NAME --data DATA --epochs N --out DIR [--embeddings glove|random|FILE]
+    python -m textcls evaluate DIR [--data DATA] [--split test] [--json]
+    python -m textcls predict DIR "some text" [more texts | -] [--json]
+    python -m textcls list [--checkpoints ROOT] [--json]
+
+Exit codes: 0 ok, 1 runtime failure (including a training run that diverged), 2 usage or bad input
+(unknown model/data set/option, invalid checkpoint folder). Errors are one line on stderr, no traceback
+(set TEXTCLS_DEBUG=1 to see one). Training shows a tqdm progress bar on stderr; results go to stdout.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+PROG = "textcls"
+
+
+class UsageError(Exception):
+    """Bad command-line input: exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2 (argparse prints the whole usage otherwise)
+        sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")
+        raise SystemExit(2)
+
+
+def _one_line(e: BaseException) -> str:
+    msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+    msg = " ".join(str(msg).split())
+    return msg or type(e).__name__
+
+
+# ---------------------------------------------------------------- argument helpers
+
+
+def _parse_value(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        pass
+    low = raw.strip()
+    if low in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[low]
+    return raw
+
+
+def _parse_pairs(pairs: Sequence[str] | None, what: str, config_cls=None) -> dict[str, Any]:
+    """["key=value", ...] -> dict; values parsed as JSON (numbers, true/false, null, [lists]) else strings.
+    Lists become tuples where `config_cls`'s field default is a tuple."""
+    out: dict[str, Any] = {}
+    defaults = {}
+    if config_cls is not None:
+        for f in dataclasses.fields(config_cls):
+            if f.default is not dataclasses.MISSING:
+                defaults[f.name] = f.default
+            elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+                defaults[f.name] = f.default_factory()  # type: ignore[misc]
+    for item in pairs or []:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"{what} expects key=value, got {item!r}")
+        value = _parse_value(raw)
+        if isinstance(value, list) and isinstance(defaults.get(key), tuple):
+            value = tuple(value)
+        out[key] = value
+    return out
+
+
+def _data_error_types() -> tuple[type, ...]:
+    try:
+        from .data import DataError
+        return (DataError,)
+    except ImportError:  # pragma: no cover - data module missing
+        return ()
+
+
+# ---------------------------------------------------------------- train
+
+
+class _Progress:
+    """tqdm bar on stderr fed by fit's events; epoch summaries written above the bar."""
+
+    def __init__(self, desc: str, enabled: bool = True):
+        self.desc, self.enabled, self.bar = desc, enabled, None
+
+    def __call__(self, event) -> None:
+        from .training import EpochEvent, StepEvent
+        if not self.enabled:
+            return
+        if isinstance(event, StepEvent):
+            if self.bar is None:
+                from tqdm import tqdm
+                self.bar = tqdm(total=event.total_steps, desc=self.desc, file=sys.stderr, unit="step",
+                                dynamic_ncols=True, mininterval=0.5 if sys.stderr.isatty() else 5.0)
+            self.bar.update(1)
+            if event.step % 10 == 0 or event.step == event.total_steps:
+                self.bar.set_postfix(epoch=event.epoch, loss=f"{event.loss:.4f}", refresh=False)
+        elif isinstance(event, EpochEvent):
+            dev = "" if event.dev is None else (f", dev acc {event.dev['accuracy']:.4f}"
+                                                f"{' *' if event.improved else ''}")
+            line = (f"epoch {event.epoch}/{event.epochs}: train loss {event.train_loss:.4f}, "
+                    f"train acc {event.train_accuracy:.4f}{dev} ({event.elapsed:.1f} s)")
+            if self.bar is not None:
+                self.bar.write(line, file=sys.stderr)
+            else:
+                print(line, file=sys.stderr)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def cmd_train(args) -> int:
+    from .data import load_data
+    from .registry import get_entry, make_config
+    from .training import TrainConfig, tokenizer_config_for, train_from_spec
+
+    # --- everything that depends only on the user's input: errors here exit 2
+    try:
+        entry = get_entry(args.model)
+        overrides = _parse_pairs(args.set, "--set", entry.config_cls)
+        model_config = make_config(args.model, preset=args.preset, variant=args.variant, **overrides)
+        from .text import TokenizerConfig
+        tok = _parse_pairs(args.tokenizer, "--tokenizer", TokenizerConfig)
+        if args.max_len is not None:
+            tok["max_len"] = args.max_len
+        tokenizer_config_for(model_config, entry.input_kind, tok)
+        train_over = {k: v for k, v in dict(batch_size=args.batch_size, lr=args.lr, optimizer=args.optimizer,
+                                             patience=args.patience, clip_norm=args.clip,
+                                             max_steps=args.max_steps, device=args.device).items()
+                      if v is not None}
+        TrainConfig(epochs=args.epochs, seed=args.seed, **train_over)
+        emb = args.embeddings
+        if emb not in ("glove", "random") and not Path(emb).expanduser().is_file():
+            raise UsageError(f"--embeddings must be glove, random or an existing file; no file {emb!r}")
+        if args.limit is not None and args.limit < 1:
+            raise UsageError("--limit must be >= 1")
+        out = Path(args.out)
+        if out.exists() and not out.is_dir():
+            raise UsageError(f"--out {out} exists and is not a folder")
+        bundle = load_data(args.data, root=args.data_root, limit=args.limit, seed=args.seed,
+                           text_column=args.text_column, label_column=args.label_column)
+    except (KeyError, TypeError, ValueError, FileNotFoundError) as e:
+        raise UsageError(_one_line(e)) from None
+
+    progress = _Progress(f"{args.model} on {bundle.name}", enabled=not args.quiet)
+    try:
+        result = train_from_spec(bundle, args.model, preset=args.preset, variant=args.variant, overrides=overrides,
+                                 embeddings=emb, epochs=args.epochs, out=out, callbacks=[progress],
+                                 min_freq=args.min_freq, max_vocab=args.max_vocab, tokenizer_overrides=tok,
+                                 train_overrides=train_over, paper_training=args.paper_training, seed=args.seed,
+                                 float16=args.float16)
+    finally:
+        progress.close()
+    h = result.history
+    test, dev = result.metrics.get("test"), result.metrics.get("dev")
+    summary = {"checkpoint": str(result.path), "model": args.model, "data": result.data_name,
+               "epochs": len(h.epochs), "steps": h.steps, "seconds": round(h.elapsed, 2),
+               "stopped_reason": h.stopped_reason, "diverged": h.diverged,
+               "dev_accuracy": dev and dev["accuracy"], "test_accuracy": test and test["accuracy"],
+               "test_macro_f1": test and test["macro_f1"], "embedding_coverage": result.embedding_coverage}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        acc = "n/a" if test is None else f"{test['accuracy']:.4f} (macro-F1 {test['macro_f1']:.4f})"
+        print(f"saved {result.path}: test accuracy {acc}; {h.stopped_reason}; {h.elapsed:.1f} s")
+    if h.diverged:
+        print(f"{PROG} train: error: training diverged: {h.stopped_reason}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# ---------------------------------------------------------------- evaluate
+
+
+def _format_report(r: dict[str, Any]) -> str:
+    labels = r["labels"]
+    w = max(8, max(len(x) for x in labels))
+    lines = [f"accuracy {r['accuracy']:.4f}   macro-F1 {r['macro_f1']:.4f}"
+             + (f" (without {r['ignore_label']!r}; all classes {r['macro_f1_all']:.4f})" if r["ignore_label"] else "")
+             + f"   n = {r['n']}", "",
+             f"{'class':<{w}}  precision  recall     f1  support"]
+    for lab in labels:
+        c = r["per_class"][lab]
+        lines.append(f"{lab:<{w}}  {c['precision']:9.4f}  {c['recall']:6.4f}  {c['f1']:.4f}  {c['support']:7d}")
+    lines += ["", "confusion (rows: true, columns: predicted, in the order above)"]
+    lines += ["  " + " ".join(f"{v:5d}" for v in row) for row in r["confusion"]]
+    return "\n".join(lines)
+
+
+def cmd_evaluate(args) -> int:
+    from .checkpoint import load_checkpoint
+    from .data import load_data
+    from .metrics import default_ignore_label, evaluate
+
+    predictor = load_checkpoint(args.checkpoint, device=args.device)
+    data = args.data
+    if data is None:
+        recorded = predictor.info.get("data") if isinstance(predictor.info.get("data"), dict) else {}
+        data = recorded.get("spec") or recorded.get("name")
+        if not data:
+            raise UsageError("the checkpoint does not record its data set; pass --data")
+    try:
+        bundle = load_data(data, root=args.data_root, limit=args.limit)
+    except (KeyError, ValueError, FileNotFoundError) as e:
+        raise UsageError(_one_line(e)) from None
+    if args.split not in bundle.splits:
+        raise UsageError(f"data set {bundle.name!r} has no split {args.split!r} (has: {', '.join(bundle.splits)})")
+    ignore = default_ignore_label(bundle.name, predictor.labels)
+    try:
+        report = evaluate(predictor, bundle.splits[args.split], label_names=bundle.labels, ignore_label=ignore,
+                          batch_size=args.batch_size)
+    except ValueError as e:  # label mismatch between data and model
+        raise UsageError(_one_line(e)) from None
+    report = {"checkpoint": str(args.checkpoint), "model": predictor.info.get("model"), "data": bundle.name,
+              "split": args.split, **report}
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"{report['checkpoint']} ({report['model']}) on {bundle.name}/{args.split}")
+        print(_format_report(report))
+    return 0
+
+
+# ---------------------------------------------------------------- predict
+
+
+def cmd_predict(args) -> int:
+    from .checkpoint import load_checkpoint
+
+    texts = []
+    for t in args.texts:
+        if t == "-":
+            texts += [line.rstrip("\n") for line in sys.stdin]
+        else:
+            texts.append(t)
+    if not texts:
+        raise UsageError("no text to classify")
+    predictor = load_checkpoint(args.checkpoint, device=args.device)
+    preds = predictor.predict(texts, batch_size=args.batch_size)
+    if args.json:
+        items = [{"text": t, **p.to_dict()} for t, p in zip(texts, preds)]
+        print(json.dumps(items[0] if len(items) == 1 else items, indent=2, ensure_ascii=False))
+    else:
+        for t, p in zip(texts, preds):
+            short = t if len(t) <= 70 else t[:67] + "..."
+            note = "  [truncated]" if p.truncated else ""
+            print(f"{p.label}\t{p.probabilities[p.label]:.4f}\t{short}{note}")
+    return 0
+
+
+# ---------------------------------------------------------------- list
+
+
+def cmd_list(args) -> int:
+    from .checkpoint import list_checkpoints
+    from .data import list_datasets
+    from .registry import get_entry, list_models
+
+    models = [{"name": n, "input": get_entry(n).input_kind, "presets": sorted(get_entry(n).presets),
+               "variants": sorted(get_entry(n).variants), "description": get_entry(n).description}
+              for n in list_models()]
+    try:
+        datasets = list_datasets(args.data_root)
+    except (ValueError, FileNotFoundError) as e:
+        raise UsageError(_one_line(e)) from None
+    cks = list_checkpoints(args.checkpoints, include_invalid=True)
+    if args.json:
+        print(json.dumps({"models": models, "datasets": datasets,
+                          "checkpoints": [{"name": c.name, "path": str(c.path), "model": c.model, "data": c.data,
+                                           "test_accuracy": c.test_accuracy, "valid": c.valid, "error": c.error}
+                                          for c in cks]}, indent=2))
+        return 0
+    print("models:")
+    for m in models:
+        extra = f" [presets: {', '.join(m['presets'])}]" if m["presets"] else ""
+        print(f"  {m['name']:<12} {m['input']:<9} {m['description']}{extra}")
+    print("data sets:" + ("" if datasets else " none found (set TEXTCLS_DATA or --data-root)"))
+    for d in datasets:
+        print(f"  {d}")
+    print(f"checkpoints in {args.checkpoints}:" + ("" if cks else " none"))
+    for c in cks:
+        if c.valid:
+            acc = "n/a" if c.test_accuracy is None else f"{c.test_accuracy:.4f}"
+            print(f"  {c.name:<24} {c.model:<12} {c.data:<14} test acc {acc}")
+        else:
+            print(f"  {c.name:<24} INVALID: {c.error}")
+    return 0
+
+
+# ---------------------------------------------------------------- parser and main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=PROG, description="Small interpretable text classifiers: train, evaluate, predict, list.")
+    sub = p.add_subparsers(dest="command", metavar="{train,evaluate,predict,list}", parser_class=_Parser)
+    sub.required = True
+
+    t = sub.add_parser("train", help="train a model and save a checkpoint folder",
+                       description="Train a model on a data set, evaluate it on dev/test, save a checkpoint.")
+    t.add_argument("--model", required=True, help="registered model name (see `list`)")
+    t.add_argument("--data", required=True, help="bundled data set name, a data folder/file, or hf:ID")
+    t.add_argument("--epochs", type=int, required=True, help="number of epochs")
+    t.add_argument("--out", required=True, help="checkpoint folder to write (replaced atomically)")
+    t.add_argument("--embeddings", default="glove", help="glove (50-d GloVe 6B), random, or a vectors FILE")
+    t.add_argument("--preset", default=None, help="model preset, e.g. small (default: the paper's configuration)")
+    t.add_argument("--variant", default=None, help="a paper variant of the model (see `list`)")
+    t.add_argument("--set", action="append", metavar="KEY=VALUE", help="model config override (repeatable)")
+    t.add_argument("--tokenizer", action="append", metavar="KEY=VALUE",
+                   help="tokenizer setting, e.g. level=char, max_len=200 (repeatable)")
+    t.add_argument("--max-len", type=int, default=None, help="tokens kept per text (tokenizer max_len)")
+    t.add_argument("--batch-size", type=int, default=None, help="batch size (default 32)")
+    t.add_argument("--lr", type=float, default=None, help="learning rate (default 1e-3; noam: the peak)")
+    t.add_argument("--optimizer", choices=("adam", "sgd", "noam"), default=None, help="optimiser (default adam)")
+    t.add_argument("--patience", type=int, default=None, help="early stopping after N epochs without dev gain")
+    t.add_argument("--clip", type=float, default=None, help="gradient clipping: max global norm")
+    t.add_argument("--max-steps", type=int, default=None, help="stop after this many optimiser steps")
+    t.add_argument("--paper-training", action="store_true", help="use the paper's optimiser settings")
+    t.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    t.add_argument("--min-freq", type=int, default=1, help="keep words seen at least this often")
+    t.add_argument("--max-vocab", type=int, default=None, help="vocabulary size cap (specials included)")
+    t.add_argument("--data-root", default=None, help="folder of the bundled data sets (default: TEXTCLS_DATA)")
+    t.add_argument("--limit", type=int, default=None, help="use at most N examples per split (quick runs)")
+    t.add_argument("--text-column", default="text", help="text column of a CSV/JSONL/Parquet file")
+    t.add_argument("--label-column", default="label", help="label column of a CSV/JSONL/Parquet file")
+    t.add_argument("--float16", action="store_true", help="store the weights as float16")
+    t.add_argument("--device", default=None, help="auto (default), cpu or cuda")
+    t.add_argument("--json", action="store_true", help="print the summary as JSON")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.set_defaults(func=cmd_train)
+
+    e = sub.add_parser("evaluate", help="evaluate a checkpoint on a data split",
+                       description="Accuracy, macro-F1 (SemEval: without Other), per-class scores, confusion.")
+    e.add_argument("checkpoint", metavar="DIR", help="checkpoint folder")
+    e.add_argument("--data", default=None, help="data set (default: the one the checkpoint was trained on)")
+    e.add_argument("--split", default="test", help="split name (default test)")
+    e.add_argument("--json", action="store_true",
+                   help="print JSON: accuracy, macro_f1, per_class, confusion, labels, n, loss")
+    e.add_argument("--data-root", default=None, help="folder of the bundled data sets")
+    e.add_argument("--limit", type=int, default=None, help="use at most N examples")
+    e.add_argument("--batch-size", type=int, default=128, help="batch size (default 128)")
+    e.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
+    e.set_defaults(func=cmd_evaluate)
+
+    r = sub.add_parser("predict", help="classify texts with a checkpoint",
+                       description="Classify texts; '-' reads one text per line from stdin. With --json: one "
+                                   "object for one text, a list for several.")
+    r.add_argument("checkpoint", metavar="DIR", help="checkpoint folder")
+    r.add_argument("texts", nargs="+", metavar="TEXT", help="text(s) to classify, or - for stdin")
+    r.add_argument("--json", action="store_true", help="print label, probabilities, tokens, truncated as JSON")
+    r.add_argument("--batch-size", type=int, default=64, help="batch size (default 64)")
+    r.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
+    r.set_defaults(func=cmd_predict)
+
+    s = sub.add_parser("list", help="list models, data sets and checkpoints",
+                       description="List the registered models, the bundled data sets and the checkpoints.")
+    s.add_argument("--checkpoints", default=os.environ.get("TEXTCLS_CHECKPOINTS", "checkpoints"),
+                   help="folder of checkpoint folders (default: checkpoints, or TEXTCLS_CHECKPOINTS)")
+    s.add_argument("--data-root", default=None, help="folder of the bundled data sets")
+    s.add_argument("--json", action="store_true", help="print JSON")
+    s.set_defaults(func=cmd_list)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from .checkpoint import CheckpointError
+    bad_input = (UsageError, CheckpointError) + _data_error_types()
+    try:
+        return int(args.func(args) or 0)
+    except bad_input as e:
+        print(f"{PROG} {args.command}: error: {_one_line(e)}", file=sys.stderr)
+        if os.environ.get("TEXTCLS_DEBUG"):
+            raise
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG} {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - the CLI's contract: one line, no traceback
+        if os.environ.get("TEXTCLS_DEBUG"):
+            raise
+        print(f"{PROG} {args.command}: error: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
+        return 1

@@ -1,0 +1,144 @@
+"""Predictor: text in, prediction + the tokens the model saw + its maps out.
+
+`Predictor.predict(texts, return_maps=False, batch_size=64)` encodes texts with the model's tokenizer, runs
+the model in eval mode under `torch.no_grad()` in batches (texts sorted by length inside a call, results in
+the caller's order), and returns one `Prediction` per text. Maps come back as numpy arrays with the batch
+axis removed and cropped to that example's true size: axes ending in "token" to len(tokens), "sentence"
+axes to the number of sentences, "word" axes to the longest sentence's word count (HCAN).
+
+The model is shared (the app caches one per checkpoint for every session): a Predictor never trains it,
+never changes its parameters, and never stores per-call state on it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+@dataclass
+class Prediction:
+    label: str
+    probabilities: dict[str, float]
+    tokens: list[str]                                     # what the model saw, in order (after truncation)
+    maps: dict[str, np.ndarray] = field(default_factory=dict)  # batch axis removed, cropped to true length
+    truncated: bool = False                               # the text was cut to the tokenizer's max length
+    sentences: list[list[str]] | None = None              # hierarchical models: the sentences' words
+    label_index: int = -1
+
+    def to_dict(self, include_maps: bool = False) -> dict[str, Any]:
+        d = {"label": self.label, "label_index": self.label_index, "probabilities": self.probabilities,
+             "tokens": self.tokens, "truncated": self.truncated}
+        if self.sentences is not None:
+            d["sentences"] = self.sentences
+        if include_maps:
+            d["maps"] = {k: v.tolist() for k, v in self.maps.items()}
+        return d
+
+
+def _pad_min(t: torch.Tensor, value) -> torch.Tensor:
+    """Make every non-batch axis at least 1 long (an all-empty batch still gives the model one pad)."""
+    pads = []
+    for size in reversed(t.shape[1:]):
+        pads += [0, max(0, 1 - size)]
+    return F.pad(t, pads, value=value) if any(pads) else t
+
+
+class Predictor:
+    """Wraps a trained model with its tokenizer and label names. See the module docstring."""
+
+    def __init__(self, model: torch.nn.Module, tokenizer, labels: Sequence[str], name: str = "",
+                 info: dict[str, Any] | None = None, path: str | Path | None = None):
+        labels = [str(x) for x in labels]
+        num_labels = getattr(getattr(model, "config", None), "num_labels", len(labels))
+        if len(labels) != num_labels:
+            raise ValueError(f"{len(labels)} label names for a model with {num_labels} classes")
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.labels = labels
+        self.name = name
+        self.info = dict(info or {})
+        self.path = Path(path) if path is not None else None
+        self._specs = {s.name: s for s in model.map_specs()} if hasattr(model, "map_specs") else {}
+
+    def __repr__(self) -> str:
+        model = getattr(self.model, "registry_name", type(self.model).__name__)
+        return f"Predictor(name={self.name!r}, model={model!r}, labels={self.labels})"
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, device: str | torch.device = "cpu") -> "Predictor":
+        from .checkpoint import load_checkpoint
+        return load_checkpoint(path, device=device)
+
+    @property
+    def device(self) -> torch.device:
+        for p in self.model.parameters():
+            return p.device
+        return torch.device("cpu")
+
+    def encode(self, texts: Sequence[str]):
+        """The tokenizer's `Encoded` for texts, with every axis at least one position long."""
+        enc = self.tokenizer.encode(list(texts))
+        pad_id = int(getattr(getattr(self.tokenizer, "vocab", None), "pad_id", 0))
+        enc.token_ids = _pad_min(enc.token_ids, pad_id)
+        enc.mask = _pad_min(enc.mask, False)
+        return enc
+
+    def predict(self, texts: Sequence[str] | str, return_maps: bool = False, batch_size: int = 64
+                ) -> list[Prediction]:
+        """One Prediction per text (a single string is taken as a list of one)."""
+        if isinstance(texts, str):
+            texts = [texts]
+        texts = list(texts)
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise TypeError(f"predict: texts[{i}] is {type(t).__name__}, expected str")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if self.model.training:  # someone switched the shared model to training mode; predictions need eval
+            self.model.eval()
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        results: list[Prediction | None] = [None] * len(texts)
+        device = self.device
+        for s in range(0, len(order), batch_size):
+            index = order[s:s + batch_size]
+            enc = self.encode([texts[i] for i in index])
+            with torch.no_grad():
+                out = self.model(enc.token_ids.to(device), enc.mask.to(device), return_maps=return_maps)
+            probs = torch.softmax(out.logits.float(), dim=-1).cpu().numpy()
+            maps = {k: v.detach().cpu().numpy() for k, v in out.maps.items()} if return_maps else {}
+            for b, i in enumerate(index):
+                sentences = enc.sentences[b] if getattr(enc, "sentences", None) is not None else None
+                k = int(probs[b].argmax())
+                results[i] = Prediction(
+                    label=self.labels[k],
+                    probabilities={lab: float(p) for lab, p in zip(self.labels, probs[b])},
+                    tokens=list(enc.tokens[b]),
+                    maps={name: self._crop(name, m[b], len(enc.tokens[b]), sentences) for name, m in maps.items()},
+                    truncated=bool(enc.truncated[b]),
+                    sentences=[list(x) for x in sentences] if sentences is not None else None,
+                    label_index=k)
+        return results  # type: ignore[return-value]
+
+    def _crop(self, name: str, m: np.ndarray, n_tokens: int, sentences) -> np.ndarray:
+        """Crop one example's map (batch axis already removed) along its sequence axes."""
+        spec = self._specs.get(name)
+        if spec is None or len(spec.axes) != m.ndim:
+            return np.array(m, copy=True)
+        n_sent = len(sentences) if sentences is not None else None
+        n_word = max((len(x) for x in sentences), default=0) if sentences is not None else None
+        index = []
+        for axis in spec.axes:
+            if axis.endswith("token"):
+                index.append(slice(0, n_tokens))
+            elif axis.endswith("sentence") and n_sent is not None:
+                index.append(slice(0, n_sent))
+            elif axis.endswith("word") and n_word is not None:
+                index.append(slice(0, n_word))
+            else:
+                index.append(slice(None))
+        return np.array(m[tuple(index)], copy=True)

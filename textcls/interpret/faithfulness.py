@@ -1,0 +1,459 @@
+"""Faithfulness of explanations (definitions: shared docs/anchors.md), per explanation and over a data-set slice.
+
+m(x)_j is the probability of the class j predicted on the full input x. An *importance* is one value per real
+token (an Attribution, or any vector). "Removing" tokens follows `removal` (see _common): "delete" (default;
+the tokens are taken out and the text closes up), "pad" or "unk" (the id is replaced, the position stays).
+
+- comprehensiveness(k) = m(x)_j - m(x \\ r_k)_j, r_k the top-k% tokens by importance (ERASER; high = faithful);
+  sufficiency(k) = m(x)_j - m(r_k)_j (only r_k kept; low = faithful). k% of n tokens is ceil(k n / 100) tokens
+  (at least one, at most n). AOPC = the mean over k in {0 (the empty set), 1, 5, 10, 20, 50}%: comprehensiveness
+  of the empty set is 0; sufficiency of the empty set is m(x)_j - m(nothing kept)_j.
+- leave_one_out: importance of token t = TVD(y(x), y(x without t)), TVD(p, q) = 1/2 sum |p_i - q_i|.
+- kendall_tau (tau-b, ties handled) and topk_overlap |top_k(a) & top_k(b)| / k between two importance vectors.
+- permutation_test (Jain & Wallace): the model's normalised attention maps are replaced, through edits, by
+  random permutations of themselves among the real key positions (each row its own permutation; pads and the
+  cls share stay in place); the median output TVD over the permutations.
+- uniform_attention_test (Wiegreffe & Pinter): every attention row made uniform over its real keys (the row's
+  mass spread evenly; a cls share stays); output TVD and whether the decision flips.
+- erasure_flip (Serrano & Smith): remove the most important token vs a random other one (the exact expectation
+  over all other tokens, so no sampling noise): does the decision flip; and removing tokens in decreasing
+  importance, the fraction removed when it first flips (1.0, with never_flipped, if it never does), compared
+  with random orders.
+- infidelity (Captum `infidelity`, Yeh et al. 2019) at the token level: perturbations I are random token subsets
+  (each token with probability 1/2) set to the baseline; infidelity = E[(sum_t I_t s_t - (F(x) - F(x_I)))^2],
+  with Captum's optimal scaling of s (normalize=True) so unsigned and signed methods compare.
+  sensitivity (Captum `sensitivity_max`): the largest relative change of the token scores when the embeddings
+  are perturbed uniformly within `radius` (n_perturb samples).
+`evaluate_slice` runs all of it for a model (Predictor or model + tokenizer) over N texts.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from captum.metrics import infidelity as _captum_infidelity
+from captum.metrics import sensitivity_max as _captum_sensitivity_max
+
+from ._common import (REMOVALS, EmbeddingForward, Instance, as_source, as_vector, check_model, permute_rows,
+                      prob_fn, score, top_indices, tvd, uniform_like)
+from .attributions import (Attribution, _targets, attribute_instances, baseline_embedding, canonical_method,
+                           token_attributions)
+
+BINS = (1, 5, 10, 20, 50)
+
+
+def n_tokens(n: int, pct: float) -> int:
+    """Tokens in the top pct% of n: ceil(pct * n / 100), at least 1 (for pct > 0), at most n."""
+    if pct <= 0 or n == 0:
+        return 0
+    return int(min(n, max(1, math.ceil(pct * n / 100 - 1e-9))))
+
+
+def _check_removal(removal: str) -> None:
+    if removal not in REMOVALS:
+        raise ValueError(f"unknown removal {removal!r}; choose one of {REMOVALS}")
+
+
+def _base_probs(fn, inst: Instance, target: int | None) -> tuple[np.ndarray, int]:
+    p = score(fn, [inst])[0]
+    return p, int(np.argmax(p)) if target is None else int(target)
+
+
+# ---------------------------------------------------------------- ERASER
+
+def erasure_curves(model, inst: Instance, importance, bins: Sequence[float] = BINS, removal: str = "delete",
+                   target: int | None = None) -> dict[str, Any]:
+    """Comprehensiveness and sufficiency at each bin (plus the empty set), and their AOPCs."""
+    _check_removal(removal)
+    fn = prob_fn(model)
+    imp = as_vector(importance, inst.n)
+    p, j = _base_probs(fn, inst, target)
+    ks = [n_tokens(inst.n, b) for b in bins]
+    tops = [top_indices(imp, k) for k in ks]
+    variants = [inst.remove(t, removal) for t in tops] + [inst.keep_only(t, removal) for t in tops]
+    variants.append(inst.keep_only([], removal))                      # nothing kept
+    q = score(fn, variants)[:, j]
+    nb = len(bins)
+    comp = [0.0] + [float(p[j] - x) for x in q[:nb]]
+    suff = [float(p[j] - q[-1])] + [float(p[j] - x) for x in q[nb:2 * nb]]
+    return {"bins": [0.0] + [float(b) for b in bins], "k_tokens": [0] + ks, "comprehensiveness": comp,
+            "sufficiency": suff, "aopc_comprehensiveness": float(np.mean(comp)),
+            "aopc_sufficiency": float(np.mean(suff)), "target": j, "p_target": float(p[j]), "removal": removal}
+
+
+def comprehensiveness(model, inst: Instance, importance, pct: float = 20, removal: str = "delete",
+                      target: int | None = None) -> float:
+    """m(x)_j - m(x without the top-pct% tokens)_j."""
+    fn = prob_fn(model)
+    imp = as_vector(importance, inst.n)
+    p, j = _base_probs(fn, inst, target)
+    q = score(fn, [inst.remove(top_indices(imp, n_tokens(inst.n, pct)), removal)])[0]
+    return float(p[j] - q[j])
+
+
+def sufficiency(model, inst: Instance, importance, pct: float = 20, removal: str = "delete",
+                target: int | None = None) -> float:
+    """m(x)_j - m(only the top-pct% tokens)_j."""
+    fn = prob_fn(model)
+    imp = as_vector(importance, inst.n)
+    p, j = _base_probs(fn, inst, target)
+    q = score(fn, [inst.keep_only(top_indices(imp, n_tokens(inst.n, pct)), removal)])[0]
+    return float(p[j] - q[j])
+
+
+# ---------------------------------------------------------------- leave-one-out and rank agreement
+
+def leave_one_out(model, inst: Instance, removal: str = "delete") -> np.ndarray:
+    """(n,) TVD between the output on x and on x without token t."""
+    _check_removal(removal)
+    fn = prob_fn(model)
+    if inst.n == 0:
+        return np.zeros(0)
+    probs = score(fn, [inst] + [inst.remove([t], removal) for t in range(inst.n)])
+    return tvd(probs[1:], probs[0][None])
+
+
+def kendall_tau(a, b) -> float:
+    """Kendall's tau-b between two importance vectors (ties counted as in tau-b); NaN if either is constant
+    or shorter than 2."""
+    x, y = as_vector(a), as_vector(b)
+    if x.shape != y.shape:
+        raise ValueError(f"vectors differ in length: {x.shape[0]} vs {y.shape[0]}")
+    n = x.shape[0]
+    if n < 2:
+        return float("nan")
+    i, j = np.triu_indices(n, 1)
+    dx, dy = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
+    s = float((dx * dy).sum())
+    tx, ty = float((dx != 0).sum()), float((dy != 0).sum())
+    if tx == 0 or ty == 0:
+        return float("nan")
+    return s / math.sqrt(tx * ty)
+
+
+def topk_overlap(a, b, k: int | None = None, pct: float | None = None) -> float:
+    """|top_k(a) & top_k(b)| / k; k given, or ceil(pct% of n), default pct = 20."""
+    x, y = as_vector(a), as_vector(b)
+    if x.shape != y.shape:
+        raise ValueError(f"vectors differ in length: {x.shape[0]} vs {y.shape[0]}")
+    n = x.shape[0]
+    if k is None:
+        k = n_tokens(n, 20 if pct is None else pct)
+    if n == 0 or k <= 0:
+        return float("nan")
+    k = min(int(k), n)
+    return len(set(top_indices(x, k)) & set(top_indices(y, k))) / k
+
+
+def agreement(explanations: dict[str, Any], k_pct: float = 20) -> dict[str, Any]:
+    """Kendall tau and top-k overlap between every pair of named importance vectors (NaN where lengths differ).
+    Returns {"names", "kendall_tau": (m, m) array, "topk_overlap": (m, m) array}."""
+    names = list(explanations)
+    vecs = [as_vector(explanations[k]) for k in names]
+    m = len(names)
+    tau, ov = np.full((m, m), np.nan), np.full((m, m), np.nan)
+    for a in range(m):
+        for b in range(m):
+            if vecs[a].shape == vecs[b].shape:
+                tau[a, b] = kendall_tau(vecs[a], vecs[b]) if a != b else 1.0
+                ov[a, b] = topk_overlap(vecs[a], vecs[b], pct=k_pct)
+    return {"names": names, "kendall_tau": tau, "topk_overlap": ov}
+
+
+# ---------------------------------------------------------------- attention tests
+
+def attention_maps(model, names: Sequence[str] | None = None) -> list[str]:
+    """Names of the attention maps the attention tests edit: normalised attention ("real", or "partial" when a
+    cls token takes the rest of the row) distributions over a key axis (token / word / sentence)."""
+    keys = ("token", "key_token", "word", "key_word", "sentence", "key_sentence")
+    ok = [s.name for s in model.map_specs() if s.kind == "attention" and s.values in ("real", "partial")
+          and s.axes and s.axes[-1] in keys]
+    if names is None:
+        return ok
+    bad = [n for n in names if n not in ok]
+    if bad:
+        raise ValueError(f"{type(model).__name__}: {bad} are not attention distributions over a key axis; "
+                         f"editable maps: {ok}")
+    return list(names)
+
+
+def permutation_test(model, inst: Instance, n_permutations: int = 100, maps: Sequence[str] | None = None,
+                     seed: int = 0, batch_size: int = 50) -> dict[str, Any]:
+    """Median TVD of the output when the attention weights are randomly permuted (Jain & Wallace)."""
+    check_model(model)
+    names = attention_maps(model, maps)
+    if not names:
+        raise ValueError(f"{type(model).__name__} has no attention map to permute")
+    p = score(prob_fn(model), [inst])[0]
+    gen = torch.Generator().manual_seed(seed)
+
+    def edit(t, layer=None, mask=None):
+        return permute_rows(t, mask, gen)
+
+    fn = prob_fn(model, edits={n: edit for n in names})
+    outs = []
+    for i in range(0, n_permutations, batch_size):
+        outs.append(score(fn, [inst] * min(batch_size, n_permutations - i), batch_size=batch_size))
+    q = np.concatenate(outs)
+    d = tvd(q, p[None])
+    return {"median_tvd": float(np.median(d)), "tvds": d, "flip_rate": float(np.mean(q.argmax(1) != p.argmax())),
+            "maps": names, "n_permutations": n_permutations, "p": p}
+
+
+def uniform_attention_test(model, inst: Instance, maps: Sequence[str] | None = None) -> dict[str, Any]:
+    """Output with every attention row made uniform over its real keys (Wiegreffe & Pinter)."""
+    check_model(model)
+    names = attention_maps(model, maps)
+    if not names:
+        raise ValueError(f"{type(model).__name__} has no attention map to make uniform")
+    p = score(prob_fn(model), [inst])[0]
+    q = score(prob_fn(model, edits={n: (lambda t, layer=None, mask=None: uniform_like(t, mask)) for n in names}),
+              [inst])[0]
+    return {"tvd": float(tvd(p, q)), "flipped": bool(p.argmax() != q.argmax()), "p": p, "p_uniform": q,
+            "maps": names}
+
+
+def erasure_flip(model, inst: Instance, importance, removal: str = "delete", n_random_orders: int = 5,
+                 seed: int = 0) -> dict[str, Any]:
+    """Serrano & Smith's erasure test on one example (see the module docstring)."""
+    _check_removal(removal)
+    fn = prob_fn(model)
+    imp = as_vector(importance, inst.n)
+    n = inst.n
+    p = score(fn, [inst])[0]
+    label = int(p.argmax())
+    if n == 0:
+        return {"top_flip": False, "random_flip": float("nan"), "fraction_to_flip": float("nan"),
+                "random_fraction_to_flip": float("nan"), "never_flipped": True, "n": 0}
+    order = top_indices(imp, n)
+    rng = np.random.default_rng(seed)
+    orders = [order] + [list(rng.permutation(n)) for _ in range(n_random_orders)]
+    singles = [inst.remove([t], removal) for t in range(n)]
+    prefixes = [inst.remove(o[:k], removal) for o in orders for k in range(1, n + 1)]
+    probs = score(fn, singles + prefixes)
+    flips_single = probs[:n].argmax(1) != label
+    others = [t for t in range(n) if t != order[0]]
+    fr = []
+    never = []
+    for r in range(len(orders)):
+        changed = probs[n + r * n: n + (r + 1) * n].argmax(1) != label
+        first = int(np.argmax(changed)) + 1 if changed.any() else n
+        fr.append(first / n)
+        never.append(not changed.any())
+    return {"top_flip": bool(flips_single[order[0]]),
+            "random_flip": float(np.mean(flips_single[others])) if others else float("nan"),
+            "fraction_to_flip": fr[0], "never_flipped": never[0],
+            "random_fraction_to_flip": float(np.mean(fr[1:])) if n_random_orders else float("nan"), "n": n}
+
+
+# ---------------------------------------------------------------- Captum metrics
+
+def infidelity(model, inst: Instance, importance, baseline: str = "pad", n_perturb: int = 50, seed: int = 0,
+               normalize: bool = True, output: str = "prob", target: int | None = None) -> float:
+    """Captum infidelity at the token level (module docstring). Lower is better."""
+    f = EmbeddingForward(model, output=output)
+    s = torch.as_tensor(as_vector(importance, inst.n), dtype=torch.float32)[None]   # (1, n)
+    if inst.n == 0:
+        return float("nan")
+    ids, mask = inst.batch()
+    emb = f.embed(ids)
+    base = baseline_embedding(f, ids, mask, baseline, inst.unk_id, emb)
+    t = _targets(f, emb, ids, mask, target)
+    pos = tuple(inst.positions.T)
+
+    def forward(pres):                                                # (N, n) token presence in [0, 1]
+        N = pres.shape[0]
+        e, b = emb.expand(N, *emb.shape[1:]).clone(), base.expand(N, *base.shape[1:])
+        gate = torch.ones(e.shape[:-1])
+        gate[(slice(None),) + pos] = pres.to(gate.dtype)
+        e = b + gate.unsqueeze(-1) * (e - b)
+        return f(e, ids.expand(N, *ids.shape[1:]), mask.expand(N, *mask.shape[1:]))
+
+    gen = torch.Generator().manual_seed(seed)
+
+    def perturb(inputs):
+        z = (torch.rand(inputs.shape, generator=gen) < 0.5).to(inputs.dtype)
+        return z, inputs - z
+
+    with torch.no_grad():
+        val = _captum_infidelity(forward, perturb, torch.ones(1, inst.n), s, target=t, n_perturb_samples=n_perturb,
+                                 normalize=normalize)
+    return float(val[0])
+
+
+def sensitivity(model, inst: Instance, method: str = "integrated_gradients", radius: float = 0.02,
+                n_perturb: int = 10, baseline: str = "pad", n_steps: int = 50, window: int = 1,
+                n_samples: int | None = None, seed: int = 0, output: str = "prob",
+                target: int | None = None) -> float:
+    """Captum sensitivity_max of a method's token scores under embedding noise of L_inf radius `radius`.
+    The target class stays the one predicted on the unperturbed input. Lower is better."""
+    method = canonical_method(method)
+    if method == "attention":
+        raise ValueError("sensitivity is for Captum methods")
+    f = EmbeddingForward(model, output=output)
+    ids, mask = inst.batch()
+    emb = f.embed(ids)
+    base = baseline_embedding(f, ids, mask, baseline, inst.unk_id, emb)
+    t = _targets(f, emb, ids, mask, target)
+
+    def expl(e):
+        e = e[0] if isinstance(e, tuple) else e
+        N = e.shape[0]
+        ex = lambda x: x.expand(N, *x.shape[1:])  # noqa: E731
+        with torch.enable_grad():
+            tok, _ = token_attributions(f, method, e, ex(base), ex(ids), ex(mask), t.expand(N), n_steps=n_steps,
+                                        window=window, n_samples=n_samples)
+        return (tok,)  # a tuple: sensitivity_max iterates over the explanation's tensors
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        val = _captum_sensitivity_max(expl, emb, perturb_radius=radius, n_perturb_samples=n_perturb)
+    return float(val[0])
+
+
+# ---------------------------------------------------------------- per explanation and per slice
+
+def explanation_report(model, inst: Instance, importance, removal: str = "delete",
+                       reference=None, bins: Sequence[float] = BINS, k_pct: float = 20) -> dict[str, Any]:
+    """ERASER curves, erasure flip and (with a reference importance, e.g. leave-one-out) rank agreement."""
+    out = erasure_curves(model, inst, importance, bins, removal)
+    ef = erasure_flip(model, inst, importance, removal)
+    out.update({f"erasure_{k}": v for k, v in ef.items() if k != "n"})
+    if reference is not None:
+        out["kendall_tau_ref"] = kendall_tau(importance, reference)
+        out["topk_overlap_ref"] = topk_overlap(importance, reference, pct=k_pct)
+    return out
+
+
+@dataclass
+class SliceReport:
+    """evaluate_slice's result: one row per explanation method (means over the texts) and the model-level
+    attention tests, plus every per-example number."""
+
+    rows: list[dict[str, Any]]
+    model_row: dict[str, Any]
+    per_example: list[dict[str, Any]]
+    settings: dict[str, Any]
+    seconds: float
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def frame(self):
+        import pandas as pd
+        return pd.DataFrame(self.rows)
+
+
+EXPLANATIONS = ("attention", "integrated_gradients", "saliency", "grad_x_input", "occlusion", "shapley", "lime",
+                "leave_one_out", "random")
+
+
+def evaluate_slice(source, texts: Sequence[str], methods: Sequence[str] = ("attention", "integrated_gradients",
+                   "occlusion", "leave_one_out", "random"), *, tokenizer=None, removal: str = "delete",
+                   reference: str = "leave_one_out", baseline: str = "pad", n_steps: int = 50,
+                   n_permutations: int = 30, attention_tests: bool = True, captum_metrics: bool = False,
+                   n_perturb: int = 20, seed: int = 0, k_pct: float = 20) -> SliceReport:
+    """Faithfulness of several explanation methods of one model over N texts.
+
+    `source` is a Predictor or a model with `tokenizer=`. Methods: Captum methods (attributions module), the
+    model's own "attention" (attention module; skipped with a note if the model has none), "leave_one_out"
+    and "random" (a seeded random importance: the floor any method should beat). Per method: mean AOPC
+    comprehensiveness / sufficiency, Kendall tau and top-k overlap with `reference`, erasure flip rates and the
+    fraction removed to flip; with captum_metrics, Captum infidelity and sensitivity_max (slow). Model level
+    (attention models): median permutation TVD and uniform-attention TVD / flip rate."""
+    from .attention import attention_importance_instances
+
+    _check_removal(removal)
+    src = as_source(source, tokenizer)
+    model = src.model
+    check_model(model)
+    t0 = time.perf_counter()
+    insts = src.instances(texts)
+    methods = list(dict.fromkeys(methods))
+    if reference not in methods:
+        methods.append(reference)
+    timings: dict[str, float] = {}
+    importances: dict[str, list] = {}
+    notes = []
+    rng = np.random.default_rng(seed)
+    for m in methods:
+        t = time.perf_counter()
+        if m == "attention":
+            try:
+                importances[m] = [a.scores for a in attention_importance_instances(model, insts)]
+            except ValueError as e:
+                notes.append(f"attention skipped: {e}")
+                continue
+        elif m == "leave_one_out":
+            importances[m] = [leave_one_out(model, i, removal) for i in insts]
+        elif m == "random":
+            importances[m] = [rng.random(i.n) for i in insts]
+        else:
+            cm = canonical_method(m)
+            res = []
+            for k in range(0, len(insts), 32):
+                res += attribute_instances(model, insts[k:k + 32], cm, baseline=baseline, n_steps=n_steps,
+                                           seed=seed)
+            importances[m] = res
+        timings[m] = time.perf_counter() - t
+    per_example = []
+    for i, inst in enumerate(insts):
+        if inst.n == 0:
+            continue
+        ref = as_vector(importances[reference][i]) if reference in importances else None
+        for m, imps in importances.items():
+            t = time.perf_counter()
+            imp = imps[i]
+            row = {"example": i, "method": m, "n_tokens": inst.n}
+            row.update({k: v for k, v in explanation_report(model, inst, imp, removal, ref, k_pct=k_pct).items()
+                        if not isinstance(v, list)})
+            if isinstance(imp, Attribution) and imp.delta is not None:
+                row.update(ig_delta=abs(imp.delta), ig_steps=imp.n_steps, ig_converged=imp.converged)
+            if captum_metrics and m not in ("leave_one_out", "random", "attention"):
+                row["infidelity"] = infidelity(model, inst, imp, baseline, n_perturb, seed)
+                row["sensitivity_max"] = sensitivity(model, inst, m, n_perturb=max(2, n_perturb // 4),
+                                                     baseline=baseline, n_steps=n_steps, seed=seed)
+            elif captum_metrics:
+                row["infidelity"] = infidelity(model, inst, imp, baseline, n_perturb, seed)
+            per_example.append(row)
+            timings[f"metrics:{m}"] = timings.get(f"metrics:{m}", 0.0) + time.perf_counter() - t
+    rows = []
+    numeric = ("aopc_comprehensiveness", "aopc_sufficiency", "kendall_tau_ref", "topk_overlap_ref",
+               "erasure_top_flip", "erasure_random_flip", "erasure_fraction_to_flip",
+               "erasure_random_fraction_to_flip", "ig_delta", "ig_converged", "infidelity", "sensitivity_max")
+    for m in importances:
+        ex = [r for r in per_example if r["method"] == m]
+        row: dict[str, Any] = {"method": m, "n": len(ex)}
+        for key in numeric:
+            vals = [float(r[key]) for r in ex if key in r and r[key] is not None]
+            vals = [v for v in vals if not math.isnan(v)]
+            if vals:
+                row[key] = float(np.mean(vals))
+        if m == reference:
+            row.pop("kendall_tau_ref", None)
+            row.pop("topk_overlap_ref", None)
+        rows.append(row)
+    model_row: dict[str, Any] = {}
+    if attention_tests and attention_maps(model):
+        t = time.perf_counter()
+        perm = [permutation_test(model, inst, n_permutations, seed=seed + i) for i, inst in enumerate(insts)
+                if inst.n > 0]
+        uni = [uniform_attention_test(model, inst) for inst in insts if inst.n > 0]
+        model_row = {"permutation_median_tvd": float(np.median([p["median_tvd"] for p in perm])),
+                     "permutation_flip_rate": float(np.mean([p["flip_rate"] for p in perm])),
+                     "uniform_tvd": float(np.mean([u["tvd"] for u in uni])),
+                     "uniform_flip_rate": float(np.mean([u["flipped"] for u in uni])),
+                     "attention_maps": perm[0]["maps"] if perm else []}
+        timings["attention_tests"] = time.perf_counter() - t
+    settings = {"removal": removal, "reference": reference, "baseline": baseline, "n_steps": n_steps,
+                "n_permutations": n_permutations, "n_texts": len(insts), "bins": list(BINS), "k_pct": k_pct,
+                "notes": notes, "model": src.name or getattr(model, "registry_name", "")}
+    return SliceReport(rows, model_row, per_example, settings, time.perf_counter() - t0, timings)
+
+
+__all__ = ["BINS", "n_tokens", "erasure_curves", "comprehensiveness", "sufficiency", "leave_one_out",
+           "kendall_tau", "topk_overlap", "agreement", "attention_maps", "permutation_test",
+           "uniform_attention_test", "erasure_flip", "infidelity", "sensitivity", "explanation_report",
+           "SliceReport", "evaluate_slice", "EXPLANATIONS"]

@@ -1,0 +1,149 @@
+"""Classification metrics: accuracy, per-class precision/recall/F1/support, macro-F1, confusion matrix.
+
+Conventions (the usual ones, as in scikit-learn with zero_division=0):
+- the confusion matrix has true labels on rows and predicted labels on columns;
+- a class with no prediction has precision 0, a class with no example has recall 0, and F1 is 0 when
+  precision + recall is 0;
+- macro-F1 is the unweighted mean of the per-class F1 over the classes taken into account. With
+  `ignore_label` (SemEval-2010 Task 8: "Other") that class is left out of the mean, but its examples still
+  count: a true "Other" predicted as a relation is a false positive of that relation, and vice versa.
+  Classes that neither occur nor are predicted still count (F1 0), so a model is not rewarded for a class
+  the split lacks: pass `labels` to choose the classes.
+
+`evaluate(predictor_or_model, split)` runs a model over a data split and returns `classification_report`.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+
+def _as_int_array(y: Sequence[int] | np.ndarray, name: str) -> np.ndarray:
+    a = np.asarray(y)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
+    if a.size and not np.issubdtype(a.dtype, np.integer):
+        raise ValueError(f"{name} must hold integer class indices, got dtype {a.dtype}")
+    return a.astype(np.int64)
+
+
+def _check_pair(y_true, y_pred) -> tuple[np.ndarray, np.ndarray]:
+    t, p = _as_int_array(y_true, "y_true"), _as_int_array(y_pred, "y_pred")
+    if t.shape != p.shape:
+        raise ValueError(f"y_true has {t.size} items but y_pred has {p.size}")
+    return t, p
+
+
+def accuracy(y_true, y_pred) -> float:
+    """Fraction of exact matches; 0.0 for empty input."""
+    t, p = _check_pair(y_true, y_pred)
+    return float((t == p).mean()) if t.size else 0.0
+
+
+def confusion_matrix(y_true, y_pred, num_labels: int) -> np.ndarray:
+    """(num_labels, num_labels) int64 counts, rows = true class, columns = predicted class."""
+    t, p = _check_pair(y_true, y_pred)
+    for name, a in (("y_true", t), ("y_pred", p)):
+        if a.size and (a.min() < 0 or a.max() >= num_labels):
+            raise ValueError(f"{name} has class index outside 0..{num_labels - 1}: {int(a.min())}..{int(a.max())}")
+    cm = np.zeros((num_labels, num_labels), dtype=np.int64)
+    np.add.at(cm, (t, p), 1)
+    return cm
+
+
+def per_class_scores(cm: np.ndarray) -> dict[str, np.ndarray]:
+    """precision, recall, f1, support (arrays over classes) from a confusion matrix."""
+    cm = np.asarray(cm)
+    tp = np.diag(cm).astype(np.float64)
+    predicted = cm.sum(axis=0).astype(np.float64)
+    support = cm.sum(axis=1)
+    precision = np.divide(tp, predicted, out=np.zeros_like(tp), where=predicted > 0)
+    recall = np.divide(tp, support.astype(np.float64), out=np.zeros_like(tp), where=support > 0)
+    denom = precision + recall
+    f1 = np.divide(2 * precision * recall, denom, out=np.zeros_like(tp), where=denom > 0)
+    return {"precision": precision, "recall": recall, "f1": f1, "support": support}
+
+
+def macro_f1(y_true, y_pred, num_labels: int, ignore: int | Sequence[int] | None = None) -> float:
+    """Unweighted mean of per-class F1 over classes 0..num_labels-1 except `ignore` (an index or indices)."""
+    f1 = per_class_scores(confusion_matrix(y_true, y_pred, num_labels))["f1"]
+    keep = np.ones(num_labels, dtype=bool)
+    if ignore is not None:
+        keep[np.atleast_1d(np.asarray(ignore, dtype=np.int64))] = False
+    return float(f1[keep].mean()) if keep.any() else 0.0
+
+
+def classification_report(y_true, y_pred, labels: Sequence[str], ignore_label: str | None = None) -> dict[str, Any]:
+    """Everything the CLI's `evaluate --json` and the Evaluate page show, as plain JSON-able values.
+
+    Returns {"accuracy", "macro_f1", "macro_f1_all", "ignore_label", "n", "labels",
+             "per_class": {label: {"precision", "recall", "f1", "support"}}, "confusion": [[int]]}.
+    `macro_f1` leaves out `ignore_label` (the task's metric, e.g. SemEval without "Other");
+    `macro_f1_all` always averages every class. Without `ignore_label` the two are equal.
+    """
+    labels = [str(x) for x in labels]
+    if not labels:
+        raise ValueError("labels must not be empty")
+    if ignore_label is not None and ignore_label not in labels:
+        raise ValueError(f"ignore_label {ignore_label!r} is not one of the labels {labels}")
+    t, p = _check_pair(y_true, y_pred)
+    cm = confusion_matrix(t, p, len(labels))
+    scores = per_class_scores(cm)
+    keep = np.array([lab != ignore_label for lab in labels])
+    f1 = scores["f1"]
+    return {
+        "accuracy": accuracy(t, p),
+        "macro_f1": float(f1[keep].mean()) if keep.any() else 0.0,
+        "macro_f1_all": float(f1.mean()),
+        "ignore_label": ignore_label,
+        "n": int(t.size),
+        "labels": labels,
+        "per_class": {lab: {"precision": float(scores["precision"][i]), "recall": float(scores["recall"][i]),
+                            "f1": float(scores["f1"][i]), "support": int(scores["support"][i])}
+                      for i, lab in enumerate(labels)},
+        "confusion": cm.tolist(),
+    }
+
+
+def default_ignore_label(data_name: str, labels: Sequence[str]) -> str | None:
+    """The label a data set's official metric leaves out: "Other" for SemEval-2010 Task 8, else None."""
+    if "semeval" in (data_name or "").lower() and "Other" in labels:
+        return "Other"
+    return None
+
+
+def evaluate(predictor_or_model, split, *, tokenizer=None, labels: Sequence[str] | None = None,
+             label_names: Sequence[str] | None = None, ignore_label: str | None = None,
+             batch_size: int = 64) -> dict[str, Any]:
+    """Run a model over a split and return `classification_report` (plus "loss", the mean cross-entropy).
+
+    predictor_or_model: a `Predictor` (uses its tokenizer and labels), or a bare model together with
+        `tokenizer=` (or a split already encoded by `training.encode_split`) and `labels=`.
+    split: a `data.Split` (texts + label indices), or a `training.EncodedSplit`.
+    label_names: the names of the split's label indices when they differ from the model's labels
+        (another data set with the same classes in another order); examples are mapped by name, and a
+        split label the model does not know is an error.
+    """
+    from .training import EncodedSplit, encode_split, predict_encoded
+
+    model = getattr(predictor_or_model, "model", predictor_or_model)
+    if hasattr(predictor_or_model, "tokenizer") and tokenizer is None:
+        tokenizer = predictor_or_model.tokenizer
+    if labels is None:
+        labels = getattr(predictor_or_model, "labels", None)
+    if labels is None:
+        raise ValueError("evaluate: pass labels= (the model's label names) when evaluating a bare model")
+    labels = list(labels)
+    if isinstance(split, EncodedSplit):
+        enc = split
+    else:
+        if tokenizer is None:
+            raise ValueError("evaluate: a bare model needs tokenizer= or an EncodedSplit")
+        enc = encode_split(tokenizer, split, label_names=label_names, model_labels=labels)
+    if enc.labels is None:
+        raise ValueError("evaluate: the split has no labels")
+    y_pred, loss = predict_encoded(model, enc, batch_size=batch_size)
+    report = classification_report(enc.labels.tolist(), y_pred.tolist(), labels, ignore_label=ignore_label)
+    report["loss"] = loss
+    return report

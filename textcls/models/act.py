@@ -1,0 +1,313 @@
+"""ACT: Attentive Convolutional Transformer (Li et al., AAAI 2021), following models.md.
+
+One layer, input X (B, L, d_w), per head i (d_k = d_w / h):
+  Q_i = X W_i^Q + b, pads re-zeroed                                     (eq. 5)
+  M_i = GELU(F_i (*) Q_i + b_i)  (B, m, L)    window j = tokens j..j+n-1  (eq. 1-2)
+  O_i = F~_i M_i                 (B, L, n d_k)  pads of M zeroed first     (eq. 3)
+  g_i = F~_i maskedmax_L(M_i)    (B, n d_k)                                (eq. 4)
+  X'  = LayerNorm(X + Dropout(Cat_i(O_i) W^O)), pads re-zeroed; no feed-forward sublayer.
+Top layer only: g = Cat_i(g_i) W^O (the same W^O, no residual, no LayerNorm).
+Global attention (eq. 6) on the top layer's output o_j and g:
+  score_j = c . GELU(W_o o_j + W_p p_j) + o_j . g / sqrt(d_w);  alpha = masked softmax;  r = sum_j alpha_j o_j
+Classifier: z = GELU(Linear(d_w -> 100)(Dropout(r))); logits = Linear(100 -> C)(Dropout(z)).
+Loss: cross-entropy + 0.001 * center loss on z (`extra_loss`; centres are a buffer, updated by Wen et al.'s
+rule with rate 0.1, never by the optimizer).
+
+Choices (the paper and models.md leave them open):
+- The filters are stored once, as F~ (h, n d_k, m): `filters[i]` IS F~_i, and the convolution is computed from
+  it (windows Cat(q_j, ..., q_{j+n-1}) @ F~_i, eq. 2 literally), so O_i = F~_i M_i uses the very tensor the
+  convolution used. Row index of F~_i = k * d_k + c (offset k in the window, channel c), i.e. the order of
+  Cat(q_j, ..., q_{j+n-1}) in eq. 2. `layer.conv_weight(i)` is a view of the same storage in Conv1d layout
+  (m, d_k, n): `F.conv1d(Q_i^T, layer.conv_weight(i), layer.filter_bias[i])` gives M_i before the GELU.
+  Initialised like nn.Conv1d (uniform +-1/sqrt(d_k n)).
+- Window j covers tokens j..j+n-1 (n-1 zeros on the right); `conv_padding="center"` centres it instead.
+- W_o has a bias, W_p none (one bias suffices, the two are summed). p_j from a learned (P x d_p) table;
+  inputs longer than P are refused with a clear error (they have no position).
+- Dropout (0.4): on Y W^O before the residual, on r and on z (models.md); none on the embeddings.
+- Center loss: L_C = 1/2 mean_i ||z_i - c_{y_i}||^2 (mean over the batch, as the authors' Caffe layer of Wen
+  et al. divides by the batch size); update c_j <- c_j - 0.1 * sum_{y_i=j}(c_j - z_i) / (1 + n_j) after the loss
+  is taken, in training mode only. Centres start at zero.
+- If the embedding dimension (times channels) differs from d_w, one Linear projects it to d_w.
+
+Ablations of Table 3 (registered as variants):
+- "no_attentive_conv": conventional CNN "where feature maps are used for text representation directly"
+  (Sec. 4.1): O_i = M_i^T (B, L, m), g_i = maxpool(M_i); W^O then maps h m -> d_w.
+- "single_head": h = 1 (d_k = d_w), same m filters.
+- "no_global_rep": the o_j . g term is dropped (g is then not computed).
+- "no_position": the W_p p_j term is dropped (no position table).
+
+Maps (layer axis = the N layers, head axis = the h heads):
+  feature_map    (B, layer, head, filter, token)   M after GELU, zero at pads
+  argmax         (B, layer, head, filter)          window start the max-pool picked (n-gram j..j+n-1)
+  local_output   (B, layer, head, token, feature)  O_i^T = (F~_i M_i)^T
+  global_rep     (B, feature)                      g (absent without the global representation)
+  score_context  (B, token)   values="score"       c . GELU(W_o o_j [+ W_p p_j]), zero at pads
+  score_global   (B, token)   values="score"       o_j . g / sqrt(d_w), zero at pads (absent without g)
+  alpha          (B, token)   attention            masked softmax of the sum of the two score terms
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from ..outputs import ClassifierOutput, MapSpec
+from ..registry import register_model
+from .base import BaseConfig, Probe, TextClassifier, WordEmbedding, masked_max, masked_softmax, rezero
+
+CONV_MODES = ("attentive", "plain")
+CONV_PADDINGS = ("right", "center")
+
+
+@dataclass
+class ACTConfig(BaseConfig):
+    embed_dim: int = 300          # word vectors (300-d GloVe in the paper)
+    d_model: int = 300            # d_w
+    n_heads: int = 6              # h
+    n_filters: int = 100          # m, per head
+    kernel_size: int = 3          # n
+    n_layers: int = 3             # N
+    d_attn: int = 200             # d_a, global attention
+    d_pos: int = 60               # d_p
+    max_positions: int = 500      # P
+    fc_dim: int = 100
+    dropout: float = 0.4
+    conv_mode: str = "attentive"  # "plain": ablation "- attentive conv." (feature maps used directly)
+    conv_padding: str = "right"   # "right": window j = tokens j..j+n-1; "center": centred on j
+    global_rep: bool = True       # False: ablation "- global rep." (no o.g term)
+    position_embed: bool = True   # False: ablation "- position embed." (no W_p p_j term)
+    center_loss_weight: float = 0.001
+    center_loss_rate: float = 0.1  # alpha of Wen et al. (the centres' own learning rate)
+
+
+def check_input(token_ids: torch.Tensor, mask: torch.Tensor, vocab_size: int) -> None:
+    """Clear errors for malformed (B, L) inputs."""
+    if token_ids.dim() != 2:
+        raise ValueError(f"token_ids must be (batch, length), got shape {tuple(token_ids.shape)}")
+    if mask.shape != token_ids.shape:
+        raise ValueError(f"mask shape {tuple(mask.shape)} differs from token_ids shape {tuple(token_ids.shape)}")
+    if token_ids.numel() and (int(token_ids.min()) < 0 or int(token_ids.max()) >= vocab_size):
+        raise ValueError(f"token ids must lie in [0, {vocab_size}); got min {int(token_ids.min())}, "
+                         f"max {int(token_ids.max())}")
+
+
+# ---------------------------------------------------------------- shared with the Transformer
+
+class GlobalAttention(nn.Module):
+    """ACT's global attention (eq. 6), also the Transformer's "global" pooling (same module, equal terms).
+
+    forward(o (B, L, d), mask (B, L), g (B, d) or None, probe) -> r (B, d). Records score_context,
+    score_global (when g is used), alpha. An edit of any of them is used downstream.
+    """
+
+    def __init__(self, d_model: int, d_attn: int = 200, d_pos: int = 60, max_positions: int = 500,
+                 position_embed: bool = True, global_rep: bool = True):
+        super().__init__()
+        self.d_model = d_model
+        self.global_rep = global_rep
+        self.position_embed = position_embed
+        self.max_positions = max_positions
+        self.w_o = nn.Linear(d_model, d_attn)                           # W_o (with the one bias)
+        if position_embed:
+            self.positions = nn.Embedding(max_positions, d_pos)        # W^p: P x d_p table
+            self.w_p = nn.Linear(d_pos, d_attn, bias=False)            # W_p
+        self.context = nn.Parameter(torch.randn(d_attn) / math.sqrt(d_attn))  # c
+
+    def map_specs(self) -> list[MapSpec]:
+        specs = [MapSpec("score_context", ("token",), "attention",
+                         "context term c . GELU(W_o o_j" + (" + W_p p_j" if self.position_embed else "")
+                         + ") of the global-attention score", values="score")]
+        if self.global_rep:
+            specs.append(MapSpec("score_global", ("token",), "attention",
+                                 "global term o_j . g / sqrt(d) of the global-attention score", values="score"))
+            specs.append(MapSpec("global_rep", ("feature",), "activation", "global representation g"))
+        specs.append(MapSpec("alpha", ("token",), "attention",
+                             "global attention weights: masked softmax of the summed score terms"))
+        return specs
+
+    def forward(self, o: torch.Tensor, mask: torch.Tensor, g: torch.Tensor | None, probe: Probe) -> torch.Tensor:
+        B, L, d = o.shape
+        m = mask.to(o.dtype)                                            # (B, L)
+        h = self.w_o(o)                                                 # (B, L, d_a)
+        if self.position_embed:
+            if L > self.max_positions:
+                raise ValueError(f"input length {L} exceeds the {self.max_positions} positions of the global "
+                                 "attention's position table (raise max_positions or truncate the input)")
+            h = h + self.w_p(self.positions.weight[:L])                 # (B, L, d_a)
+        s_ctx = probe("score_context", (F.gelu(h) @ self.context) * m, mask=mask)  # (B, L)
+        scores = s_ctx
+        if self.global_rep:
+            if g is None:
+                raise ValueError("global attention with global_rep=True needs g")
+            g = probe("global_rep", g, mask=mask)                       # (B, d)
+            s_glob = torch.einsum("bld,bd->bl", o, g) / math.sqrt(d) * m  # (B, L)
+            scores = scores + probe("score_global", s_glob, mask=mask)
+        alpha = probe("alpha", masked_softmax(scores, mask), mask=mask)  # (B, L)
+        return torch.einsum("bl,bld->bd", alpha, o)                    # (B, d)
+
+
+class CenterLoss(nn.Module):
+    """Center loss (Wen et al. 2016) with centres as a buffer, updated by their own rule (not the optimizer).
+
+    loss = weight * 1/2 mean_i ||x_i - c_{y_i}||^2; update (training only), after the loss is taken:
+    c_j <- c_j - rate * sum_{i: y_i = j} (c_j - x_i) / (1 + n_j).
+    """
+
+    def __init__(self, num_classes: int, dim: int, weight: float = 0.001, rate: float = 0.1):
+        super().__init__()
+        self.weight = weight
+        self.rate = rate
+        self.register_buffer("centers", torch.zeros(num_classes, dim))
+
+    def forward(self, features: torch.Tensor, labels: torch.Tensor, update: bool) -> torch.Tensor:
+        C, D = self.centers.shape
+        if features.dim() != 2 or features.shape[1] != D:
+            raise ValueError(f"center loss expects features (batch, {D}), got {tuple(features.shape)}")
+        labels = labels.long()
+        if labels.shape != features.shape[:1]:
+            raise ValueError(f"labels shape {tuple(labels.shape)} does not match batch {features.shape[0]}")
+        if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= C):
+            raise ValueError(f"labels must lie in [0, {C})")
+        c = self.centers[labels]                                        # (B, D) current centres
+        loss = 0.5 * ((features - c) ** 2).sum(dim=1).mean() if labels.numel() else features.sum() * 0
+        if update:
+            self.update_centers(features.detach(), labels)
+        return self.weight * loss
+
+    @torch.no_grad()
+    def update_centers(self, features: torch.Tensor, labels: torch.Tensor) -> None:
+        C = self.centers.shape[0]
+        diff = self.centers[labels] - features.to(self.centers.dtype)  # (B, D) c_{y_i} - x_i
+        delta = torch.zeros_like(self.centers).index_add_(0, labels, diff)  # (C, D)
+        counts = torch.bincount(labels, minlength=C).to(self.centers.dtype)  # (C,)
+        self.centers -= self.rate * delta / (1.0 + counts).unsqueeze(1)
+
+
+# ---------------------------------------------------------------- ACT
+
+class ACTLayer(nn.Module):
+    """One multi-head attentive-convolution layer (see the module docstring)."""
+
+    def __init__(self, c: ACTConfig):
+        super().__init__()
+        h, n, m = c.n_heads, c.kernel_size, c.n_filters
+        self.h, self.n, self.m, self.dk = h, n, m, c.d_model // h
+        self.mode = c.conv_mode
+        self.padding = c.conv_padding
+        self.wq = nn.Linear(c.d_model, c.d_model)                      # W_i^Q of all heads, with bias
+        bound = 1.0 / math.sqrt(self.dk * n)                           # nn.Conv1d's default init
+        self.filters = nn.Parameter(torch.empty(h, n * self.dk, m).uniform_(-bound, bound))  # F~_i per head
+        self.filter_bias = nn.Parameter(torch.empty(h, m).uniform_(-bound, bound))           # b_i
+        per_head = n * self.dk if self.mode == "attentive" else m
+        self.wo = nn.Linear(h * per_head, c.d_model)                  # W^O
+        self.norm = nn.LayerNorm(c.d_model)
+        self.dropout = nn.Dropout(c.dropout)
+
+    def filter_matrix(self, head: int) -> torch.Tensor:
+        """F~_i (n d_k, m): the parameter itself (a view of its storage, not a copy)."""
+        return self.filters[head]
+
+    def conv_weight(self, head: int) -> torch.Tensor:
+        """F_i in nn.Conv1d layout (m, d_k, n): a view of the same storage as F~_i."""
+        return self.filters[head].t().unflatten(1, (self.n, self.dk)).transpose(1, 2)
+
+    def _windows(self, q: torch.Tensor) -> torch.Tensor:
+        """q (B, h, L, d_k) -> Cat(q_j, ..., q_{j+n-1}) (B, h, L, n d_k), zeros past the ends."""
+        left = (self.n - 1) // 2 if self.padding == "center" else 0
+        q = F.pad(q, (0, 0, left, self.n - 1 - left))                  # (B, h, L+n-1, d_k)
+        w = q.unfold(2, self.n, 1)                                      # (B, h, L, d_k, n)
+        return w.transpose(-1, -2).flatten(-2)                          # (B, h, L, n*d_k) offset-major
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, probe: Probe, layer: int, need_g: bool
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        B, L, _ = x.shape
+        mq = mask[:, None, :, None].to(x.dtype)                         # (B, 1, L, 1)
+        q = rezero(self.wq(x), mask).view(B, L, self.h, self.dk).transpose(1, 2)  # (B, h, L, d_k)
+        pre = torch.einsum("bhlk,hkm->bhlm", self._windows(q), self.filters)   # (B, h, L, m) eq. 2
+        pre = pre + self.filter_bias[None, :, None, :]
+        M = F.gelu(pre) * mq                                            # (B, h, L, m) zero at pads
+        if probe.active:
+            M = probe("feature_map", M.transpose(-1, -2), layer=layer, mask=mask).transpose(-1, -2)
+        if self.mode == "attentive":
+            O = torch.einsum("bhlm,hkm->bhlk", M, self.filters)          # (B, h, L, n*d_k) = (F~_i M_i)^T
+        else:
+            O = M                                                       # (B, h, L, m) feature maps directly
+        if probe.active:
+            O = probe("local_output", O, layer=layer, mask=mask)
+        y = self.wo(O.transpose(1, 2).flatten(2))                       # (B, L, d)
+        x = rezero(self.norm(x + self.dropout(y)), mask)                # (B, L, d)
+        g = None
+        if need_g or probe.active:
+            values, index = masked_max(M.transpose(-1, -2), mask[:, None, None, :], dim=-1)  # (B, h, m)
+            probe("argmax", index, layer=layer, mask=mask)
+            if need_g:
+                gi = torch.einsum("bhm,hkm->bhk", values, self.filters) if self.mode == "attentive" \
+                    else values                                         # (B, h, n*d_k | m)
+                g = self.wo(gi.flatten(1))                              # (B, d) = Cat_i(g_i) W^O
+        return x, g
+
+
+@register_model(
+    "act", ACTConfig,
+    description="ACT (Li et al. 2021): attentive convolution heads, global attention, center loss",
+    presets={"small": dict(embed_dim=16, d_model=12, n_heads=2, n_filters=6, n_layers=2, d_attn=8, d_pos=4,
+                           max_positions=64, fc_dim=8, dropout=0.1)},
+    variants={"no_attentive_conv": dict(conv_mode="plain"), "single_head": dict(n_heads=1),
+              "no_global_rep": dict(global_rep=False), "no_position": dict(position_embed=False)})
+class ACT(TextClassifier):
+    def __init__(self, config: ACTConfig, embeddings=None):
+        super().__init__(config)
+        c = config
+        if c.conv_mode not in CONV_MODES:
+            raise ValueError(f"unknown conv_mode {c.conv_mode!r}; known: {CONV_MODES}")
+        if c.conv_padding not in CONV_PADDINGS:
+            raise ValueError(f"unknown conv_padding {c.conv_padding!r}; known: {CONV_PADDINGS}")
+        if c.n_heads < 1 or c.d_model % c.n_heads:
+            raise ValueError(f"d_model ({c.d_model}) must be a multiple of n_heads ({c.n_heads})")
+        if min(c.kernel_size, c.n_filters, c.n_layers, c.fc_dim) < 1:
+            raise ValueError("kernel_size, n_filters, n_layers and fc_dim must be >= 1")
+        self.embed = WordEmbedding(c.vocab_size, c.embed_dim, c.embedding_mode, c.channels, embeddings, c.pad_id)
+        self.proj = nn.Linear(self.embed.out_dim, c.d_model) if self.embed.out_dim != c.d_model else None
+        self.layers = nn.ModuleList(ACTLayer(c) for _ in range(c.n_layers))
+        self.global_attention = GlobalAttention(c.d_model, c.d_attn, c.d_pos, c.max_positions,
+                                                c.position_embed, c.global_rep)
+        self.dropout = nn.Dropout(c.dropout)
+        self.fc = nn.Linear(c.d_model, c.fc_dim)
+        self.out = nn.Linear(c.fc_dim, c.num_labels)
+        self.center_loss = CenterLoss(c.num_labels, c.fc_dim, c.center_loss_weight, c.center_loss_rate)
+
+    def map_specs(self) -> list[MapSpec]:
+        feat = "n*d_k values of F~_i M_i" if self.config.conv_mode == "attentive" else "the m feature maps"
+        return [
+            MapSpec("feature_map", ("layer", "head", "filter", "token"), "feature_map",
+                    "attentive-convolution feature map M (GELU); token = first word of the n-gram"),
+            MapSpec("argmax", ("layer", "head", "filter"), "feature_map",
+                    "start of the n-gram each filter's max-pool picked", values="index"),
+            MapSpec("local_output", ("layer", "head", "token", "feature"), "activation",
+                    f"local output O_i per token: {feat}"),
+        ] + self.global_attention.map_specs()
+
+    def _forward(self, token_ids, mask, probe: Probe):
+        check_input(token_ids, mask, self.config.vocab_size)
+        x = self.embed(token_ids)                                       # (B, L, E)
+        if self.proj is not None:
+            x = self.proj(x)                                            # (B, L, d)
+        x = rezero(x, mask)                                             # (B, L, d)
+        g = None
+        for i, layer in enumerate(self.layers):
+            top = i == len(self.layers) - 1 and self.config.global_rep
+            x, g = layer(x, mask, probe, i, need_g=top)                  # (B, L, d), g (B, d) on top
+        r = self.global_attention(x, mask, g, probe)                    # (B, d)
+        z = F.gelu(self.fc(self.dropout(r)))                            # (B, fc)
+        return self.out(self.dropout(z)), z
+
+    def extra_loss(self, out: ClassifierOutput, labels: torch.Tensor) -> torch.Tensor | None:
+        """Center loss on z (weight 0.001); in training mode it also moves the centres (rate 0.1)."""
+        if self.config.center_loss_weight == 0:
+            return None
+        if out.features is None:
+            raise ValueError("extra_loss needs the features (z) of the model's output")
+        return self.center_loss(out.features, labels, update=self.training)

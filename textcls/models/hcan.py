@@ -1,0 +1,460 @@
+"""HCAN: Hierarchical Convolutional Attention Network (Gao et al. 2018), and its flat form CAN.
+
+One *level* (the same block at word and at sentence level, models.md):
+  E = Dropout(X + P) re-zeroed at pads (positions are added to real positions only; the reference code
+      also adds them to pads - we do not);
+  branch a: Q, K, V = ELU(Conv1d(E, kernel 3, same padding)); branch b: the same but V_b = tanh(Conv1d(E));
+      heads = channel split (no extra projection); A = masked softmax(Q K^T / sqrt(d_h)) (pad query rows are
+      0); H = Dropout(A) V, heads concatenated;
+  Z = LayerNorm(H_a * H_b) (per-position LayerNorm over d), re-zeroed at pads; no residual, no FFN;
+  pooling: target attention K_t = ELU(Conv1d(Z, 3)), beta = masked softmax_w(T_h . K_t,h / sqrt(d_h)) with a
+      learnable target T (d), vector = concat_h sum_w Dropout(beta)_hw Z_w,h (the reference code's values Z;
+      `target_value_conv=True` gives eq. 5's V = ELU(Conv1d(Z, 3))), or masked max over positions.
+HCAN: word level on the B*S sentences -> sentence vectors (+ sentence positions) -> sentence level ->
+document vector -> Dropout -> Linear. CAN ("can", Table 2's flat rows): the word level on (B, L) tokens only.
+
+Choices where the paper and models.md are silent (written here as the spec asks):
+- Every convolution's input is re-zeroed at pads first, so pads never leak into a window; ELU/tanh outputs at
+  pads need no re-zeroing because attention gives pads zero weight.
+- Empty sentences (no real word) do not exist for the model: the word level runs only on non-empty sentences,
+  and at sentence level the non-empty sentences are packed to the front (in order) before sentence positions
+  are added. So an empty sentence anywhere (middle or end) never changes the logits; its map rows are 0.
+  The batch is also cropped to its last real word / sentence (exact, since pads are masked everywhere).
+- Position tables have `max_words` / `max_sentences` (CAN: `max_len`) rows; a longer real input is an error
+  that names the field (truncate in the tokenizer, or raise the field).
+- Dropout (0.1) on E after positions at both levels, on every attention's weights (self and target), and on
+  the document vector before the classifier - as the reference code. Maps are recorded before dropout.
+- "One self-attention" (Table 2) keeps branch a: Z = LayerNorm(H_a). "Maxpool" replaces target attention by a
+  masked max over positions at both levels (its maps beta/gamma are then not listed).
+- Init: PyTorch defaults for convolutions and the classifier (the reference uses orthogonal init); targets
+  T ~ N(0, 1/d) (unit norm in expectation, like the reference's orthogonal 1 x d vector); positions
+  ~ N(0, 0.1^2) as the reference.
+- The embedding (`self.embed`) is looked up on the full (B, S, W) ids, so attribution methods that hook it
+  see a tensor aligned with the input; the word level then takes only the non-empty sentences.
+
+Maps (computed only when asked; rows at padding / empty sentences are 0, rows over real positions sum to 1):
+  HCAN  A_a, A_b    (B, sentence, head, query_word, key_word)   word-level self-attentions, branch a / b
+        beta        (B, sentence, head, word)                    word-level target attention
+        sent_A_a, sent_A_b (B, head, query_sentence, key_sentence) sentence-level self-attentions
+        gamma       (B, head, sentence)                          sentence-level target attention
+  CAN   A_a, A_b    (B, head, query_token, key_token);  beta (B, head, token)
+Edits (interventions) receive these full-shaped tensors, with `mask` = the word mask (B, S, W) for word-level
+maps, the non-empty-sentence mask (B, S) for sentence-level maps, and the token mask (B, L) for CAN.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from ..outputs import MapSpec
+from ..registry import register_model
+from .base import BaseConfig, Probe, TextClassifier, WordEmbedding, masked_max, masked_softmax, rezero
+
+SENTENCE_END = (".", "!", "?")
+
+
+# ---------------------------------------------------------------- pure helpers for the data layer
+
+def _check_limit(name: str, value: int | None) -> None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise ValueError(f"{name} must be a positive int or None, got {value!r}")
+
+
+def split_sentences(tokens: Sequence[str], max_sentences: int | None = None,
+                    max_words: int | None = None) -> list[list[str]]:
+    """Split a token list into sentences after each ".", "!" or "?" token (it stays as the sentence's last
+    token); a trailing remainder without a terminator is the last sentence; no tokens -> [].
+    `max_sentences` keeps the first sentences, `max_words` the first words of each sentence."""
+    _check_limit("max_sentences", max_sentences)
+    _check_limit("max_words", max_words)
+    if isinstance(tokens, str):
+        raise TypeError("split_sentences takes a list of tokens, not a string (tokenize first)")
+    sentences: list[list[str]] = []
+    current: list[str] = []
+    for tok in tokens:
+        current.append(tok)
+        if tok in SENTENCE_END:
+            sentences.append(current)
+            current = []
+    if current:
+        sentences.append(current)
+    if max_sentences is not None:
+        sentences = sentences[:max_sentences]
+    if max_words is not None:
+        sentences = [s[:max_words] for s in sentences]
+    return sentences
+
+
+def to_hierarchical(ids_list: Sequence[Sequence[Sequence[int]]], max_sentences: int | None = None,
+                    max_words: int | None = None, pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Documents as lists of per-sentence id lists -> (token_ids (B, S, W) long, mask (B, S, W) bool).
+
+    S / W are the largest sentence count / sentence length in the batch, capped by max_sentences / max_words
+    (longer documents and sentences are truncated), and at least 1, so a document with no sentences is an
+    all-pad row. Mask is True at every kept position (ids equal to pad_id inside a sentence stay real)."""
+    _check_limit("max_sentences", max_sentences)
+    _check_limit("max_words", max_words)
+    docs = [list(doc)[:max_sentences] if max_sentences else list(doc) for doc in ids_list]
+    docs = [[list(s)[:max_words] if max_words else list(s) for s in doc] for doc in docs]
+    S = max([len(d) for d in docs] + [1])
+    W = max([len(s) for d in docs for s in d] + [1])
+    ids = torch.full((len(docs), S, W), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(docs), S, W), dtype=torch.bool)
+    for b, doc in enumerate(docs):
+        for s, sent in enumerate(doc):
+            if sent:
+                ids[b, s, :len(sent)] = torch.as_tensor(sent, dtype=torch.long)
+                mask[b, s, :len(sent)] = True
+    return ids, mask
+
+
+# ---------------------------------------------------------------- config
+
+@dataclass
+class ConvAttentionConfig(BaseConfig):
+    """Fields shared by HCAN and CAN; defaults are the paper's (Word2Vec 512-d embeddings, d = 512, h = 8)."""
+
+    embed_dim: int = 512
+    attention_dim: int = 512         # d: channels of every convolution / attention
+    heads: int = 8                   # h: d_h = d / h = 64
+    kernel_size: int = 3             # convolution window (odd, "same" padding)
+    dropout: float = 0.1
+    self_attentions: int = 2         # 2: parallel branches a (ELU values) and b (tanh values); 1: branch a
+    pooling: str = "target"          # "target" attention or "max" (masked max-pool), Table 2
+    target_value_conv: bool = False  # True: eq. 5, V = ELU(Conv1d(Z)); False: the reference code, V = Z
+
+
+@dataclass
+class HCANConfig(ConvAttentionConfig):
+    max_sentences: int = 100         # rows of the learned sentence-position table
+    max_words: int = 100             # rows of the learned word-position table (words per sentence)
+
+
+@dataclass
+class CANConfig(ConvAttentionConfig):
+    max_len: int = 512               # rows of the learned token-position table
+
+
+def _validate(c: ConvAttentionConfig) -> None:
+    if c.attention_dim < 1 or c.heads < 1 or c.attention_dim % c.heads:
+        raise ValueError(f"attention_dim ({c.attention_dim}) must be a positive multiple of heads ({c.heads})")
+    if c.kernel_size < 1 or c.kernel_size % 2 == 0:
+        raise ValueError(f"kernel_size must be a positive odd int (same padding), got {c.kernel_size}")
+    if c.self_attentions not in (1, 2):
+        raise ValueError(f"self_attentions must be 1 or 2, got {c.self_attentions}")
+    if c.pooling not in ("target", "max"):
+        raise ValueError(f"pooling must be 'target' or 'max', got {c.pooling!r}")
+    if not 0.0 <= c.dropout < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), got {c.dropout}")
+
+
+# ---------------------------------------------------------------- blocks
+
+MapHook = Callable[[torch.Tensor], torch.Tensor]
+
+
+def _conv(x: torch.Tensor, mask: torch.Tensor, conv: nn.Conv1d) -> torch.Tensor:
+    """Conv1d over positions of x (N, L, C) re-zeroed at pads -> (N, L, C')."""
+    return conv(rezero(x, mask).transpose(1, 2)).transpose(1, 2)
+
+
+class ConvSelfAttention(nn.Module):
+    """Convolutional multi-head self-attention (eq. 3/4): Q, K, V = act(Conv1d(x)), heads by channel split."""
+
+    def __init__(self, in_dim: int, d: int, heads: int, kernel: int, value_act: Callable, dropout: float):
+        super().__init__()
+        self.d, self.heads = d, heads
+        self.qkv = nn.Conv1d(in_dim, 3 * d, kernel, padding=kernel // 2)  # three convolutions in one
+        self.value_act = value_act
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, hook: MapHook | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        N, L, _ = x.shape
+        h, dh = self.heads, self.d // self.heads
+        q, k, v = _conv(x, mask, self.qkv).split(self.d, dim=-1)             # 3 x (N, L, d)
+        q, k, v = F.elu(q), F.elu(k), self.value_act(v)                      # 3 x (N, L, d)
+        q = q.view(N, L, h, dh).transpose(1, 2)                              # (N, h, L, dh)
+        k = k.view(N, L, h, dh).transpose(1, 2)                              # (N, h, L, dh)
+        v = v.view(N, L, h, dh).transpose(1, 2)                              # (N, h, L, dh)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(dh)                     # (N, h, L, L)
+        pair = mask[:, None, :, None] & mask[:, None, None, :]               # (N, 1, L, L)
+        att = masked_softmax(scores, pair)                                   # (N, h, L, L) pad rows 0
+        if hook is not None:
+            att = hook(att)
+        out = (self.dropout(att) @ v).transpose(1, 2).reshape(N, L, self.d)  # (N, L, d)
+        return out, att
+
+
+class TargetAttention(nn.Module):
+    """Convolutional multi-head target attention (eq. 5): a learnable target vector T queries K = ELU(Conv(Z))."""
+
+    def __init__(self, d: int, heads: int, kernel: int, value_conv: bool, dropout: float):
+        super().__init__()
+        self.d, self.heads = d, heads
+        self.key = nn.Conv1d(d, d, kernel, padding=kernel // 2)
+        self.value = nn.Conv1d(d, d, kernel, padding=kernel // 2) if value_conv else None
+        self.target = nn.Parameter(torch.randn(d) / math.sqrt(d))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, z: torch.Tensor, mask: torch.Tensor, hook: MapHook | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        N, L, _ = z.shape
+        h, dh = self.heads, self.d // self.heads
+        k = F.elu(_conv(z, mask, self.key)).view(N, L, h, dh)                 # (N, L, h, dh)
+        scores = torch.einsum("nlhe,he->nhl", k, self.target.view(h, dh)) / math.sqrt(dh)  # (N, h, L)
+        beta = masked_softmax(scores, mask[:, None, :])                      # (N, h, L) pads 0
+        if hook is not None:
+            beta = hook(beta)
+        v = z if self.value is None else F.elu(_conv(z, mask, self.value))   # (N, L, d)
+        out = torch.einsum("nhl,nlhe->nhe", self.dropout(beta), v.view(N, L, h, dh))  # (N, h, dh)
+        return out.reshape(N, self.d), beta                                  # (N, d)
+
+
+@dataclass
+class LevelOutput:
+    vector: torch.Tensor               # (N, d) pooled representation of each sequence
+    z: torch.Tensor                    # (N, L, d) LayerNorm(H_a * H_b), 0 at pads
+    att_a: torch.Tensor                # (N, h, L, L)
+    att_b: torch.Tensor | None         # (N, h, L, L) or None with one self-attention
+    beta: torch.Tensor | None          # (N, h, L) or None with max-pool
+
+
+class ConvAttentionLevel(nn.Module):
+    """One hierarchy level: (one or) two parallel conv self-attentions -> product -> LayerNorm -> pooling."""
+
+    def __init__(self, in_dim: int, c: ConvAttentionConfig):
+        super().__init__()
+        d = c.attention_dim
+        self.branch_a = ConvSelfAttention(in_dim, d, c.heads, c.kernel_size, F.elu, c.dropout)
+        self.branch_b = (ConvSelfAttention(in_dim, d, c.heads, c.kernel_size, torch.tanh, c.dropout)
+                         if c.self_attentions == 2 else None)
+        self.norm = nn.LayerNorm(d)
+        self.pool = (TargetAttention(d, c.heads, c.kernel_size, c.target_value_conv, c.dropout)
+                     if c.pooling == "target" else None)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, hooks: dict[str, MapHook] | None = None
+                ) -> LevelOutput:
+        hooks = hooks or {}
+        h_a, att_a = self.branch_a(x, mask, hooks.get("a"))                  # (N, L, d), (N, h, L, L)
+        att_b = None
+        if self.branch_b is not None:
+            h_b, att_b = self.branch_b(x, mask, hooks.get("b"))              # (N, L, d), (N, h, L, L)
+            h_a = h_a * h_b                                                  # (N, L, d)
+        z = rezero(self.norm(h_a), mask)                                     # (N, L, d)
+        if self.pool is not None:
+            vector, beta = self.pool(z, mask, hooks.get("beta"))             # (N, d), (N, h, L)
+        else:
+            vector, beta = masked_max(z, mask.unsqueeze(-1), dim=1)[0], None  # (N, d)
+        return LevelOutput(vector, z, att_a, att_b, beta)
+
+
+def _tap(probe: Probe, name: str, mask: torch.Tensor, to_full: Callable, from_full: Callable
+         ) -> MapHook | None:
+    """A hook that hands a map to the probe in its full (map_specs) shape and returns the edited map in the
+    model's internal (cropped / packed) shape. None when nothing records or edits (the fast path)."""
+    if not (probe.record or name in probe.edits):
+        return None
+
+    def hook(t: torch.Tensor) -> torch.Tensor:
+        full = probe(name, to_full(t), mask=mask)
+        return from_full(full) if name in probe.edits else t
+    return hook
+
+
+def _last_real(mask: torch.Tensor) -> int:
+    """1 + the last index of the last axis where any row of mask is real; 0 if none."""
+    cols = mask.reshape(-1, mask.shape[-1]).any(0).nonzero()
+    return int(cols.max()) + 1 if cols.numel() else 0
+
+
+def _check_input(name: str, token_ids: torch.Tensor, mask: torch.Tensor, dims: int, shape: str) -> None:
+    if token_ids.dim() != dims:
+        hint = (" (use the 'can' model for flat (B, L) input, or to_hierarchical)" if dims == 3
+                else " (use the 'hcan' model for (B, S, W) sentence input)")
+        raise ValueError(f"{name} expects token ids of shape {shape}, got {tuple(token_ids.shape)}{hint}")
+    if mask.shape != token_ids.shape:
+        raise ValueError(f"{name}: mask shape {tuple(mask.shape)} differs from token ids {tuple(token_ids.shape)}")
+
+
+def _self_attention_specs(c: ConvAttentionConfig, outer: tuple[str, ...], q: str, k: str,
+                          prefix: str = "", level: str = "word") -> list[MapSpec]:
+    specs = [MapSpec(f"{prefix}A_a", outer + ("head", q, k), "attention",
+                     f"{level}-level self-attention, branch a (ELU values)")]
+    if c.self_attentions == 2:
+        specs.append(MapSpec(f"{prefix}A_b", outer + ("head", q, k), "attention",
+                             f"{level}-level self-attention, branch b (tanh values)"))
+    return specs
+
+
+# ---------------------------------------------------------------- models
+
+_VARIANTS = {
+    "one_self_attention": dict(self_attentions=1),
+    "maxpool": dict(pooling="max"),
+    "one_self_attention_maxpool": dict(self_attentions=1, pooling="max"),
+    "eq5_value_conv": dict(target_value_conv=True),
+}
+_SMALL = dict(embed_dim=16, attention_dim=16, heads=2)
+
+
+@register_model("hcan", HCANConfig, input_kind="sentences",
+                description="Gao et al. (2018) hierarchical convolutional attention network, d 512, 8 heads",
+                presets={"small": dict(_SMALL)}, variants=dict(_VARIANTS))
+class HCAN(TextClassifier):
+    """Hierarchical: input (B, S, W) token ids and mask. See the module docstring."""
+
+    def __init__(self, config: HCANConfig, embeddings=None):
+        super().__init__(config)
+        c = config
+        _validate(c)
+        if c.max_sentences < 1 or c.max_words < 1:
+            raise ValueError("max_sentences and max_words must be >= 1")
+        self.embed = WordEmbedding(c.vocab_size, c.embed_dim, c.embedding_mode, c.channels, embeddings, c.pad_id)
+        d = c.attention_dim
+        self.word_pos = nn.Parameter(torch.randn(c.max_words, self.embed.out_dim) * 0.1)
+        self.sent_pos = nn.Parameter(torch.randn(c.max_sentences, d) * 0.1)
+        self.word_level = ConvAttentionLevel(self.embed.out_dim, c)
+        self.sent_level = ConvAttentionLevel(d, c)
+        self.dropout = nn.Dropout(c.dropout)
+        self.fc = nn.Linear(d, c.num_labels)
+
+    def map_specs(self) -> list[MapSpec]:
+        c = self.config
+        specs = _self_attention_specs(c, ("sentence",), "query_word", "key_word")
+        if c.pooling == "target":
+            specs.append(MapSpec("beta", ("sentence", "head", "word"), "attention",
+                                 "word-level target attention: weight of each word in its sentence vector"))
+        specs += _self_attention_specs(c, (), "query_sentence", "key_sentence", prefix="sent_", level="sentence")
+        if c.pooling == "target":
+            specs.append(MapSpec("gamma", ("head", "sentence"), "attention",
+                                 "sentence-level target attention: weight of each sentence in the document"))
+        return specs
+
+    def _forward(self, token_ids, mask, probe: Probe):
+        c = self.config
+        _check_input("hcan", token_ids, mask, 3, "(B, S, W)")
+        B, S, W = token_ids.shape
+        d = c.attention_dim
+        emb = self.embed(token_ids)                                          # (B, S, W, e)
+        flat_mask = mask.reshape(B * S, W)                                   # (B*S, W)
+        nonempty = mask.any(-1)                                              # (B, S)
+        sel = nonempty.reshape(-1).nonzero().squeeze(1)                      # (N,) non-empty sentences
+        N = sel.numel()
+        Wr = max(_last_real(flat_mask), 1)                                   # cropped sentence length
+        if Wr > c.max_words:
+            raise ValueError(f"hcan: a sentence has {Wr} words but the position table holds max_words="
+                             f"{c.max_words}; truncate sentences (tokenizer max_words) or raise max_words")
+        counts = nonempty.sum(1)                                             # (B,) sentences per document
+        Sr = max(int(counts.max()) if B else 0, 1)                           # packed sentence count
+        if Sr > c.max_sentences:
+            raise ValueError(f"hcan: a document has {Sr} sentences but the position table holds "
+                             f"max_sentences={c.max_sentences}; truncate documents or raise max_sentences")
+
+        # ---- word level on the N non-empty sentences, cropped to Wr words
+        wm = flat_mask.index_select(0, sel)[:, :Wr]                          # (N, Wr)
+        x = emb.reshape(B * S, W, -1).index_select(0, sel)[:, :Wr]           # (N, Wr, e)
+        x = rezero(self.dropout(x + self.word_pos[:Wr]), wm)                 # (N, Wr, e)
+
+        def word_full(t):  # (N, h, Wr[, Wr]) -> (B, S, h, W[, W])
+            pad = [0, W - Wr] * (t.dim() - 2)
+            full = t.new_zeros((B * S,) + t.shape[1:2] + (W,) * (t.dim() - 2))
+            return full.index_copy(0, sel, F.pad(t, pad)).view((B, S) + full.shape[1:])
+
+        def word_back(full):  # inverse of word_full
+            t = full.reshape((B * S,) + full.shape[2:]).index_select(0, sel)
+            return t[..., :Wr, :Wr] if t.dim() == 4 else t[..., :Wr]
+
+        hooks = {key: _tap(probe, name, mask, word_full, word_back)
+                 for key, name in (("a", "A_a"), ("b", "A_b"), ("beta", "beta"))}
+        words = self.word_level(x, wm, hooks)                                # vector (N, d)
+
+        # ---- sentence level: non-empty sentences packed to the front of each document, in order
+        order = torch.sort((~nonempty).to(torch.uint8), dim=1, stable=True).indices  # (B, S) permutation
+        packed = order[:, :Sr]                                               # (B, Sr) original sentence index
+        sm = torch.arange(Sr, device=mask.device)[None, :] < counts[:, None]  # (B, Sr)
+        vecs = words.vector.new_zeros(B * S, d).index_copy(0, sel, words.vector).view(B, S, d)  # (B, S, d)
+        if Sr > S:                                                           # no real sentence at all
+            vecs = F.pad(vecs, (0, 0, 0, Sr - S))
+            packed = torch.zeros(B, Sr, dtype=torch.long, device=mask.device)
+        sv = vecs.gather(1, packed[..., None].expand(B, Sr, d))              # (B, Sr, d)
+        sv = rezero(self.dropout(sv + self.sent_pos[:Sr]), sm)               # (B, Sr, d)
+        bi = torch.arange(B, device=mask.device)[:, None]                    # (B, 1)
+        Sv = min(S, Sr)                                                      # packed rows that map back
+
+        def sent_full(t):  # (B, h, Sr[, Sr]) -> (B, h, S[, S]) at the original sentence positions
+            t, idx = t[:, :, :Sv, :Sv] if t.dim() == 4 else t[:, :, :Sv], packed[:, :Sv]
+            if t.dim() == 3:
+                return t.new_zeros(B, t.shape[1], S).transpose(1, 2).index_put(
+                    (bi, idx), t.transpose(1, 2)).transpose(1, 2)
+            full = t.new_zeros(B, S, S, t.shape[1])
+            return full.index_put((bi[..., None], idx[:, :, None], idx[:, None, :]),
+                                  t.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+        def sent_back(full):  # inverse of sent_full
+            idx = packed[:, :Sv]
+            if full.dim() == 3:
+                t = full.transpose(1, 2)[bi, idx].transpose(1, 2)             # (B, h, Sv)
+                return F.pad(t, (0, Sr - Sv))
+            t = full.permute(0, 2, 3, 1)[bi[..., None], idx[:, :, None], idx[:, None, :]].permute(0, 3, 1, 2)
+            return F.pad(t, (0, Sr - Sv, 0, Sr - Sv))
+
+        hooks = {key: _tap(probe, name, nonempty, sent_full, sent_back)
+                 for key, name in (("a", "sent_A_a"), ("b", "sent_A_b"), ("beta", "gamma"))}
+        doc = self.sent_level(sv, sm, hooks).vector                          # (B, d)
+        return self.fc(self.dropout(doc)), doc
+
+
+@register_model("can", CANConfig, input_kind="tokens",
+                description="Gao et al. (2018) flat convolutional attention network (HCAN's word level only)",
+                presets={"small": dict(_SMALL)}, variants=dict(_VARIANTS))
+class CAN(TextClassifier):
+    """Flat: input (B, L) token ids and mask; the word level of HCAN on the whole text, then the classifier."""
+
+    def __init__(self, config: CANConfig, embeddings=None):
+        super().__init__(config)
+        c = config
+        _validate(c)
+        if c.max_len < 1:
+            raise ValueError("max_len must be >= 1")
+        self.embed = WordEmbedding(c.vocab_size, c.embed_dim, c.embedding_mode, c.channels, embeddings, c.pad_id)
+        self.pos = nn.Parameter(torch.randn(c.max_len, self.embed.out_dim) * 0.1)
+        self.level = ConvAttentionLevel(self.embed.out_dim, c)
+        self.dropout = nn.Dropout(c.dropout)
+        self.fc = nn.Linear(c.attention_dim, c.num_labels)
+
+    def map_specs(self) -> list[MapSpec]:
+        c = self.config
+        specs = _self_attention_specs(c, (), "query_token", "key_token")
+        if c.pooling == "target":
+            specs.append(MapSpec("beta", ("head", "token"), "attention",
+                                 "target attention: weight of each token in the text vector"))
+        return specs
+
+    def _forward(self, token_ids, mask, probe: Probe):
+        c = self.config
+        _check_input("can", token_ids, mask, 2, "(B, L)")
+        B, L = token_ids.shape
+        Lr = max(_last_real(mask), 1)                                        # cropped length
+        if Lr > c.max_len:
+            raise ValueError(f"can: an input has {Lr} tokens but the position table holds max_len={c.max_len};"
+                             f" truncate inputs (tokenizer max_len) or raise max_len")
+        emb = self.embed(token_ids)                                          # (B, L, e)
+        m = mask[:, :Lr]                                                     # (B, Lr)
+        x = rezero(self.dropout(emb[:, :Lr] + self.pos[:Lr]), m)             # (B, Lr, e)
+
+        def to_full(t):  # (B, h, Lr[, Lr]) -> (B, h, L[, L])
+            return F.pad(t, [0, L - Lr] * (t.dim() - 2))
+
+        def back(full):
+            return full[..., :Lr, :Lr] if full.dim() == 4 else full[..., :Lr]
+
+        hooks = {key: _tap(probe, name, mask, to_full, back)
+                 for key, name in (("a", "A_a"), ("b", "A_b"), ("beta", "beta"))}
+        vec = self.level(x, m, hooks).vector                                 # (B, d)
+        return self.fc(self.dropout(vec)), vec
