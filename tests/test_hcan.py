@@ -227,6 +227,28 @@ def test_maps_do_not_change_the_logits_and_dropout_only_in_training():
     assert not torch.allclose(a, b)
 
 
+@pytest.mark.parametrize("kernel", [3, 5])
+def test_packed_convolution_equals_conv1d_on_real_positions(kernel):
+    from textcls.models import hcan as module
+    conv = torch.nn.Conv1d(40, 24, kernel, padding=kernel // 2)
+    mask = torch.arange(9)[None] < torch.tensor([1, 7, 2, 3, 9, 4])[:, None]   # 48% real: the packed path
+    x = torch.randn(6, 9, 40)
+    want = conv((x * mask[..., None]).transpose(1, 2)).transpose(1, 2)
+    torch.testing.assert_close(module._conv(x, mask, conv)[mask], want[mask])
+
+
+def test_packed_and_plain_paths_give_the_same_model(monkeypatch):
+    from textcls.models import hcan as module
+    model = build(embed_dim=32, attention_dim=32, heads=4)                     # wide enough to pack
+    ids, mask = to_hierarchical(random_docs([[9, 1, 2], [1, 8], [3]]))
+    packed = model(ids, mask, return_maps=True)
+    monkeypatch.setattr(module, "PACK_BELOW", 0.0)                              # never pack
+    plain = model(ids, mask, return_maps=True)
+    torch.testing.assert_close(packed.logits, plain.logits)
+    for name in packed.maps:
+        torch.testing.assert_close(packed.maps[name], plain.maps[name])
+
+
 # ---------------------------------------------------------------- interventions
 
 def test_edits_receive_full_shaped_maps_and_change_the_model():
@@ -270,7 +292,7 @@ def test_edits_receive_full_shaped_maps_and_change_the_model():
 # ---------------------------------------------------------------- errors, configs, variants
 
 def test_bad_inputs_give_clear_errors():
-    hcan, can = build("hcan", max_words=6, max_sentences=3), build("can", max_len=4)
+    hcan, can = build("hcan", max_words=6, max_sentences=3), build("can", max_positions=4)
     with pytest.raises(ValueError, match=r"\(B, S, W\)"):
         hcan(torch.ones(2, 5, dtype=torch.long))
     with pytest.raises(ValueError, match=r"\(B, L\)"):
@@ -281,7 +303,7 @@ def test_bad_inputs_give_clear_errors():
         hcan(*to_hierarchical(random_docs([[7]])))
     with pytest.raises(ValueError, match="max_sentences=3"):
         hcan(*to_hierarchical(random_docs([[1, 1, 1, 1]])))
-    with pytest.raises(ValueError, match="max_len=4"):
+    with pytest.raises(ValueError, match="max_positions=4"):
         can(torch.ones(1, 5, dtype=torch.long))
     # padding beyond the tables is fine: only real positions count
     ids, mask = to_hierarchical(random_docs([[6, 2, 1]]))

@@ -4,6 +4,8 @@
     python -m textcls evaluate DIR [--data DATA] [--split test] [--json]
     python -m textcls predict DIR "some text" [more texts | -] [--json]
     python -m textcls list [--checkpoints ROOT] [--json]
+    python -m textcls bench [--quick] [--json OUT]
+    python -m textcls reproduce [--suite NAME] [--runs K] [--epochs N] [--limit N] [--out docs/results.json]
 
 Exit codes: 0 ok, 1 runtime failure (including a training run that diverged), 2 usage or bad input
 (unknown model/data set/option, invalid checkpoint folder). Errors are one line on stderr, no traceback
@@ -297,12 +299,34 @@ def cmd_list(args) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- bench, reproduce (textcls/bench.py, reproduce.py)
+
+
+def cmd_bench(args) -> int:
+    from . import bench
+    try:
+        job = bench.cli_job(args)
+    except (KeyError, ValueError) as e:
+        raise UsageError(_one_line(e)) from None
+    return job()
+
+
+def cmd_reproduce(args) -> int:
+    from . import reproduce
+    try:
+        job = reproduce.cli_job(args)
+    except (KeyError, ValueError) as e:
+        raise UsageError(_one_line(e)) from None
+    return job()
+
+
 # ---------------------------------------------------------------- parser and main
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="Small interpretable text classifiers: train, evaluate, predict, list.")
-    sub = p.add_subparsers(dest="command", metavar="{train,evaluate,predict,list}", parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", metavar="{train,evaluate,predict,list,bench,reproduce}",
+                           parser_class=_Parser)
     sub.required = True
 
     t = sub.add_parser("train", help="train a model and save a checkpoint folder",
@@ -368,6 +392,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--data-root", default=None, help="folder of the bundled data sets")
     s.add_argument("--json", action="store_true", help="print JSON")
     s.set_defaults(func=cmd_list)
+
+    from . import bench, reproduce
+    b = sub.add_parser("bench", help="parameters, speed and memory of every model; ACT Table 5, LAMA Fig. 4",
+                       description="Benchmark the models (random weights) and the shipped checkpoints.")
+    bench.add_arguments(b)
+    b.set_defaults(func=cmd_bench)
+    rp = sub.add_parser("reproduce", help="train the papers' configurations, write results.json + .md",
+                        description="Train the configurations the papers report on the bundled data and write "
+                                    "the results next to the papers' figures (resumable).")
+    reproduce.add_arguments(rp)
+    rp.set_defaults(func=cmd_reproduce)
     return p
 
 

@@ -292,23 +292,38 @@ def heatmap(map_array: Any, spec: MapSpec, tokens: Sequence[str] | None = None, 
 
 def _heatmap_from_slice(s: Slice2D, spec: MapSpec, *, title: str | None = None,
                         marks: Sequence[tuple[int, int, str]] | None = None, show_values: bool | None = None,
-                        height: int | None = None, colors: dict | None = None) -> go.Figure:
+                        height: int | None = None, colors: dict | None = None,
+                        cell_tokens: Sequence[str] | None = None) -> go.Figure:
+    """`cell_tokens`: for maps whose values are token positions (values="index"), each cell shows and
+    hovers the token at its position."""
     nr, nc = s.z.shape
     rl = [esc(x) for x in s.row_labels]
     cl = [esc(x) for x in s.col_labels]
-    custom = np.empty((nr, nc, 2), dtype=object)
+    custom = np.empty((nr, nc, 3), dtype=object)
     for i in range(nr):
         custom[i, :, 0] = rl[i]
     for j in range(nc):
         custom[:, j, 1] = cl[j]
+    tok_of = None
+    if cell_tokens is not None and spec.values == "index":
+        def tok_of(v: float) -> str:
+            j = int(round(v))
+            return esc(cell_tokens[j]) if 0 <= j < len(cell_tokens) else "?"
+        for i in range(nr):
+            for j in range(nc):
+                custom[i, j, 2] = tok_of(s.z[i, j])
     ry, rx = _axis_title(s.row_axis) or "row", _axis_title(s.col_axis) or "column"
-    hover = f"{esc(ry)}: %{{customdata[0]}}<br>{esc(rx)}: %{{customdata[1]}}<br>value: %{{z:.6g}}<extra></extra>"
+    hover = f"{esc(ry)}: %{{customdata[0]}}<br>{esc(rx)}: %{{customdata[1]}}<br>value: %{{z:.6g}}"
+    hover += "<br>token there: %{customdata[2]}<extra></extra>" if tok_of else "<extra></extra>"
     col = colors or _colors(spec, s.z)
     if show_values is None:
         show_values = nr * nc <= 150
     trace = go.Heatmap(z=s.z, x=list(range(nc)), y=list(range(nr)), customdata=custom, hovertemplate=hover,
                        colorbar=dict(thickness=12, len=0.9), **col)
-    if show_values:
+    if tok_of is not None and nr * nc <= 400:
+        trace.update(text=[[f"{int(round(v))}: {tok_of(v)}" for v in row] for row in s.z], texttemplate="%{text}",
+                     textfont=dict(size=9))
+    elif show_values:
         trace.update(text=[[f"{v:.2f}" for v in row] for row in s.z], texttemplate="%{text}",
                      textfont=dict(size=9))
     fig = go.Figure(trace)
@@ -337,10 +352,10 @@ def _heatmap_from_slice(s: Slice2D, spec: MapSpec, *, title: str | None = None,
         title=dict(text=heading, x=0.01, font=dict(size=14)), font=dict(family=FONT, size=12),
         margin=dict(l=10, r=10, t=60 if s.note else 45, b=10), plot_bgcolor="white",
         height=height or int(min(900, max(220, 110 + 22 * nr + (60 if tokens_on_x else 0)))),
-        xaxis=dict(title=rx if s.col_axis not in ("", "value") else None, tickmode="array", tickvals=tv_x,
-                   ticktext=tt_x, tickangle=-45 if tokens_on_x else 0, showgrid=False, side="bottom"),
-        yaxis=dict(title=ry if s.row_axis not in ("", "value") else None, tickmode="array", tickvals=tv_y,
-                   ticktext=tt_y, autorange="reversed", showgrid=False),
+        xaxis=dict(automargin=True, title=rx if s.col_axis not in ("", "value") else None, tickmode="array",
+                   tickvals=tv_x, ticktext=tt_x, tickangle=-45 if tokens_on_x else 0, showgrid=False, side="bottom"),
+        yaxis=dict(automargin=True, title=ry if s.row_axis not in ("", "value") else None, tickmode="array",
+                   tickvals=tv_y, ticktext=tt_y, autorange="reversed", showgrid=False),
     )
     return fig
 
@@ -383,14 +398,34 @@ def _char_width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text) or 1
 
 
-def _shade(weights: np.ndarray) -> tuple[np.ndarray, str]:
-    """Normalised shade in [0, 1] (or [-1, 1] for signed weights) and the colour scale to use."""
+UNIFORM_DARKEST = 4.0   # a token with this many times its uniform share (1/n) of the weight is darkest
+SHADE_NOTE = ("Shading: white = at most a uniform share of the weight (1/n), darkest = 4x that share or "
+              "more. Exact weights on hover.")
+
+
+def _shade(weights: np.ndarray, stretch: bool = False) -> tuple[np.ndarray, str]:
+    """Shade in [0, 1] per token (or [-1, 1] for signed weights) and the colour scale to use.
+
+    Non-negative weights are read as shares of the row's total: a token at or below its uniform share 1/n is
+    white; shading grows with log(share x n) and is darkest at UNIFORM_DARKEST x the uniform share, or at the
+    row's maximum when that is larger. So a flat, uninformative distribution stays pale instead of being
+    stretched to full contrast, and rows of different models are comparable. `stretch=True` maps the row's
+    minimum to white and its maximum to darkest instead (to see small differences). Signed weights
+    (attributions): w / max|w| on a diverging scale.
+    """
     w = np.nan_to_num(np.asarray(weights, dtype=float))
+    if stretch and w.size and w.min() >= 0:
+        lo, hi = float(w.min()), float(w.max())
+        return (w - lo) / (hi - lo) if hi > lo else np.zeros_like(w), "Reds"
     if w.size and w.min() < 0:
         m = max(float(np.abs(w).max()), 1e-12)
         return w / m, "RdBu_r"
-    m = float(w.max()) if w.size else 0.0
-    return (w / m if m > 0 else w), "Reds"
+    total = float(w.sum())
+    if w.size == 0 or total <= 0:
+        return np.zeros_like(w), "Reds"
+    ratio = np.maximum(w / total * w.size, 1e-12)
+    top = max(float(ratio.max()), UNIFORM_DARKEST)
+    return np.clip(np.log(ratio) / np.log(top), 0.0, 1.0), "Reds"
 
 
 def _bg(t: float, scale: str) -> tuple[str, str]:
@@ -399,18 +434,19 @@ def _bg(t: float, scale: str) -> tuple[str, str]:
         c = sample_colorscale("RdBu_r", [(t + 1) / 2])[0]
         dark = abs(t) > 0.6
     else:
-        c = sample_colorscale("Reds", [0.0 + 0.85 * t])[0]
-        dark = t > 0.6
+        c = sample_colorscale("Reds", [0.85 * t])[0]
+        dark = t > 0.55
     return c, ("white" if dark else "#111")
 
 
 def token_highlight_html(tokens: Sequence[str], weights: Sequence[float], *, label: str | None = None,
-                         window: tuple[int, int] | None = None, max_tokens: int = MAX_HIGHLIGHT_TOKENS) -> str:
+                         window: tuple[int, int] | None = None, max_tokens: int = MAX_HIGHLIGHT_TOKENS,
+                         stretch: bool = False) -> str:
     """The same shading as `token_highlight` as an HTML fragment; every token (and the label) is escaped."""
     tokens = list(tokens)
     w = np.asarray(weights, dtype=float)[: len(tokens)]
     lo, hi = _window(len(tokens), window, max_tokens)
-    shade, scale = _shade(w)
+    shade, scale = _shade(w, stretch)
     parts = []
     if label:
         parts.append(f'<div style="font-weight:600;margin:4px 0">{esc(label)}</div>')
@@ -427,21 +463,22 @@ def token_highlight_html(tokens: Sequence[str], weights: Sequence[float], *, lab
 
 def token_highlight(tokens: Sequence[str], weights: Sequence[float], *, title: str = "",
                     label: str | None = None, window: tuple[int, int] | None = None,
-                    max_tokens: int = MAX_HIGHLIGHT_TOKENS, chars_per_line: int = 90) -> go.Figure:
+                    max_tokens: int = MAX_HIGHLIGHT_TOKENS, chars_per_line: int = 90,
+                    stretch: bool = False) -> go.Figure:
     """Words of one text shaded by weight (ACT Table 4 style), as an exportable figure."""
     return token_highlight_rows([(label or "", tokens, weights)], title=title, window=window,
-                                max_tokens=max_tokens, chars_per_line=chars_per_line)
+                                max_tokens=max_tokens, chars_per_line=chars_per_line, stretch=stretch)
 
 
 def token_highlight_rows(rows: Sequence[tuple[str, Sequence[str], Sequence[float]]], *, title: str = "",
                          window: tuple[int, int] | None = None, max_tokens: int = MAX_HIGHLIGHT_TOKENS,
-                         chars_per_line: int = 90) -> go.Figure:
+                         chars_per_line: int = 90, stretch: bool = False) -> go.Figure:
     """Several shaded texts one above the other, each with its label (ACT-T4: Transformer above ACT).
 
-    Each row is (label, tokens, weights) and is shaded on its own scale (darkest = its largest weight), as
-    in the paper. Words are laid out in a monospace grid of `chars_per_line` characters, wrapped; the
-    figure has a fixed width so the layout is the same on screen and in PNG/SVG exports. Exact weights are
-    on hover.
+    Each row is (label, tokens, weights), shaded by `_shade` (white = no more than a uniform share,
+    darkest = 4x the uniform share or more). Words are laid out in a monospace grid of `chars_per_line`
+    characters, wrapped; the figure has a fixed width so the layout is the same on screen and in PNG/SVG
+    exports. Exact weights are on hover.
     """
     char_px, line_px, font_px = 9.0, 26, 15
     width = int(chars_per_line * char_px + 40)
@@ -458,7 +495,7 @@ def token_highlight_rows(rows: Sequence[tuple[str, Sequence[str], Sequence[float
         lo, hi = _window(len(tokens), window, max_tokens)
         if (lo, hi) != (0, len(tokens)):
             notes.append(f"tokens {lo + 1}-{hi} of {len(tokens)}")
-        shade, scale = _shade(w)
+        shade, scale = _shade(w, stretch)
         if label:
             fig.add_annotation(x=0, y=y, text=f"<b>{esc(label)}</b>", showarrow=False, xanchor="left",
                                yanchor="middle", font=dict(size=13, family=FONT))
@@ -544,10 +581,11 @@ def attention_grid(att: Any, tokens: Sequence[str] | None = None, *, window: tup
     fig.update_xaxes(showticklabels=False, showgrid=False)
     fig.update_yaxes(showticklabels=False, showgrid=False, autorange="reversed")
     note = f"<br><sup>tokens {lo + 1}-{hi} of {n}</sup>" if (lo, hi) != (0, n) else ""
-    cell = 90 if nh <= 8 else 70
+    cell = int(min(220, max(70, 900 / max(nh, nl))))       # square cells, the grid at most ~900 px wide
     fig.update_layout(title=dict(text=esc(title) + note, x=0.01, font=dict(size=14)),
                       coloraxis=dict(colorscale="Blues", cmin=0, cmax=max(zmax, 1e-12)),
-                      height=int(90 + cell * nl), margin=dict(l=10, r=40, t=80, b=10), font=dict(family=FONT))
+                      width=int(60 + cell * nh + 90), height=int(90 + cell * nl),
+                      margin=dict(l=10, r=40, t=80, b=10), font=dict(family=FONT))
     return fig
 
 
@@ -757,6 +795,10 @@ def _ctrl(name: str, n: int, prefix: str, label: str | None = None, default: int
                    default=min(default, max(0, n - 1)))
 
 
+def _stretch_control() -> Control:
+    return Control("stretch", "shading", [0, 1], ["vs. uniform share", "stretched to row max"], default=0)
+
+
 def _token_choice(vi: ViewInput, name: str = "token", label: str = "word", default: int = 0) -> Control:
     toks = vi.tokens or [""]
     return Control(name, label, list(range(len(toks))), [f"{i + 1}: {t}" for i, t in enumerate(toks)],
@@ -787,17 +829,17 @@ def _generic(vi: ViewInput) -> list[FigureOut]:
             continue
         arr = np.asarray(vi.maps[spec.name])
         index = {a: min(int(vi.opts.get(a, 0)), arr.shape[i] - 1) for i, a in enumerate(spec.axes[:-2])}
-        marks = None
-        if spec.values == "index" and spec.axes == ("filter",):
-            h = int(m.group(1)) if (m := re.search(r"_h(\d+)", spec.name)) else 1
-            picks = [f"f{f + 1}: '{_ngram(vi.tokens, int(j), h)}'" for f, j in enumerate(arr.astype(int))]
-            item = heatmap_item(f"{vi.model}_{spec.name}", arr, spec, vi.tokens, title=f"{vi.title} · {spec.name}",
-                                caption=spec.description + " — " + "; ".join(picks[:12]) +
-                                ("; ..." if len(picks) > 12 else ""))
-            out.append(item)
+        if spec.values == "index":   # token positions: show the token each cell points at
+            s = slice_map(arr, spec, vi.tokens, sentences=vi.sentences, index=index)
+            fig = _heatmap_from_slice(s, spec, title=f"{vi.title} · {spec.name}", cell_tokens=vi.tokens,
+                                      colors=dict(colorscale="Greys", zmin=0, zmax=max(1, len(vi.tokens) - 1) * 1.6))
+            tab = slice_table(s)
+            tab["token"] = [vi.tokens[int(v)] if 0 <= int(v) < len(vi.tokens) else "" for v in tab["value"]]
+            out.append(FigureOut(f"{vi.model}_{spec.name}", spec.name, fig, tab, spec.description,
+                                 meta={"map": spec.name, "axes": list(spec.axes), "kind": spec.kind}))
             continue
         out.append(_heat(vi, spec.name, spec, arr, title=f"{vi.title} · {spec.name}", caption=spec.description,
-                         index=index, marks=marks, aggregate=bool(vi.opts.get("aggregate"))))
+                         index=index, aggregate=bool(vi.opts.get("aggregate"))))
     return out
 
 
@@ -829,7 +871,8 @@ def _act_specs(specs):
                "The sentence with each word shaded by the global-attention weight alpha (ACT eq. 6). "
                "Open a Transformer checkpoint beside it to get the paper's Transformer-above-ACT table.",
                models=("act", "transformer"),
-               needs=lambda specs: find_spec(specs, axes=("token",), kind="attention") is not None)
+               needs=lambda specs: find_spec(specs, axes=("token",), kind="attention") is not None,
+               controls=lambda vi: [_stretch_control()])
 def _act_t4(vi: ViewInput) -> list[FigureOut]:
     tw = token_weights(vi.model, vi.specs, vi.maps, vi.tokens, vi.sentences)
     if tw is None:
@@ -837,9 +880,10 @@ def _act_t4(vi: ViewInput) -> list[FigureOut]:
     w, src = tw
     name = vi.title or vi.model
     rows = [(f"{name} → {vi.label}" if vi.label else name, vi.tokens, w)]
-    fig = token_highlight_rows(rows, title=f"{name}: global attention over the words", window=vi.window)
+    fig = token_highlight_rows(rows, title=f"{name}: global attention over the words", window=vi.window,
+                               stretch=bool(vi.opts.get("stretch")))
     return [FigureOut(f"{vi.model}_act-t4", "words shaded by global attention", fig, highlight_table(rows),
-                      caption=f"Darker = more weight ({src}). Exact weights on hover.")]
+                      caption=f"Weights: {src}. {SHADE_NOTE}")]
 
 
 def _act_controls(vi: ViewInput) -> list[Control]:
@@ -889,8 +933,9 @@ def _act_fm(vi: ViewInput) -> list[FigureOut]:
                            hovertemplate="%{y}<br>max activation %{x:.6g}<extra></extra>"))
     bar.update_layout(title=dict(text=esc(f"{vi.title} · the n-gram each filter picks (layer {l + 1}, head {h + 1}, "
                                           f"top {len(top)} of {len(tab)} filters)"), x=0.01, font=dict(size=14)),
-                      yaxis=dict(autorange="reversed"), height=int(120 + 22 * max(1, len(top))),
-                      margin=dict(l=10, r=10, t=45, b=10), xaxis_title="max activation", font=dict(family=FONT),
+                      yaxis=dict(autorange="reversed", automargin=True), height=int(150 + 22 * max(1, len(top))),
+                      margin=dict(l=10, r=10, t=45, b=10), xaxis=dict(title="max activation", automargin=True),
+                      font=dict(family=FONT),
                       plot_bgcolor="white")
     ng = FigureOut(f"{vi.model}_act-ngrams_l{l + 1}_h{h + 1}", "n-grams per filter", bar, tab,
                    caption=f"Kernel {kernel}: the window at position j covers tokens "
@@ -928,7 +973,7 @@ def _tr_att(vi: ViewInput) -> list[FigureOut]:
     l = min(int(vi.opts.get("layer", nl - 1)), nl - 1)
     h = min(int(vi.opts.get("head", 0)), nh - 1)
     partial = " Rows sum to less than 1: the rest of each query's weight is on the cls token." \
-        if att.values == "partial" else ""
+        if att.values == "partial" and "cls" not in att.description else ""
     out = [_heat(vi, f"tr-att_l{l + 1}_h{h + 1}", att, A, index={"layer": l, "head": h},
                  title=f"{vi.title} · self-attention (rows: queries, columns: keys)",
                  caption=att.description + partial)]
@@ -995,6 +1040,10 @@ def _hcan_controls(vi: ViewInput) -> list[Control]:
     return [_token_choice(vi, "token", "chosen word (its self-attention row)")]
 
 
+def _hcan_f4_controls(vi: ViewInput) -> list[Control]:
+    return _hcan_controls(vi) + [_stretch_control()]
+
+
 def _hcan_self_rows(vi: ViewInput, hi: _Hier, tag: str) -> list[FigureOut]:
     """The chosen word's self-attention row in each branch, one row per head (HCAN Fig. 4 right / Fig. 5)."""
     si, wi = _flat_word(hi.sentences, int(vi.opts.get("token", 0)))
@@ -1022,7 +1071,7 @@ def _hcan_self_rows(vi: ViewInput, hi: _Hier, tag: str) -> list[FigureOut]:
                "Each sentence's words shaded by the word-level target attention (beta, mean of heads), each "
                "sentence's weight gamma, and the self-attention row of one chosen word in both branches.",
                models=("hcan", "can"), needs=lambda specs: _hcan_specs(specs)[1] is not None,
-               controls=_hcan_controls)
+               controls=_hcan_f4_controls)
 def _hcan_f4(vi: ViewInput) -> list[FigureOut]:
     hi = _hier(vi)
     out = []
@@ -1037,10 +1086,10 @@ def _hcan_f4(vi: ViewInput) -> list[FigureOut]:
         out.append(FigureOut(f"{vi.model}_hcan-f4-words", "word target attention per sentence",
                              token_highlight_rows(rows, title=f"{vi.title} · word-level target attention"
                                                   + (" per sentence" if len(rows) > 1 else ""),
-                                                  window=vi.window, max_tokens=MAX_HIGHLIGHT_TOKENS),
+                                                  window=vi.window, stretch=bool(vi.opts.get("stretch"))),
                              highlight_table(rows),
-                             caption="Words shaded by beta (mean over heads); each sentence on its own scale, as "
-                                     "in the paper. Exact weights on hover."))
+                             caption="Words shaded by beta (mean over heads), each sentence's words as a "
+                                     "distribution of their own. " + SHADE_NOTE))
         if G is not None:
             n = min(len(G), len(hi.sentences))
             labels = axis_labels("sentence", n, sentences=hi.sentences)
@@ -1048,9 +1097,9 @@ def _hcan_f4(vi: ViewInput) -> list[FigureOut]:
                                    hovertemplate="%{y}<br>gamma %{x:.6g}<extra></extra>"))
             bar.update_layout(title=dict(text=esc(f"{vi.title} · sentence-level target attention (gamma, mean "
                                                   f"of heads)"), x=0.01, font=dict(size=14)),
-                              yaxis=dict(autorange="reversed"), height=int(120 + 28 * n),
+                              yaxis=dict(autorange="reversed", automargin=True), height=int(150 + 28 * n),
                               margin=dict(l=10, r=10, t=45, b=10), plot_bgcolor="white", font=dict(family=FONT),
-                              xaxis_title="weight")
+                              xaxis=dict(title="weight", automargin=True))
             tab = pd.DataFrame({"sentence_index": range(n), "sentence": labels, "value": G[:n]})
             out.append(FigureOut(f"{vi.model}_hcan-f4-sentences", "sentence attention", bar, tab,
                                  caption=hi.gamma[0].description))
@@ -1143,7 +1192,8 @@ def _lama_spec(specs):
 @register_view("LAMA-HT", "LAMA: attention of each head over the tokens",
                "A (head x token): each of the m heads' attention distribution over the words, and the words "
                "shaded by the mean over heads.",
-               models=("lama",), needs=lambda specs: _lama_spec(specs) is not None)
+               models=("lama",), needs=lambda specs: _lama_spec(specs) is not None,
+               controls=lambda vi: [_stretch_control()])
 def _lama(vi: ViewInput) -> list[FigureOut]:
     spec = _lama_spec(vi.specs)
     A = np.asarray(vi.maps[spec.name])
@@ -1152,15 +1202,16 @@ def _lama(vi: ViewInput) -> list[FigureOut]:
     rows = [(f"{vi.title} → {vi.label}" if vi.label else vi.title, vi.tokens, A.mean(axis=0)[: len(vi.tokens)])]
     out.append(FigureOut(f"{vi.model}_lama-mean", "mean over heads",
                          token_highlight_rows(rows, title=f"{vi.title} · words shaded by the mean over heads",
-                                              window=vi.window), highlight_table(rows),
-                         caption="Darker = more weight. Exact weights on hover."))
+                                              window=vi.window, stretch=bool(vi.opts.get("stretch"))),
+                         highlight_table(rows),
+                         caption=SHADE_NOTE))
     return out
 
 
 # ---------------------------------------------------------------- several models' reasons (ACT-T4 style)
 
 def reasons_figure(items: Sequence[dict[str, Any]], *, title: str = "What each model looked at",
-                   window: tuple[int, int] | None = None) -> FigureOut | None:
+                   window: tuple[int, int] | None = None, stretch: bool = False) -> FigureOut | None:
     """items: dicts with name, model, specs, maps, tokens, sentences, label. One shaded row per model."""
     rows, srcs = [], []
     for it in items:
@@ -1171,8 +1222,9 @@ def reasons_figure(items: Sequence[dict[str, Any]], *, title: str = "What each m
         srcs.append(f"{it['name']}: {tw[1]}")
     if not rows:
         return None
-    fig = token_highlight_rows(rows, title=title, window=window)
-    return FigureOut("reasons", title, fig, highlight_table(rows), caption="; ".join(srcs))
+    fig = token_highlight_rows(rows, title=title, window=window, stretch=stretch)
+    return FigureOut("reasons", title, fig, highlight_table(rows), caption="Weights - " + "; ".join(srcs) + ". "
+                     + SHADE_NOTE)
 
 
 # ---------------------------------------------------------------- export (PNG / SVG / HTML / ZIP)
@@ -1278,3 +1330,180 @@ def export_zip(items: Sequence[FigureOut], *, images: bool = True, prefix: str =
             z.writestr("README.txt", "PNG/SVG were not rendered here: " + (image_export_status()[1] if images else
                        "images not requested") + ". Use the camera button of each figure in the app.\n")
     return buf.getvalue()
+
+
+# ---------------------------------------------------------------- Train / Evaluate pages: metrics, curves, corpus views
+# (confusion matrices, training curves HCAN-F3 / LAMA-F5, live training curves, LAMA-T4 top words, LAMA-F2
+# word-weight distributions, filter n-grams over a data set). Inputs are plain tables and dicts.
+
+RUN_COLORS = ["#c0392b", "#2c7fb8", "#27ae60", "#8e44ad", "#e67e22", "#16a085", "#7f8c8d", "#d35400", "#2c3e50",
+              "#b8860b"]
+CURVE_TITLES = {"train_loss": "training loss", "dev_loss": "dev loss", "train_accuracy": "training accuracy",
+                "dev_accuracy": "dev accuracy", "dev_macro_f1": "dev macro-F1", "epoch": "epoch",
+                "elapsed": "wall-clock time (s)", "step": "optimiser step", "loss": "training loss"}
+
+
+def _layout(fig: go.Figure, title: str, height: int, **kw) -> None:
+    fig.update_layout(title=dict(text=esc(title), x=0.01, font=dict(size=14)), height=height,
+                      margin=dict(l=10, r=10, t=50, b=10), font=dict(family=FONT), plot_bgcolor="white", **kw)
+    fig.update_xaxes(showgrid=True, gridcolor="#eee", zeroline=False)
+    fig.update_yaxes(showgrid=True, gridcolor="#eee", zeroline=False)
+
+
+def confusion_figure(confusion: Sequence[Sequence[int]], labels: Sequence[str], *, title: str = "Confusion matrix",
+                     normalize: bool = False, key: str = "confusion") -> FigureOut:
+    """Rows = true label, columns = predicted label; counts (or row shares with `normalize`) in each cell."""
+    cm = np.asarray(confusion, dtype=float)
+    labels = [str(x) for x in labels]
+    rows = cm.sum(axis=1, keepdims=True)
+    share = np.divide(cm, rows, out=np.zeros_like(cm), where=rows > 0)
+    z = share if normalize else cm
+    text = [[(f"{share[i, j]:.0%}" if normalize else f"{int(cm[i, j])}") for j in range(len(labels))]
+            for i in range(len(labels))]
+    names = [esc(short(x, 18)) for x in labels]
+    fig = go.Figure(go.Heatmap(z=z, x=names, y=names, colorscale="Blues", showscale=False, text=text,
+                               texttemplate="%{text}", customdata=cm,
+                               hovertemplate="true %{y}<br>predicted %{x}<br>%{customdata:d} examples<extra></extra>"))
+    side = int(min(700, 160 + 48 * len(labels)))
+    _layout(fig, title, side + 60)
+    longest = max((len(short(x, 18)) for x in labels), default=4)
+    fig.update_layout(margin=dict(l=30 + 7 * longest, r=10, t=50, b=40 + (5 * longest if len(labels) > 4 else 10)))
+    fig.update_xaxes(title="predicted", side="bottom", showgrid=False, tickangle=-35 if len(labels) > 4 else 0,
+                     constrain="domain")
+    fig.update_yaxes(title="true", autorange="reversed", showgrid=False, scaleanchor="x", constrain="domain")
+    table = pd.DataFrame([{"true": labels[i], "predicted": labels[j], "count": int(cm[i, j]),
+                           "row_share": float(share[i, j])} for i in range(len(labels)) for j in range(len(labels))])
+    return FigureOut(key, title, fig, table, caption="Rows: true label; columns: predicted label.")
+
+
+def training_curves(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], *, y: str = "dev_accuracy",
+                    x: str = "epoch", title: str | None = None, key: str | None = None) -> FigureOut:
+    """One line per run: `y` (a per-epoch history key) against "epoch" or "elapsed" (wall-clock seconds).
+
+    HCAN Fig. 3 is y="dev_accuracy", x="elapsed"; LAMA Fig. 5 is y="train_loss", x="epoch"."""
+    if x not in ("epoch", "elapsed"):
+        raise ValueError(f"x must be 'epoch' or 'elapsed', got {x!r}")
+    fig = go.Figure()
+    rows = []
+    for k, (name, epochs) in enumerate(runs):
+        pts = [(e.get(x), e.get(y)) for e in epochs if e.get(x) is not None and e.get(y) is not None]
+        if not pts:
+            continue
+        xs, ys = zip(*pts)
+        fig.add_trace(go.Scatter(x=list(xs), y=list(ys), mode="lines+markers", name=esc(name),
+                                 line=dict(color=RUN_COLORS[k % len(RUN_COLORS)], width=2), marker=dict(size=6),
+                                 hovertemplate=esc(name) + f"<br>{CURVE_TITLES.get(x, x)} %{{x:.4g}}"
+                                 f"<br>{CURVE_TITLES.get(y, y)} %{{y:.4f}}<extra></extra>"))
+        rows += [{"run": name, x: float(a), y: float(b)} for a, b in pts]
+    title = title or f"{CURVE_TITLES.get(y, y)} vs {CURVE_TITLES.get(x, x)}"
+    _layout(fig, title, 380, legend=dict(orientation="h", y=-0.2))
+    fig.update_xaxes(title=CURVE_TITLES.get(x, x))
+    fig.update_yaxes(title=CURVE_TITLES.get(y, y), tickformat=".0%" if "accuracy" in y or "f1" in y else None)
+    table = pd.DataFrame(rows, columns=["run", x, y])
+    return FigureOut(key or f"curves_{y}_vs_{x}", title, fig, table,
+                     caption="" if rows else "No run has this value in its history.")
+
+
+def live_training_figure(steps: Sequence[dict[str, Any]], epochs: Sequence[dict[str, Any]], *,
+                         title: str = "Training", smooth: int = 20) -> FigureOut:
+    """Left: the loss of every step (light) and its running mean (dark), per-epoch train/dev loss (markers);
+    right: train and dev accuracy per epoch."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("loss", "accuracy"), horizontal_spacing=0.1)
+    rows = []
+    if steps:
+        s = np.array([e["step"] for e in steps])
+        loss = np.array([e["loss"] for e in steps], dtype=float)
+        fig.add_trace(go.Scatter(x=s, y=loss, mode="lines", name="step loss", line=dict(color="#f2b8b0", width=1),
+                                 hovertemplate="step %{x}<br>loss %{y:.4f}<extra></extra>"), 1, 1)
+        k = max(1, min(smooth, len(loss)))
+        run = np.convolve(np.nan_to_num(loss, nan=0.0), np.ones(k) / k, mode="valid")
+        fig.add_trace(go.Scatter(x=s[k - 1:], y=run, mode="lines", name=f"mean of {k} steps",
+                                 line=dict(color="#c0392b", width=2),
+                                 hovertemplate="step %{x}<br>mean loss %{y:.4f}<extra></extra>"), 1, 1)
+        rows += [{"kind": "step", "step": int(a), "loss": float(b)} for a, b in zip(s, loss)]
+    if epochs:
+        es = [e["step"] for e in epochs]
+        for key, name, color in (("train_loss", "epoch train loss", "#7f8c8d"), ("dev_loss", "dev loss", "#2c7fb8")):
+            ys = [e.get(key) for e in epochs]
+            if any(v is not None for v in ys):
+                fig.add_trace(go.Scatter(x=es, y=ys, mode="markers+lines", name=name, marker=dict(size=8),
+                                         line=dict(color=color, dash="dot"),
+                                         hovertemplate=name + " %{y:.4f}<br>at step %{x}<extra></extra>"), 1, 1)
+        ep = [e["epoch"] for e in epochs]
+        for key, name, color in (("train_accuracy", "train accuracy", "#7f8c8d"),
+                                 ("dev_accuracy", "dev accuracy", "#27ae60")):
+            ys = [e.get(key) for e in epochs]
+            if any(v is not None for v in ys):
+                fig.add_trace(go.Scatter(x=ep, y=ys, mode="markers+lines", name=name, marker=dict(size=8),
+                                         line=dict(color=color),
+                                         hovertemplate=name + " %{y:.2%}<br>epoch %{x}<extra></extra>"), 1, 2)
+        rows += [{"kind": "epoch", **{k: v for k, v in e.items() if k != "kind"}} for e in epochs]
+    _layout(fig, title, 360, legend=dict(orientation="h", y=-0.25))
+    fig.update_xaxes(title="optimiser step", row=1, col=1)
+    fig.update_xaxes(title="epoch", dtick=1, row=1, col=2)
+    fig.update_yaxes(tickformat=".0%", row=1, col=2)
+    return FigureOut("training_live", title, fig, pd.DataFrame(rows))
+
+
+def top_words_figure(table: pd.DataFrame, *, title: str = "Top attended words per class (LAMA Table 4)",
+                     value: str = "score", key: str = "lama-t4") -> FigureOut:
+    """One panel per label: horizontal bars of the words' scores (table from corpus_views.top_words)."""
+    labels = list(dict.fromkeys(table["label"])) if len(table) else []
+    n = max(1, len(labels))
+    cols = min(n, 4)
+    nrows = int(math.ceil(n / cols))
+    fig = make_subplots(rows=nrows, cols=cols, subplot_titles=[esc(short(x, 30)) for x in labels] or [""],
+                        horizontal_spacing=0.12, vertical_spacing=0.12)
+    k_max = 1
+    for i, lab in enumerate(labels):
+        part = table[table["label"] == lab]
+        k_max = max(k_max, len(part))
+        fig.add_trace(go.Bar(x=part[value], y=[esc(w) for w in part["word"]], orientation="h", showlegend=False,
+                             marker_color=RUN_COLORS[i % len(RUN_COLORS)], customdata=part["count"],
+                             hovertemplate="%{y}<br>" + value + " %{x:.4g}<br>%{customdata} occurrences<extra></extra>"),
+                      i // cols + 1, i % cols + 1)
+    fig.update_yaxes(autorange="reversed")
+    _layout(fig, title, int(90 + nrows * (40 + 22 * k_max)))
+    return FigureOut(key, title, fig, table.reset_index(drop=True),
+                     caption="score: mean attention weight x text length (1 = a uniform share), among words seen "
+                             "often enough in that class" if value == "score" else "")
+
+
+def word_weight_figure(hist: pd.DataFrame, word: str, *, y: str = "density", relative: bool = False,
+                       title: str | None = None, key: str = "lama-f2") -> FigureOut:
+    """LAMA Fig. 2: one curve per label of the distribution of `word`'s weight (hist from
+    corpus_views.weight_histogram)."""
+    title = title or f"Attention weight of “{word}” by label (LAMA Fig. 2)"
+    fig = go.Figure()
+    for i, lab in enumerate(dict.fromkeys(hist["label"]) if len(hist) else []):
+        part = hist[hist["label"] == lab]
+        fig.add_trace(go.Scatter(x=part["center"], y=part[y], mode="lines+markers", name=esc(lab),
+                                 line=dict(color=RUN_COLORS[i % len(RUN_COLORS)], width=2, shape="spline"),
+                                 customdata=part["count"],
+                                 hovertemplate=esc(lab) + "<br>weight %{x:.4f}<br>" + y +
+                                 " %{y:.4g}<br>%{customdata} occurrences<extra></extra>"))
+    _layout(fig, title, 380, legend=dict(orientation="h", y=-0.2))
+    fig.update_xaxes(title="weight x text length" if relative else "attention weight")
+    fig.update_yaxes(title=y)
+    return FigureOut(key, title, fig, hist.reset_index(drop=True),
+                     caption="" if len(hist) else f"“{word}” does not occur in these texts.")
+
+
+def filter_ngrams_figure(summary: pd.DataFrame, *, top: int = 25,
+                         title: str = "Filters and the n-grams that activate them most",
+                         key: str = "filter-ngrams") -> FigureOut:
+    """Bars: the `top` filters by their largest max-pool value over the data set, labelled with their best
+    n-grams (summary from corpus_views.FilterNgrams.summary)."""
+    part = summary.head(top)
+
+    def name(r) -> str:
+        where = f"L{r.layer} H{r.head} " if r.layer else ""
+        return f"{r.bank} {where}f{r.filter}"
+    ylab = [esc(f"{name(r)}: {short(r.top_ngrams.split(' | ')[0], 32)}") for r in part.itertuples()]
+    fig = go.Figure(go.Bar(x=part["max_activation"], y=ylab, orientation="h", marker_color="#c0392b",
+                           customdata=[esc(x) for x in part["top_ngrams"]],
+                           hovertemplate="%{y}<br>max activation %{x:.4g}<br>top: %{customdata}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    _layout(fig, title, int(110 + 22 * max(1, len(part))))
+    fig.update_xaxes(title="largest max-pool value over the data set")
+    return FigureOut(key, title, fig, summary.reset_index(drop=True))

@@ -257,7 +257,7 @@ def token_attributions(f: EmbeddingForward, method: str, emb: torch.Tensor, base
         lead = (1,) * (ids.dim() - 2)  # hierarchical: windows stay inside one sentence
         tok = Occlusion(f).attribute(emb, sliding_window_shapes=lead + (window, E), strides=lead + (1, E),
                                      baselines=base, target=targets, additional_forward_args=args,
-                                     perturbations_per_eval=1).mean(-1)
+                                     perturbations_per_eval=max(1, 64 // emb.shape[0])).mean(-1)
     else:
         rows = []
         for b in range(emb.shape[0]):

@@ -20,7 +20,7 @@ Choices where the paper and models.md are silent (written here as the spec asks)
   and at sentence level the non-empty sentences are packed to the front (in order) before sentence positions
   are added. So an empty sentence anywhere (middle or end) never changes the logits; its map rows are 0.
   The batch is also cropped to its last real word / sentence (exact, since pads are masked everywhere).
-- Position tables have `max_words` / `max_sentences` (CAN: `max_len`) rows; a longer real input is an error
+- Position tables have `max_words` / `max_sentences` (CAN: `max_positions`) rows; a longer real input is an error
   that names the field (truncate in the tokenizer, or raise the field).
 - Dropout (0.1) on E after positions at both levels, on every attention's weights (self and target), and on
   the document vector before the classifier - as the reference code. Maps are recorded before dropout.
@@ -137,7 +137,7 @@ class HCANConfig(ConvAttentionConfig):
 
 @dataclass
 class CANConfig(ConvAttentionConfig):
-    max_len: int = 512               # rows of the learned token-position table
+    max_positions: int = 512         # rows of the learned token-position table (tokenizer max_len is capped at it)
 
 
 def _validate(c: ConvAttentionConfig) -> None:
@@ -158,9 +158,29 @@ def _validate(c: ConvAttentionConfig) -> None:
 MapHook = Callable[[torch.Tensor], torch.Tensor]
 
 
+PACK_BELOW = 0.75   # pack a convolution's rows when fewer than this fraction of the positions is real
+PACK_MIN_CHANNELS = 32  # ... and its input has at least this many channels (below, indexing costs more)
+
+
 def _conv(x: torch.Tensor, mask: torch.Tensor, conv: nn.Conv1d) -> torch.Tensor:
-    """Conv1d over positions of x (N, L, C) re-zeroed at pads -> (N, L, C')."""
-    return conv(rezero(x, mask).transpose(1, 2)).transpose(1, 2)
+    """Conv1d ("same" padding) over positions of x (N, L, C) re-zeroed at pads -> (N, L, C').
+
+    The output is exact at real positions; pad positions are not meaningful (every caller masks them).
+    With much padding (sentences of very different lengths) and wide inputs, the convolution is computed
+    as one matrix product over the real positions only: rows [x_{t-p}, ..., x_{t+p}] @ W (about 1.3-1.8x
+    faster at d = 128..512 with half the positions padded); pad outputs are then 0."""
+    x = rezero(x, mask)                                                      # (N, L, C)
+    N, L, C = x.shape
+    real = int(mask.sum())
+    if real >= PACK_BELOW * N * L or C < PACK_MIN_CHANNELS:
+        return conv(x.transpose(1, 2)).transpose(1, 2)                       # (N, L, C')
+    k, p = conv.kernel_size[0], conv.padding[0]
+    xp = F.pad(x, (0, 0, p, p))                                              # (N, L + 2p, C)
+    rows = torch.cat([xp[:, j:j + L] for j in range(k)], dim=-1)             # (N, L, k*C)
+    idx = mask.reshape(-1).nonzero().squeeze(1)                              # (real,)
+    weight = conv.weight.permute(0, 2, 1).reshape(conv.out_channels, k * C)  # (C', k*C), same tensor
+    y = F.linear(rows.reshape(N * L, k * C).index_select(0, idx), weight, conv.bias)  # (real, C')
+    return y.new_zeros(N * L, conv.out_channels).index_copy(0, idx, y).view(N, L, -1)  # (N, L, C')
 
 
 class ConvSelfAttention(nn.Module):
@@ -420,10 +440,10 @@ class CAN(TextClassifier):
         super().__init__(config)
         c = config
         _validate(c)
-        if c.max_len < 1:
-            raise ValueError("max_len must be >= 1")
+        if c.max_positions < 1:
+            raise ValueError("max_positions must be >= 1")
         self.embed = WordEmbedding(c.vocab_size, c.embed_dim, c.embedding_mode, c.channels, embeddings, c.pad_id)
-        self.pos = nn.Parameter(torch.randn(c.max_len, self.embed.out_dim) * 0.1)
+        self.pos = nn.Parameter(torch.randn(c.max_positions, self.embed.out_dim) * 0.1)
         self.level = ConvAttentionLevel(self.embed.out_dim, c)
         self.dropout = nn.Dropout(c.dropout)
         self.fc = nn.Linear(c.attention_dim, c.num_labels)
@@ -441,9 +461,9 @@ class CAN(TextClassifier):
         _check_input("can", token_ids, mask, 2, "(B, L)")
         B, L = token_ids.shape
         Lr = max(_last_real(mask), 1)                                        # cropped length
-        if Lr > c.max_len:
-            raise ValueError(f"can: an input has {Lr} tokens but the position table holds max_len={c.max_len};"
-                             f" truncate inputs (tokenizer max_len) or raise max_len")
+        if Lr > c.max_positions:
+            raise ValueError(f"can: an input has {Lr} tokens but the position table holds max_positions="
+                             f"{c.max_positions}; truncate inputs (tokenizer max_len) or raise max_positions")
         emb = self.embed(token_ids)                                          # (B, L, e)
         m = mask[:, :Lr]                                                     # (B, Lr)
         x = rezero(self.dropout(emb[:, :Lr] + self.pos[:Lr]), m)             # (B, Lr, e)

@@ -1,0 +1,227 @@
+"""AppTest (streamlit.testing.v1) of the Home, Compare and Inspect pages against tiny checkpoints built here.
+
+The checkpoints are small untrained models saved with the library (no network, no shipped checkpoints);
+TEXTCLS_CHECKPOINTS points the app at them.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import textcls
+from textcls.checkpoint import save_checkpoint
+from textcls.registry import get_entry
+from textcls.text import Tokenizer, TokenizerConfig
+
+REPO = Path(__file__).resolve().parents[1]
+APP = str(REPO / "app.py")
+MODELS = ("kim_cnn", "act", "transformer", "hcan")
+CORPUS = ["the food was great and the staff were friendly .", "the service was slow ! i will not come back .",
+          "a gripping , beautifully acted film .", "the plot is thin and the jokes fall flat ."]
+SENTENCE = "the food was great but the service was slow ."
+
+
+def build_checkpoints(root: Path, models=MODELS) -> list[str]:
+    """One tiny, untrained checkpoint per model under root (seeded; about a second in all)."""
+    root.mkdir(parents=True, exist_ok=True)
+    names = []
+    for k, name in enumerate(models):
+        hier = get_entry(name).input_kind == "sentences"
+        tok = Tokenizer.build(CORPUS, TokenizerConfig(hierarchical=hier))
+        torch.manual_seed(k)
+        model = textcls.create_model(name, vocab_size=len(tok.vocab), num_labels=2, preset="small").eval()
+        out = root / f"{name}_tiny"
+        save_checkpoint(out, model, tok, ["negative", "positive"],
+                        meta={"data": {"name": "tiny"}, "metrics": {"test_accuracy": 0.5 + 0.1 * k}})
+        names.append(out.name)
+    return names
+
+
+@pytest.fixture(scope="session")
+def ckpt_dir(tmp_path_factory) -> tuple[Path, list[str]]:
+    root = tmp_path_factory.mktemp("ckpts")
+    return root, build_checkpoints(root)
+
+
+@pytest.fixture
+def app(ckpt_dir, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(ckpt_dir[0]))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+    def make(page: str | None = None):
+        at = AppTest.from_file(APP, default_timeout=120)
+        at.run()
+        if page:
+            at.switch_page(page).run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+    return make
+
+
+def all_text(at) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [t.value for t in at.text]
+    for kind in ("success", "warning", "info", "error"):
+        parts += [x.value for x in getattr(at, kind)]
+    return "\n".join(parts)
+
+
+def charts(at):
+    return at.get("plotly_chart")
+
+
+# ---------------------------------------------------------------- no checkpoint at all
+
+@pytest.mark.parametrize("page", [None, "pages/compare.py", "pages/inspect.py"])
+def test_no_checkpoint_says_how_to_make_one(page, tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(tmp_path / "empty"))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    if page:
+        at.switch_page(page).run()
+    assert not at.exception
+    assert any("No trained checkpoint found" in w.value for w in at.warning)
+    assert any("python -m textcls train" in c.value for c in at.code)
+
+
+# ---------------------------------------------------------------- Home
+
+def test_home_lists_checkpoints_with_accuracy_and_classifies_a_sentence(app, ckpt_dir):
+    at = app()
+    table = at.dataframe[0].value
+    assert sorted(table["checkpoint"]) == sorted(ckpt_dir[1])
+    assert sorted(table["test accuracy"].round(1)) == [50.0, 60.0, 70.0, 80.0]
+    at.text_input(key="home_text").input(SENTENCE)
+    at.button[0].click().run()
+    assert not at.exception
+    result = at.dataframe[-1].value
+    assert sorted(result["checkpoint"]) == sorted(ckpt_dir[1])          # one prediction per checkpoint
+    assert set(result["prediction"]) <= {"negative", "positive"}
+    assert (result["confidence"] >= 50).all()
+    assert at.success or at.warning                                     # agreement is stated
+
+
+# ---------------------------------------------------------------- Compare
+
+def test_compare_one_sentence_one_card_per_checkpoint(app, ckpt_dir):
+    at = app("pages/compare.py")
+    at.text_area(key="cmp_text").input(SENTENCE)
+    at.button[0].click().run()
+    assert not at.exception
+    text = all_text(at)
+    for name in ckpt_dir[1]:
+        assert f"**{name.replace('_', chr(92) + '_')}**" in text, name   # the card's (escaped) title
+    cards = [m.value for m in at.markdown if ":green[" in m.value or ":red[" in m.value]
+    assert len(cards) == len(ckpt_dir[1])
+    assert at.success or at.warning
+    assert len(charts(at)) == 2                                         # probabilities + what each looked at
+
+
+def test_compare_batch_table_with_per_row_disagreement(app, ckpt_dir):
+    at = app("pages/compare.py")
+    at.radio(key="cmp_mode").set_value("Many sentences (one per line)").run()
+    lines = ["the food was great", "the service was slow", "flat jokes", "a gripping film"]
+    at.text_area(key="cmp_lines").input("\n".join(lines))
+    at.button[0].click().run()
+    assert not at.exception
+    df = at.dataframe[0].value
+    df = df.data if hasattr(df, "data") else df                         # a Styler when rows are painted
+    assert list(df["text"]) == lines
+    for name in ckpt_dir[1]:
+        assert name in df.columns and f"{name} conf." in df.columns
+    for _, row in df.iterrows():
+        labels = {row[n] for n in ckpt_dir[1]}
+        assert row["disagree"] == (len(labels) > 1)
+        assert row["agreement"] == pytest.approx(sum(row[n] == row["majority"] for n in ckpt_dir[1]) / 4)
+    assert [m.value for m in at.metric][0] == "4"
+    assert len(charts(at)) == 1                                         # pairwise agreement
+
+
+@pytest.mark.parametrize("text", ["<script>alert('x')</script><img src=x onerror=alert(1)>",
+                                  "**bold** [link](http://example.com) ![i](http://x/y.png) $x$ :red[hi]",
+                                  "😀🎉 " * 20, "word " * 20_000, "   "])
+def test_compare_hostile_text_gives_a_message_or_a_result_never_markup(app, text):
+    at = app("pages/compare.py")
+    at.text_area(key="cmp_text").input(text)
+    at.button[0].click().run()
+    assert not at.exception
+    if not text.strip():
+        assert any("Type or paste" in i.value for i in at.info)
+        return
+    assert at.success or at.warning
+    for m in at.markdown:                                               # user text never reaches markdown raw
+        assert "<script>" not in m.value and "<img" not in m.value and "](http" not in m.value
+
+
+# ---------------------------------------------------------------- Inspect
+
+def test_inspect_every_view_of_every_checkpoint_draws(app, ckpt_dir):
+    at = app("pages/inspect.py")
+    for name in ckpt_dir[1]:
+        at.selectbox(key="insp_ckpt").set_value(name).run()
+        assert not at.exception, name
+        view_box = at.selectbox(key=f"insp_view_0_{name}")
+        n_views = len(view_box.options)
+        assert n_views >= 2, name                                       # a paper view + the generic one
+        for i in range(n_views):
+            at.selectbox(key=f"insp_view_0_{name}").select_index(i).run()
+            assert not at.exception, (name, i)
+            assert not at.error, (name, i, [e.value for e in at.error])
+            assert len(charts(at)) >= 1, (name, i)
+
+
+def test_inspect_paper_view_is_the_default_and_has_token_axes(app, ckpt_dir):
+    at = app("pages/inspect.py")
+    at.selectbox(key="insp_ckpt").set_value("transformer_tiny").run()
+    assert at.selectbox(key="insp_view_0_transformer_tiny").value == "TR-ATT"
+    figs = charts(at)
+    assert len(figs) == 3                                               # matrix, grid, cls row
+    spec = figs[0].proto.spec
+    for word in ("food", "service", "slow"):
+        assert word in spec
+
+
+def test_inspect_two_checkpoints_side_by_side_with_shared_reasons_figure(app, ckpt_dir):
+    at = app("pages/inspect.py")
+    at.selectbox(key="insp_ckpt").set_value("act_tiny").run()
+    at.toggle(key="insp_two").set_value(True).run()
+    at.selectbox(key="insp_ckpt2").set_value("transformer_tiny").run()
+    assert not at.exception
+    # reasons figure (Transformer above ACT style) + ACT-T4 + TR-ATT's three
+    assert len(charts(at)) == 1 + 1 + 3
+    assert '"transformer_tiny' in charts(at)[0].proto.spec or "transformer_tiny" in charts(at)[0].proto.spec
+
+
+def test_inspect_long_text_gets_a_token_window(app):
+    at = app("pages/inspect.py")
+    at.selectbox(key="insp_ckpt").set_value("transformer_tiny").run()
+    at.text_area(key="insp_text").input(" ".join(["the food was great"] * 120))   # 480 words -> 400 tokens
+    at.button[0].click().run()
+    assert not at.exception
+    slider = at.slider(key="insp_wstart")
+    assert slider.value == 1
+    slider.set_value(101).run()
+    assert not at.exception
+    spec = charts(at)[0].proto.spec
+    assert "101-300 of 400" in spec                                     # the window is in the title
+
+
+def test_inspect_empty_tokens_message(app):
+    at = app("pages/inspect.py")
+    at.text_area(key="insp_text").input("   ")
+    at.button[0].click().run()
+    assert not at.exception
+    assert any("Type or paste" in i.value for i in at.info)
+
+
+def test_home_links_only_to_pages_that_exist(app):
+    at = app()
+    linked = {p.proto.page for p in at.get("page_link")}
+    existing = {f.stem for f in (REPO / "pages").glob("*.py")} - {"home"}
+    assert {"compare", "inspect"} <= linked
+    assert linked <= existing                                           # a listed page that is missing is skipped

@@ -1,0 +1,159 @@
+"""textcls.bench: parameter counts, the per-model table, ACT Table 5, LAMA Fig. 4, memory, checkpoints, CLI."""
+import json
+import time
+
+import pytest
+import torch
+
+import textcls
+from textcls import bench
+from textcls.cli import main
+from textcls.models.lama import attention_parameter_count
+
+SMALL = dict(quick=True, preset="small", seq_len=9, batch_size=3, train_batch_size=2, epoch_examples=10,
+             vocab_size=50, act_t5=False, lama=False, checkpoints=None, memory=False)
+
+
+def test_parameter_counts_agree_with_num_parameters():
+    for spec in bench.default_models("small"):
+        model = bench.build(spec, vocab_size=50, num_labels=3)
+        counts = bench.parameter_counts(model)
+        assert counts["without_embeddings"] == model.num_parameters(), spec.label
+        assert counts["total"] == model.num_parameters(include_embeddings=True), spec.label
+        emb = sum(p.numel() for p in model.embed.parameters())
+        assert counts["embeddings"] == emb > 0, spec.label
+        assert counts["total"] == sum(p.numel() for p in model.parameters())
+
+
+def test_default_models_cover_every_registered_model_and_the_papers_pairs():
+    specs = bench.default_models()
+    assert {s.model for s in specs} == set(textcls.list_models())
+    assert any(s.model == "transformer" and s.preset == "act_baseline" for s in specs)
+    assert any(s.model == "lama" and s.variant == "ctx" for s in specs)
+    assert len({s.label for s in specs}) == len(specs)
+    small = bench.default_models("small")
+    assert all(s.preset in ("small", "act_baseline") for s in small)
+
+
+def test_run_bench_table_has_every_model():
+    result = bench.run_bench(**SMALL)
+    labels = [r["label"] for r in result["models"]]
+    assert labels == [s.label for s in bench.default_models("small")]
+    for r in result["models"]:
+        assert r["seconds_per_batch"] > 0 and r["ms_per_sentence"] > 0
+        assert r["seconds_per_epoch"] == pytest.approx(r["train_step"]["median"] * 5)  # ceil(10 / 2) steps
+        assert r["inference_batch"]["repeats"] == bench.QUICK["repeats"]
+    env = result["environment"]
+    assert env["torch_threads"] == torch.get_num_threads() and len(env["loadavg"]) == 3
+    text = bench.format_report(result)
+    for label in labels:
+        assert label in text
+    assert "load average" in text
+    json.dumps(result)  # JSON-able
+    rows = bench.model_rows(result)
+    assert [r["model"] for r in rows] == labels
+
+
+def test_run_bench_rejects_unknown_models():
+    with pytest.raises(ValueError, match="unknown model"):
+        bench.run_bench(**{**SMALL, "models": ["kim_cnn", "nope"]})
+
+
+def test_make_inputs_shapes():
+    ids, mask = bench.make_inputs("tokens", 4, 10, 30)
+    assert ids.shape == mask.shape == (4, 10) and mask.all() and ids.min() >= 2
+    ids, mask = bench.make_inputs("sentences", 2, 30, 30, words_per_sentence=14)
+    assert ids.shape == (2, 3, 14)
+    assert int(mask.sum()) == 2 * 30                      # exactly seq_len real tokens per text
+    assert (ids[~mask] == 0).all()
+    with pytest.raises(ValueError):
+        bench.make_inputs("tokens", 0, 10, 30)
+
+
+def test_act_table5_counts_match_the_paper():
+    t5 = bench.act_table5(seq_len=6, batch_size=2, warmup=0, repeats=1)
+    rows = {r["key"]: r for r in t5["rows"]}
+    assert abs(rows["act"]["parameters"] - 1.49e6) / 1.49e6 < 0.03
+    assert abs(rows["transformer"]["parameters"] - 3.38e6) / 3.38e6 < 0.03
+    assert rows["act"]["parameters_paper"] == 1.49e6 and rows["transformer"]["seconds_per_batch_paper"] == 0.19
+    assert t5["speed_ratio"] == pytest.approx(rows["transformer"]["seconds_per_batch"]
+                                              / rows["act"]["seconds_per_batch"])
+    assert t5["speed_ratio_paper"] == pytest.approx(2.714, abs=1e-3)
+    fig = bench.act_t5_figure(t5)
+    assert len(fig.table) == 2 and "paper" in fig.caption
+
+
+def test_lama_f4_modules_match_the_formulas():
+    f4 = bench.lama_f4(heads=(1, 3, 10))
+    assert f4["lama"] == f4["formula"]["lama"]
+    assert f4["san"] == f4["formula"]["san"]
+    assert f4["transformer"] == f4["formula"]["transformer"]
+    w = 2 * f4["d"]
+    assert [b - a for a, b in zip(f4["lama"], f4["lama_with_mlp"])] == [w * w + w] * 3
+    assert f4["lama_with_mlp"] == [attention_parameter_count(m, f4["d"], "lama", include_mlp=True) for m in (1, 3, 10)]
+    # LAMA grows by 2 * 2d per head, SAN by d_a, the Transformer by 4 * 2d * d_k
+    assert f4["lama"][1] - f4["lama"][0] == 2 * 2 * w
+    assert f4["san"][1] - f4["san"][0] == 2 * f4["d_a"]
+    assert f4["transformer"][1] - f4["transformer"][0] == 2 * 4 * w * f4["d_k"]
+    fig = bench.lama_f4_figure(f4)
+    assert list(fig.table["heads"]) == [1, 3, 10]
+    with pytest.raises(ValueError):
+        bench.lama_f4(heads=(0,))
+
+
+def test_time_call_and_alternating():
+    calls = []
+    t = bench.time_call(lambda: calls.append(1), warmup=2, repeats=3)
+    assert len(calls) == 5 and t["repeats"] == 3 and len(t["times"]) == 3
+    assert t["min"] <= t["median"] <= t["max"]
+    order = []
+    alt = bench.time_alternating({"a": lambda: order.append("a"), "b": lambda: order.append("b")},
+                                 warmup=1, repeats=2)
+    assert order == ["a", "b"] * 3 and set(alt) == {"a", "b"}
+    with pytest.raises(ValueError):
+        bench.time_call(lambda: None, repeats=0)
+
+
+def test_peak_memory_sees_a_large_allocation():
+    def alloc():
+        x = torch.ones(64 * 2 ** 20 // 4)   # 64 MiB, touched
+        time.sleep(0.05)
+        return float(x[0])
+    m = bench.peak_memory(alloc)
+    if m["method"].startswith("RSS"):
+        assert m["bytes"] >= 48 * 2 ** 20, m
+    else:   # ru_maxrss growth is only a lower bound
+        assert m["bytes"] >= 0
+
+
+def test_load_note_flags_a_loaded_machine():
+    assert "DISTORTED" in bench.load_note({"loadavg": [8.0], "cpu_count": 2})
+    assert "quiet" in bench.load_note({"loadavg": [0.1], "cpu_count": 2})
+
+
+def test_bench_checkpoints(tmp_path, shared_data):
+    from textcls.training import train_from_spec
+    train_from_spec("trec", "kim_cnn", preset="small", embeddings="random", epochs=1, out=tmp_path / "ck" / "a",
+                    data_root=shared_data, limit=20, train_overrides={"max_steps": 1})
+    (tmp_path / "ck" / "broken").mkdir()
+    out = bench.bench_checkpoints(tmp_path / "ck", warmup=0, repeats=1)
+    assert [c["name"] for c in out["checkpoints"]] == ["a"]
+    c = out["checkpoints"][0]
+    assert c["model"] == "kim_cnn" and c["predict_ms"] > 0 and c["predict_with_maps_ms"] > 0 and c["n_maps"] > 0
+    assert out["n"] == 1 and out["all_predict_ms"] > 0
+    assert bench.bench_checkpoints(tmp_path / "missing")["checkpoints"] == []
+
+
+def test_cli_bench(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    rc = main(["bench", "--quick", "--models", "kim_cnn", "--seq-len", "6", "--batch-size", "2", "--no-memory",
+               "--no-training", "--checkpoints", str(tmp_path / "none"), "--json", str(out)])
+    printed = capsys.readouterr().out
+    assert rc == 0
+    assert "ACT Table 5" in printed and "kim_cnn" in printed and "speed ratio" in printed
+    data = json.loads(out.read_text())
+    assert [r["model"] for r in data["models"]] == ["kim_cnn"]
+    assert data["act_t5"]["batch_size"] == 2 and data["lama_f4"]["heads"]
+    assert main(["bench", "--models", "nope"]) == 2
+    assert main(["bench", "--seq-len", "0"]) == 2
+    assert "error" in capsys.readouterr().err

@@ -1,0 +1,304 @@
+"""textcls.viz: labels from MapSpec axes, escaping, long inputs, token highlights, the views of every model,
+export. Pure Plotly: no Streamlit, no browser (one PNG/SVG test uses kaleido + Chromium when present)."""
+import json
+import zipfile
+import io
+
+import numpy as np
+import pytest
+import torch
+
+import textcls
+from textcls import viz
+from textcls.outputs import MapSpec
+from textcls.registry import get_entry
+
+WORDS = "the food was not very good but the staff were kind and the room was clean".split()
+HOSTILE = ["<script>alert(1)</script>", "<b>bold</b>", "a&b", "😀", '"quoted"', "<br>", "中文"]
+
+
+def fig_json(fig) -> str:
+    return fig.to_json()
+
+
+def model_output(name, words=WORDS, sentences=None, seed=0):
+    """A small random model's maps (batch axis removed) for `words` (or `sentences` for HCAN)."""
+    torch.manual_seed(seed)
+    model = textcls.create_model(name, vocab_size=50, num_labels=2, preset="small").eval()
+    g = torch.Generator().manual_seed(seed)
+    if get_entry(name).input_kind == "sentences":
+        sentences = sentences or [WORDS[:5], WORDS[5:11], WORDS[11:]]
+        W = max(len(s) for s in sentences)
+        ids = torch.zeros(1, len(sentences), W, dtype=torch.long)
+        for i, s in enumerate(sentences):
+            ids[0, i, :len(s)] = torch.randint(2, 50, (len(s),), generator=g)
+        tokens = [w for s in sentences for w in s]
+    else:
+        ids = torch.randint(2, 50, (1, len(words)), generator=g)
+        tokens = list(words)
+    with torch.no_grad():
+        out = model(ids, return_maps=True)
+    maps = {k: v[0].detach().numpy() for k, v in out.maps.items()}
+    specs = {s.name: s for s in model.map_specs()}
+    return specs, maps, tokens, sentences, model.config
+
+
+# ---------------------------------------------------------------- labels
+
+def test_axis_labels_every_axis_kind():
+    assert viz.axis_labels("token", 3, ["a", "b", "c"]) == ["a", "b", "c"]
+    assert viz.axis_labels("key_token", 4, ["a", "b"]) == ["a", "b", "<pad>", "<pad>"]
+    assert viz.axis_labels("head", 3) == ["head 1", "head 2", "head 3"]
+    assert viz.axis_labels("filter", 2) == ["f1", "f2"]
+    assert viz.axis_labels("layer", 2) == ["layer 1", "layer 2"]
+    assert viz.axis_labels("word", 2, sentences=[["x"], ["y", "z"]], sentence_index=1) == ["y", "z"]
+    sl = viz.axis_labels("sentence", 2, sentences=[["the", "food"], ["but", "slow"]])
+    assert sl[0].startswith("S1: the food") and sl[1].startswith("S2: but slow")
+
+
+def test_heatmap_labels_axes_from_spec_and_values_exact():
+    spec = MapSpec("att", ("layer", "head", "query_token", "key_token"), "attention")
+    rng = np.random.default_rng(0)
+    arr = rng.random((2, 3, 5, 5))
+    toks = ["the", "cat", "the", "dog", "."]
+    fig = viz.heatmap(arr, spec, toks, index={"layer": 1, "head": 2})
+    hm = fig.data[0]
+    np.testing.assert_allclose(np.asarray(hm.z), arr[1, 2])
+    # duplicate tokens stay distinct positions (numeric axis, token tick labels)
+    assert list(fig.layout.xaxis.ticktext) == toks and list(fig.layout.xaxis.tickvals) == [0, 1, 2, 3, 4]
+    assert list(fig.layout.yaxis.ticktext) == toks
+    assert fig.layout.xaxis.title.text == "key token" and fig.layout.yaxis.title.text == "query token"
+    assert "layer 2" in fig.layout.title.text and "head 3" in fig.layout.title.text
+    assert "%{z:.6g}" in hm.hovertemplate and "%{customdata[0]}" in hm.hovertemplate
+    assert hm.customdata[0][3][1] == "dog"
+
+
+def test_heatmap_filter_by_token_puts_tokens_on_x_and_transposes_token_first_maps():
+    spec = MapSpec("m", ("filter", "token"), "feature_map")
+    arr = np.arange(12, dtype=float).reshape(3, 4)
+    fig = viz.heatmap(arr, spec, ["a", "b", "c", "d"])
+    assert list(fig.layout.yaxis.ticktext) == ["f1", "f2", "f3"]
+    spec_t = MapSpec("s", ("token", "head"), "attention", values="score")
+    fig_t = viz.heatmap(arr.T, spec_t, ["a", "b", "c", "d"])
+    assert list(fig_t.layout.xaxis.ticktext) == ["a", "b", "c", "d"]
+    assert list(fig_t.layout.yaxis.ticktext) == ["head 1", "head 2", "head 3"]
+    np.testing.assert_allclose(np.asarray(fig_t.data[0].z), arr)
+
+
+def test_heatmap_rejects_wrong_rank_and_empty_maps():
+    spec = MapSpec("m", ("filter", "token"), "feature_map")
+    with pytest.raises(ValueError, match="spec says"):
+        viz.heatmap(np.zeros(3), spec, ["a"])
+    with pytest.raises(ValueError, match="empty"):
+        viz.heatmap(np.zeros((2, 0)), spec, [])
+    with pytest.raises(ValueError, match="out of range"):
+        viz.heatmap(np.zeros((2, 2, 3)), MapSpec("x", ("head", "filter", "token"), "feature_map"), ["a"] * 3,
+                    index={"head": 5})
+
+
+def test_every_user_string_is_escaped_in_figures():
+    spec = MapSpec("a", ("head", "token"), "attention")
+    arr = np.full((2, len(HOSTILE)), 1 / len(HOSTILE))
+    figs = [viz.heatmap(arr, spec, HOSTILE), viz.token_highlight(HOSTILE, arr[0], label="<i>x</i>"),
+            viz.attention_grid(np.full((1, 1, 7, 7), 1 / 7), HOSTILE)]
+    for fig in figs:
+        js = fig_json(fig)
+        for bad in ("<script>", "<b>bold", "<br>", "<i>x"):
+            assert bad not in js, (bad, type(fig))
+        assert "&lt;script&gt;" in js
+    html = viz.token_highlight_html(HOSTILE, arr[0], label="<img src=x onerror=alert(1)>")
+    assert "<script>" not in html and "<img" not in html and "&lt;script&gt;" in html
+    assert html.count("<span") == len(HOSTILE)
+
+
+# ---------------------------------------------------------------- long inputs
+
+def test_long_input_is_paged_or_binned_never_full_size():
+    n = 2000
+    toks = [f"w{i}" for i in range(n)]
+    spec = MapSpec("att", ("query_token", "key_token"), "attention")
+    arr = np.random.default_rng(1).random((n, n)).astype(np.float32)
+    fig = viz.heatmap(arr, spec, toks)
+    assert np.asarray(fig.data[0].z).shape == (viz.MAX_TOKENS, viz.MAX_TOKENS)
+    assert "1-200 of 2000" in fig.layout.title.text
+    s = viz.slice_map(arr, spec, toks, window=(1500, 100))
+    assert s.z.shape == (100, 100) and s.col_labels[0] == "w1500" and s.row_index[-1] == 1599
+    np.testing.assert_allclose(s.z, arr[1500:1600, 1500:1600])
+    b = viz.slice_map(arr, spec, toks, aggregate=True, max_tokens=100)
+    assert b.z.shape == (100, 100)
+    np.testing.assert_allclose(b.z[0, 0], arr[:20, :20].mean(), rtol=1e-5)
+    grid = viz.attention_grid(np.zeros((2, 2, n, n), dtype=np.float32) + 1 / n, toks)
+    assert all(np.asarray(t.z).shape == (viz.MAX_GRID_TOKENS,) * 2 for t in grid.data)
+    hl = viz.token_highlight(toks, np.ones(n), window=(100, 50))
+    assert sum(1 for a in hl.layout.annotations if a.text.startswith("w")) == 50
+
+
+def test_window_is_clamped_to_the_text():
+    spec = MapSpec("m", ("filter", "token"), "feature_map")
+    s = viz.slice_map(np.ones((2, 10)), spec, [str(i) for i in range(10)], window=(50, 5))
+    assert 1 <= s.z.shape[1] <= 5 and s.col_index[-1] == 9
+
+
+# ---------------------------------------------------------------- token highlight
+
+def test_token_highlight_shades_relative_to_uniform_share():
+    shade, scale = viz._shade(np.full(10, 0.1))
+    assert scale == "Reds" and np.allclose(shade, 0.0)              # uniform: nothing stands out
+    w = np.array([0.7] + [0.3 / 9] * 9)
+    shade, _ = viz._shade(w)
+    assert shade[0] == pytest.approx(1.0) and np.all(shade[1:] == 0)
+    stretched, _ = viz._shade(np.array([1.0, 1.1, 1.2]), stretch=True)
+    np.testing.assert_allclose(stretched, [0, 0.5, 1.0])
+    signed, sc = viz._shade(np.array([-2.0, 1.0]))
+    assert sc == "RdBu_r" and signed.tolist() == [-1.0, 0.5]
+
+
+def test_token_highlight_rows_one_annotation_per_token_and_label_and_checks_lengths():
+    rows = [("Transformer", WORDS, np.linspace(0, 1, len(WORDS))), ("ACT", WORDS, np.ones(len(WORDS)))]
+    fig = viz.token_highlight_rows(rows, title="t")
+    texts = [a.text for a in fig.layout.annotations]
+    assert texts.count("<b>Transformer</b>") == 1 and texts.count("<b>ACT</b>") == 1
+    assert len(texts) == 2 * len(WORDS) + 2
+    # Transformer row is above the ACT row
+    ys = {a.text: a.y for a in fig.layout.annotations if a.text.startswith("<b>")}
+    assert ys["<b>Transformer</b>"] > ys["<b>ACT</b>"]
+    assert fig.layout.width and fig.layout.height
+    with pytest.raises(ValueError, match="weights"):
+        viz.token_highlight(WORDS, [0.1, 0.2])
+    table = viz.highlight_table(rows)
+    assert len(table) == 2 * len(WORDS) and set(table.columns) == {"row", "token_index", "token", "weight"}
+
+
+# ---------------------------------------------------------------- views of every model
+
+VIEW_EXPECT = {
+    "kim_cnn": {"AG-F3"}, "agcnn": {"AG-F4"}, "act": {"ACT-T4", "ACT-FM"}, "transformer": {"TR-ATT"},
+    "hcan": {"HCAN-F4", "HCAN-F5"}, "can": {"HCAN-F4", "HCAN-F5"}, "lama": {"LAMA-HT"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(VIEW_EXPECT))
+def test_views_of_each_model_build_with_tokens_on_axes(name):
+    if name not in textcls.list_models():
+        pytest.skip(f"model {name} not registered")
+    specs, maps, tokens, sentences, config = model_output(name)
+    views = viz.views_for(name, specs)
+    ids = {v.id for v in views}
+    assert VIEW_EXPECT[name] <= ids and "generic" in ids
+    vi = viz.ViewInput(name, specs, maps, tokens, sentences, title=name, label="positive",
+                       config=vars(config))
+    for v in views:
+        opts = {c.name: c.options[-1] for c in viz.view_controls(v.id, vi)}
+        vi.opts = opts
+        figs = viz.build_view(v.id, vi)
+        assert figs, (name, v.id)
+        for f in figs:
+            assert len(f.table) > 0, (name, v.id, f.key)
+            js = json.loads(f.json())
+            assert js["title"] and js["rows"]
+            assert f.csv().splitlines()[0]
+            # a figure about tokens shows the tokens (tick labels, annotations, cells), not bare indices
+            axes = f.meta.get("axes", ["token"])
+            text = fig_json(f.fig)
+            spec = specs.get(f.meta.get("map", ""))
+            if spec is not None and spec.values == "index":            # cells name the token they point at
+                v = int(f.table["value"].iloc[0])
+                assert f"{v}: {tokens[v]}" in text and f.table["token"].iloc[0] == tokens[v], (name, f.key)
+            elif any(viz.is_sequence_axis(a) for a in axes):
+                assert any(t in text for t in ("food", "staff", "clean")), (name, v.id, f.key)
+
+
+def test_ag_f4_has_gates_for_k_1_3_5_and_gated_maps():
+    specs, maps, tokens, _, _ = model_output("agcnn")
+    vi = viz.ViewInput("agcnn", specs, maps, tokens, title="agcnn", opts={"h": 1})
+    keys = [f.key for f in viz.build_view("AG-F4", vi)]
+    for k in (1, 3, 5):
+        assert f"agcnn_ag-f4_gate_h1_k{k}" in keys and f"agcnn_ag-f4_gated_h1_k{k}" in keys
+    assert "agcnn_ag-f4_conv_pre_h1" in keys and "agcnn_ag-f4_conv_h1" in keys
+
+
+def test_act_fm_marks_each_filters_argmax_ngram():
+    specs, maps, tokens, _, config = model_output("act")
+    vi = viz.ViewInput("act", specs, maps, tokens, title="act", opts={"layer": 0, "head": 1}, config=vars(config))
+    fm, ngrams = viz.build_view("ACT-FM", vi)
+    arg = maps["argmax"][0, 1]
+    k = config.kernel_size
+    expected = {f"f{f + 1}": " ".join(tokens[j:j + k]) for f, j in enumerate(arg.astype(int))}
+    got = dict(zip(ngrams.table["filter"], ngrams.table["ngram"]))
+    assert got == expected
+    np.testing.assert_allclose(np.asarray(fm.fig.data[0].z), maps["feature_map"][0, 1][:, :len(tokens)])
+    assert len(fm.fig.data) == 2                                     # heatmap + the argmax markers
+
+
+def test_tr_att_grid_has_every_layer_and_head():
+    specs, maps, tokens, _, _ = model_output("transformer")
+    vi = viz.ViewInput("transformer", specs, maps, tokens, title="tr")
+    figs = {f.key: f for f in viz.build_view("TR-ATT", vi)}
+    L, H = maps["attention"].shape[:2]
+    assert len(figs["transformer_tr-grid"].fig.data) == L * H
+    assert "transformer_tr-cls" in figs
+
+
+def test_hcan_f4_word_and_sentence_attention_and_chosen_word_row():
+    specs, maps, tokens, sentences, _ = model_output("hcan")
+    chosen = len(sentences[0]) + 2                                  # third word of sentence 2
+    vi = viz.ViewInput("hcan", specs, maps, tokens, sentences, title="hcan", opts={"token": chosen})
+    figs = {f.key: f for f in viz.build_view("HCAN-F4", vi)}
+    words = figs["hcan_hcan-f4-words"].table
+    assert list(words["token"]) == tokens
+    np.testing.assert_allclose(words["weight"][: len(sentences[0])], maps["beta"][0].mean(0)[: len(sentences[0])],
+                               rtol=1e-6)
+    np.testing.assert_allclose(figs["hcan_hcan-f4-sentences"].table["value"], maps["gamma"].mean(0), rtol=1e-6)
+    row = figs["hcan_hcan-f4-A_a_s2_w3"]
+    np.testing.assert_allclose(np.asarray(row.fig.data[0].z), maps["A_a"][1, :, 2, : len(sentences[1])], rtol=1e-6)
+    assert list(row.fig.layout.xaxis.ticktext) == sentences[1]
+
+
+def test_token_weights_one_per_token_for_every_model():
+    for name in VIEW_EXPECT:
+        if name not in textcls.list_models():
+            continue
+        specs, maps, tokens, sentences, _ = model_output(name)
+        w, src = viz.token_weights(name, specs, maps, tokens, sentences)
+        assert w.shape == (len(tokens),) and np.all(w >= 0) and w.sum() > 0 and src, name
+    specs, maps, tokens, _, _ = model_output("act")
+    np.testing.assert_allclose(viz.token_weights("act", specs, maps, tokens)[0], maps["alpha"])
+    assert viz.token_weights("act", specs, maps, []) is None
+
+
+def test_generic_view_respects_map_choice_and_empty_text_draws_nothing():
+    specs, maps, tokens, _, _ = model_output("kim_cnn")
+    vi = viz.ViewInput("kim_cnn", specs, maps, tokens, opts={"maps": ["conv_h2"]})
+    assert [f.meta["map"] for f in viz.build_view("generic", vi)] == ["conv_h2"]
+    assert viz.build_view("generic", viz.ViewInput("kim_cnn", specs, maps, [])) == []
+
+
+def test_reasons_figure_stacks_models_in_order():
+    items = []
+    for name in ("transformer", "act"):
+        specs, maps, tokens, _, _ = model_output(name)
+        items.append(dict(name=name, model=name, specs=specs, maps=maps, tokens=tokens, label="pos"))
+    r = viz.reasons_figure(items)
+    assert list(dict.fromkeys(r.table["row"])) == ["transformer → pos", "act → pos"]
+
+
+# ---------------------------------------------------------------- export
+
+def test_export_zip_has_numbers_for_every_figure():
+    specs, maps, tokens, _, _ = model_output("kim_cnn")
+    figs = viz.build_view("AG-F3", viz.ViewInput("kim_cnn", specs, maps, tokens, title="k"))
+    data = viz.export_zip(figs, images=False)
+    names = zipfile.ZipFile(io.BytesIO(data)).namelist()
+    for f in figs:
+        assert f"{f.key}.csv" in names and f"{f.key}.json" in names
+    html = viz.figure_html(figs[0].fig, "svg", "x")
+    assert '"format": "svg"' in html and "<html" in html
+
+
+@pytest.mark.skipif(not viz.image_export_status()[0], reason="kaleido + Chromium not available")
+def test_png_and_svg_render_server_side():
+    fig = viz.heatmap(np.eye(3), MapSpec("m", ("query_token", "key_token"), "attention"), ["<a>", "b", "c"])
+    png = viz.figure_image(fig, "png")
+    svg = viz.figure_image(fig, "svg")
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and b"<svg" in svg[:500]
+    assert b"&#60;a&#62;" in svg and b"<a>" not in svg            # the token is text, not markup

@@ -1,0 +1,537 @@
+"""Background training jobs: `train_from_spec` in a worker thread, with a thread-safe progress state.
+
+The app's Train page must not train in the Streamlit script thread (a rerun would kill the run, and the page
+would freeze). A `TrainingJob` runs `training.train_from_spec` in its own daemon thread; the training loop's
+callbacks write into a `JobState` under a lock, and any thread reads a consistent copy with `snapshot()`.
+
+Where jobs live: `REGISTRY`, this module's one process-wide `JobRegistry` (documented here on purpose: a job
+must outlive the script run - and the page - that started it, so it cannot live in st.session_state). The app
+keeps only job *ids* in st.session_state and looks them up here; `JobRegistry` can also be created on its own
+(tests do).
+
+Life of a job (`status`):
+    running  -> done      the run finished; the checkpoint is saved
+             -> stopped   `stop()` was called: the loop stops before its next step; `fit` restores the weights
+                          of the best dev epoch so far (or keeps the current ones if no epoch finished) and the
+                          checkpoint is saved with them (the test split is not evaluated)
+             -> failed    an exception (bad data, no network for a hub id, a bug): nothing new is saved and
+                          whatever was on disk stays as it was (checkpoints are written atomically); or the loss
+                          became NaN/inf: `fit` stops before the bad update and the checkpoint is saved with the
+                          best weights before it; `error` says which.
+`phase` says what a running job is doing ("preparing", "training", "stopping", "evaluating and saving").
+
+Events: every step and epoch event of `fit` becomes a small dict in `events` (kind "step" or "epoch"), so a
+page can draw loss and dev-accuracy curves; the latest values are also kept as fields.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+import re
+import threading
+import time
+import traceback
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+STATUSES = ("running", "done", "stopped", "failed")
+FINISHED = ("done", "stopped", "failed")
+
+
+class JobError(RuntimeError):
+    """A job could not be started (too many running, the same output folder, bad arguments)."""
+
+
+@dataclass
+class JobState:
+    """What a job has done so far. Read it through `TrainingJob.snapshot()` (a copy), never share it."""
+
+    id: str
+    status: str = "running"
+    phase: str = "preparing"                   # preparing | training | stopping | evaluating and saving
+    error: str = ""                            # why the job failed (or diverged), one paragraph
+    traceback: str = ""                        # the exception's traceback, for the curious
+    message: str = ""                          # how it ended, in words
+    events: list[dict[str, Any]] = field(default_factory=list)
+    epoch: int = 0                             # last completed epoch
+    epochs: int = 0
+    step: int = 0
+    total_steps: int = 0
+    loss: float | None = None                  # last step's training loss
+    dev_accuracy: float | None = None          # last epoch's dev accuracy
+    best_epoch: int | None = None
+    best_dev_accuracy: float | None = None
+    elapsed: float = 0.0                       # seconds of training (fit's clock)
+    started: float = 0.0                       # time.time() at start
+    finished: float | None = None
+    path: str | None = None                    # the checkpoint folder, once saved
+    metrics: dict[str, Any] = field(default_factory=dict)   # {"dev": {...}, "test": {...}} summaries
+    spec: dict[str, Any] = field(default_factory=dict)      # what was asked for (JSON-able summary)
+    stop_requested: bool = False
+
+    @property
+    def finished_ok(self) -> bool:
+        return self.status == "done"
+
+    @property
+    def is_running(self) -> bool:
+        return self.status == "running"
+
+    @property
+    def fraction(self) -> float:
+        """Share of the planned optimiser steps done (0..1)."""
+        if self.status in FINISHED:
+            return 1.0
+        return min(1.0, self.step / self.total_steps) if self.total_steps else 0.0
+
+    @property
+    def wall_seconds(self) -> float:
+        end = self.finished if self.finished is not None else time.time()
+        return max(0.0, end - self.started) if self.started else 0.0
+
+    def step_events(self) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["kind"] == "step"]
+
+    def epoch_events(self) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["kind"] == "epoch"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _spec_summary(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A JSON-able description of the job's arguments (a loaded DataBundle is shown by its name)."""
+    out: dict[str, Any] = {}
+    for k, v in kwargs.items():
+        if k in ("callbacks", "stop_event"):
+            continue
+        if k == "data" and not isinstance(v, (str, Path)):
+            v = getattr(v, "name", type(v).__name__)
+        out[k] = str(v) if isinstance(v, Path) else copy.deepcopy(v)
+    return out
+
+
+def _metric_summary(metrics: dict[str, Any]) -> dict[str, Any]:
+    return {split: {k: rep.get(k) for k in ("accuracy", "macro_f1", "loss", "n")}
+            for split, rep in (metrics or {}).items() if isinstance(rep, dict)}
+
+
+class TrainingJob:
+    """One `train_from_spec` run in a daemon thread. See the module docstring.
+
+    kwargs: the keyword arguments of `train_from_spec` (data, model, out, epochs, ...); `out` is required.
+    callbacks: extra callbacks given every event after the job's own (tests use them).
+    """
+
+    def __init__(self, job_id: str, kwargs: dict[str, Any], callbacks: Iterable[Callable[[Any], None]] = (),
+                 runner: Callable[..., Any] | None = None):
+        if not kwargs.get("out"):
+            raise JobError("a training job needs an output folder (out=...)")
+        if not kwargs.get("model") or kwargs.get("data") is None:
+            raise JobError("a training job needs data= and model=")
+        self.id = job_id
+        self.kwargs = dict(kwargs)
+        self.out = Path(kwargs["out"])
+        self._callbacks = list(callbacks)
+        self._runner = runner
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._state = JobState(job_id, spec=_spec_summary(kwargs), epochs=int(kwargs.get("epochs", 5)))
+        self._thread = threading.Thread(target=self._run, name=f"textcls-train-{job_id}", daemon=True)
+        self.result = None                      # the TrainResult once done/stopped (model, tokenizer, ...)
+
+    # ------------------------------------------------------------ control
+    def start(self) -> "TrainingJob":
+        with self._lock:
+            self._state.started = time.time()
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Ask the run to stop before its next optimiser step; the best weights so far are saved."""
+        with self._lock:
+            if self._state.status != "running":
+                return
+            self._state.stop_requested = True
+            self._state.phase = "stopping"
+        self._stop.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the job ends (or timeout seconds); True when it has ended."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def snapshot(self) -> JobState:
+        """A consistent copy of the state (safe to read while the job runs)."""
+        with self._lock:
+            s = copy.copy(self._state)
+            s.events = list(self._state.events)
+            s.metrics = copy.deepcopy(self._state.metrics)
+            return s
+
+    # ------------------------------------------------------------ the worker
+    def _on_event(self, event: Any) -> None:
+        from .training import EpochEvent, StepEvent
+        with self._lock:
+            s = self._state
+            if isinstance(event, StepEvent):
+                s.events.append({"kind": "step", "epoch": event.epoch, "step": event.step, "loss": event.loss,
+                                 "lr": event.lr, "elapsed": event.elapsed})
+                s.step, s.total_steps, s.loss, s.elapsed = event.step, event.total_steps, event.loss, event.elapsed
+                if s.phase == "preparing":
+                    s.phase = "training"
+            elif isinstance(event, EpochEvent):
+                dev = event.dev or {}
+                s.events.append({"kind": "epoch", "epoch": event.epoch, "step": event.step,
+                                 "train_loss": event.train_loss, "train_accuracy": event.train_accuracy,
+                                 "dev_accuracy": dev.get("accuracy"), "dev_loss": dev.get("loss"),
+                                 "dev_macro_f1": dev.get("macro_f1"), "lr": event.lr, "elapsed": event.elapsed,
+                                 "improved": event.improved})
+                s.epoch, s.epochs, s.total_steps = event.epoch, event.epochs, event.total_steps
+                s.dev_accuracy, s.elapsed = dev.get("accuracy"), event.elapsed
+                s.best_epoch = event.best_epoch
+                if event.improved:
+                    s.best_dev_accuracy = dev.get("accuracy")
+                if event.epoch >= event.epochs and s.phase != "stopping":
+                    s.phase = "evaluating and saving"
+        for cb in self._callbacks:
+            cb(event)
+
+    def _run(self) -> None:
+        runner = self._runner
+        if runner is None:
+            from .training import train_from_spec
+            runner = train_from_spec
+        try:
+            result = runner(**self.kwargs, callbacks=[self._on_event], stop_event=self._stop)
+        except BaseException as e:  # noqa: BLE001 - every failure ends the job with its message
+            with self._lock:
+                s = self._state
+                s.status, s.phase = "failed", "failed"
+                s.error = f"{type(e).__name__}: {e}"
+                s.traceback = traceback.format_exc()
+                existing = self.out.is_dir() and (self.out / "config.json").exists()
+                s.message = ("The run failed; nothing new was saved" +
+                             (f" and the existing checkpoint {self.out.name} is unchanged." if existing else "."))
+                s.finished = time.time()
+            return
+        self.result = result
+        hist = result.history
+        with self._lock:
+            s = self._state
+            s.path = str(result.path) if result.path is not None else None
+            s.metrics = _metric_summary(result.metrics)
+            s.best_epoch, s.best_dev_accuracy = hist.best_epoch, hist.best_dev_accuracy
+            s.elapsed = hist.elapsed
+            s.finished = time.time()
+            if hist.best_epoch is not None and hist.best_dev_accuracy is not None:
+                kept = (f"the weights of epoch {hist.best_epoch} (best dev accuracy "
+                        f"{100 * hist.best_dev_accuracy:.1f} %)")
+            elif hist.diverged:
+                kept = "the weights from before the divergence (last completed epoch, else the initial ones)"
+            else:
+                kept = "the weights as they were when it stopped"
+            where = f" in {Path(s.path).name}" if s.path else ""
+            if hist.diverged:
+                s.status, s.phase = "failed", "failed"
+                s.error = f"Training diverged: {hist.stopped_reason}."
+                s.message = f"Saved {kept}{where}." if s.path else "Nothing was saved."
+            elif hist.stopped_by_user:
+                s.status, s.phase = "stopped", "stopped"
+                s.message = f"Stopped by you after {len(hist.epochs)} complete epoch(s); saved {kept}{where}."
+            else:
+                s.status, s.phase = "done", "done"
+                s.message = f"{hist.stopped_reason.capitalize()}; saved {kept}{where}."
+
+
+class JobRegistry:
+    """Jobs by id. `max_running` jobs at most at once (env TEXTCLS_MAX_JOBS, default 3): CPU training is heavy."""
+
+    def __init__(self, max_running: int | None = None, keep_finished: int = 100):
+        if max_running is None:
+            try:
+                max_running = int(os.environ.get("TEXTCLS_MAX_JOBS", "3"))
+            except ValueError:
+                max_running = 3
+        self.max_running = max(1, max_running)
+        self.keep_finished = keep_finished
+        self._jobs: dict[str, TrainingJob] = {}
+        self._lock = threading.Lock()
+
+    def submit(self, callbacks: Iterable[Callable[[Any], None]] = (), runner: Callable[..., Any] | None = None,
+               **kwargs: Any) -> str:
+        """Start a job with `train_from_spec(**kwargs)`; returns its id. Raises JobError when it cannot start."""
+        job_id = uuid.uuid4().hex[:12]
+        job = TrainingJob(job_id, kwargs, callbacks, runner)
+        with self._lock:
+            running = [j for j in self._jobs.values() if j.is_alive()]
+            if len(running) >= self.max_running:
+                raise JobError(f"{len(running)} training run(s) are going already (at most {self.max_running} at "
+                               "once on this server); wait for one to finish or stop one")
+            target = job.out.resolve()
+            if any(j.out.resolve() == target for j in running):
+                raise JobError(f"another running job is writing {job.out}; choose another checkpoint name")
+            self._prune()
+            self._jobs[job_id] = job
+        job.start()
+        return job_id
+
+    def _prune(self) -> None:
+        done = [k for k, j in self._jobs.items() if not j.is_alive()]
+        for k in done[:max(0, len(done) - self.keep_finished)]:
+            del self._jobs[k]
+
+    def get(self, job_id: str) -> TrainingJob | None:
+        with self._lock:
+            return self._jobs.get(job_id)
+
+    def snapshot(self, job_id: str) -> JobState | None:
+        job = self.get(job_id)
+        return None if job is None else job.snapshot()
+
+    def stop(self, job_id: str) -> bool:
+        job = self.get(job_id)
+        if job is None:
+            return False
+        job.stop()
+        return True
+
+    def forget(self, job_id: str) -> bool:
+        """Drop a finished job from the registry (a running one is kept)."""
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None or job.is_alive():
+                return False
+            del self._jobs[job_id]
+            return True
+
+    def ids(self) -> list[str]:
+        with self._lock:
+            return list(self._jobs)
+
+    def running(self) -> list[str]:
+        with self._lock:
+            return [k for k, j in self._jobs.items() if j.is_alive()]
+
+
+REGISTRY = JobRegistry()
+"""The process-wide registry the app uses (sessions keep their job ids in st.session_state)."""
+
+
+def file_columns(path: str | Path, max_rows: int = 50) -> list[str]:
+    """The column names of a CSV / TSV / JSONL / JSON / Parquet data file (for the Train page's pickers).
+
+    Raises `data.DataError` naming the file and the problem when the file cannot be read that far.
+    """
+    import csv
+    import gzip
+    import json
+
+    from .data import FILE_FORMATS, DataError
+
+    p = Path(path)
+    name = p.name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    fmt = FILE_FORMATS.get(Path(name).suffix)
+    if fmt is None:
+        raise DataError(f"{p.name}: unknown file type (expected one of {', '.join(FILE_FORMATS)})")
+    if fmt == "parquet":
+        try:
+            import pyarrow.parquet as pq
+            return list(pq.read_schema(p).names)
+        except Exception as e:  # noqa: BLE001
+            raise DataError(f"{p.name}: not a Parquet file ({e})") from None
+    opener = gzip.open if p.name.lower().endswith(".gz") else open
+    try:
+        with opener(p, "rt", encoding="utf-8", newline="") as f:
+            if fmt in ("csv", "tsv"):
+                reader = csv.reader(f, delimiter="\t" if fmt == "tsv" else ",",
+                                    quoting=csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL)
+                header = next(reader, None)
+                if not header or not any(h.strip() for h in header):
+                    raise DataError(f"{p.name}: empty file or no header row")
+                cols = [h.strip() for h in header]
+                if len(set(cols)) != len(cols):
+                    raise DataError(f"{p.name}: repeated column names in the header: {cols}")
+                return cols
+            head = f.read(1)
+            f.seek(0)
+            if head == "[":
+                rows = json.load(f)
+                if not isinstance(rows, list) or not rows or not isinstance(rows[0], dict):
+                    raise DataError(f"{p.name}: a .json file must hold objects (one per line, or one array)")
+                return list(rows[0])
+            keys: dict[str, None] = {}
+            for n, line in enumerate(f, start=1):
+                if n > max_rows:
+                    break
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise DataError(f"{p.name}, line {n}: not valid JSON ({e.msg})") from None
+                if not isinstance(obj, dict):
+                    raise DataError(f"{p.name}, line {n}: expected a JSON object, got {type(obj).__name__}")
+                keys.update(dict.fromkeys(obj))
+            if not keys:
+                raise DataError(f"{p.name}: no records")
+            return list(keys)
+    except UnicodeDecodeError:
+        raise DataError(f"{p.name}: not UTF-8 text") from None
+    except (OSError, EOFError, json.JSONDecodeError) as e:
+        raise DataError(f"{p.name}: cannot be read ({e})") from None
+
+
+# ---------------------------------------------------------------- what the Train page's form is made of
+
+
+@dataclass
+class ConfigField:
+    """One field of a model's config dataclass, described for a generated form."""
+
+    name: str
+    kind: str                      # "int" | "float" | "bool" | "str" | "ints" (tuple of ints) | "floats" | "other"
+    default: Any                   # the value with the chosen preset / variant applied
+    paper: Any                     # the config class's own default (the paper's value)
+    help: str = ""                 # the field's source comment
+    choices: tuple[str, ...] = ()  # for str fields with known options
+
+
+# fields the Train page sets itself (data, vocabulary, embeddings) rather than in the hyper-parameter form
+FORM_SKIP = ("vocab_size", "num_labels", "pad_id", "embedding_mode", "channels")
+_COMMENT = re.compile(r"^\s+(\w+)\s*:\s*[^=#]+?=\s*(.+?)\s*#\s*(.*?)\s*$")
+
+
+def _field_comments(cls) -> dict[str, str]:
+    """{field: its trailing source comment} over the dataclass and its bases (subclasses win)."""
+    import inspect
+    out: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass):
+            continue
+        try:
+            src = inspect.getsource(klass)
+        except (OSError, TypeError):
+            continue
+        section = ""                  # a comment line of its own describes the fields below it
+        for line in src.splitlines():
+            stripped = line.strip()
+            if stripped.startswith("#"):
+                section = stripped.lstrip("# ").strip()
+                continue
+            m = _COMMENT.match(line)
+            if m:
+                out[m.group(1)] = m.group(3)
+            else:
+                f = re.match(r"^\s+(\w+)\s*:\s*[^=]+=", line)
+                if f and section:
+                    out.setdefault(f.group(1), section)
+    return out
+
+
+def _kind(value: Any, hint: Any) -> str:
+    text = str(hint)
+    if isinstance(value, bool) or hint is bool:
+        return "bool"
+    if isinstance(value, tuple) or "tuple" in text:
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in (value or ())) and "float" not in text:
+            return "ints"
+        return "floats"
+    if isinstance(value, int) and "float" not in text:
+        return "int"
+    if isinstance(value, float) or "float" in text:
+        return "float"
+    if isinstance(value, str):
+        return "str"
+    return "other"
+
+
+def _choices(name: str, default: Any, comment: str) -> tuple[str, ...]:
+    if not isinstance(default, str):
+        return ()
+    if "activation" in name:
+        from .models.base import ACTIVATIONS
+        return tuple(ACTIVATIONS)
+    quoted = re.findall(r'"([\w.-]+)"', comment)
+    if len(quoted) >= 1 and (default in quoted or len(quoted) == 1):
+        opts = list(dict.fromkeys([default] + quoted))
+        if len(opts) >= 2:
+            return tuple(opts)
+    head = comment.split(":")[0].split(";")[0]
+    if "|" in head:
+        opts = [o.strip().strip('"') for o in head.split("|")]
+        if default in opts and all(re.fullmatch(r"[\w.-]+", o) for o in opts):
+            return tuple(opts)
+    return ()
+
+
+def config_fields(model: str, preset: str | None = None, variant: str | None = None,
+                  skip: Sequence[str] = FORM_SKIP) -> list[ConfigField]:
+    """The fields of `model`'s config, with the preset/variant values as defaults, the paper's value, the
+    field's source comment as help, and options for string fields whose comment lists them."""
+    import typing
+
+    from .registry import get_entry, make_config
+    entry = get_entry(model)
+    cfg = make_config(model, preset=preset, variant=variant)
+    paper = entry.config_cls()
+    try:
+        hints = typing.get_type_hints(entry.config_cls)
+    except Exception:  # noqa: BLE001 - fall back to the values' types
+        hints = {}
+    comments = _field_comments(entry.config_cls)
+    out = []
+    for f in dataclasses.fields(entry.config_cls):
+        if f.name in skip or f.name.startswith("_"):
+            continue
+        value = getattr(cfg, f.name)
+        comment = comments.get(f.name, "")
+        out.append(ConfigField(f.name, _kind(value, hints.get(f.name)), value, getattr(paper, f.name), comment,
+                               _choices(f.name, value, comment)))
+    return out
+
+
+def parse_field(field_: ConfigField, raw: Any) -> Any:
+    """A form value -> the config value (tuples from "3, 4, 5"); ValueError naming the field when invalid."""
+    if field_.kind in ("ints", "floats"):
+        if isinstance(raw, (tuple, list)):
+            items = list(raw)
+        else:
+            items = [x for x in re.split(r"[,\s]+", str(raw).strip().strip("()[]")) if x]
+        try:
+            vals = tuple(int(x) if field_.kind == "ints" else float(x) for x in items)
+        except ValueError:
+            raise ValueError(f"{field_.name}: expected numbers separated by commas, got {raw!r}") from None
+        if not vals:
+            raise ValueError(f"{field_.name}: give at least one value")
+        return vals
+    if field_.kind == "int":
+        return int(raw)
+    if field_.kind == "float":
+        return float(raw)
+    if field_.kind == "bool":
+        return bool(raw)
+    return raw
+
+
+def changed_overrides(fields_: Sequence[ConfigField], values: dict[str, Any]) -> dict[str, Any]:
+    """The parsed form values that differ from the fields' defaults (the overrides to pass on)."""
+    out = {}
+    for f in fields_:
+        if f.name in values:
+            v = parse_field(f, values[f.name])
+            if v != f.default:
+                out[f.name] = v
+    return out
+
+
+__all__ = ["ConfigField", "FORM_SKIP", "changed_overrides", "config_fields", "parse_field", "FINISHED", "REGISTRY", "STATUSES", "JobError", "JobRegistry", "JobState", "TrainingJob",
+           "file_columns"]
