@@ -5,7 +5,6 @@ import io
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from pages.common import widgets as w
@@ -17,7 +16,12 @@ st.caption("Every selected checkpoint on the same input: what each predicts, how
 
 valid = w.require_checkpoints()
 by_name = {i.name: i for i in valid}
-chosen = st.multiselect("Checkpoints", list(by_name), default=list(by_name), key="cmp_ckpts",
+# Models are compared on one task at a time by default (the data set with the most checkpoints).
+tasks = sorted({i.data for i in valid}, key=lambda d: (-sum(i.data == d for i in valid), d))
+task = st.segmented_control("Task", tasks + ["all"], default=tasks[0] if tasks else "all", key="cmp_task",
+                            help="Checkpoints trained on the same data set share their labels.") or "all"
+shown = [n for n, i in by_name.items() if task == "all" or i.data == task]
+chosen = st.multiselect("Checkpoints", shown, default=shown, key=f"cmp_ckpts_{task}",
                         format_func=lambda n: w.ckpt_label(by_name[n]))
 if not chosen:
     st.info("Pick at least one checkpoint.")
@@ -42,7 +46,6 @@ def single(text: str) -> None:
             preds[i.name] = r
     if not preds:
         return
-    first = next(iter(preds.values()))
     if not any(p.tokens for p in preds.values()):
         st.warning("None of the models found a word in this text (it is empty after tokenisation); the "
                    "predictions below are what each model says about an empty input.")
@@ -78,15 +81,17 @@ def single(text: str) -> None:
     if n_tok > viz.MAX_HIGHLIGHT_TOKENS:
         start = st.slider("Long text: first token shown", 1, n_tok, 1, step=50, key="cmp_win")
         window = (start - 1, viz.MAX_HIGHLIGHT_TOKENS)
+    stretch = st.toggle("Stretch the shading to each row's range", value=False, key="cmp_stretch",
+                        help="Off: white = a uniform share of the weight, darkest = 4x that share, the same scale "
+                             "for every model. On: each row's smallest weight white, largest darkest.")
     reasons = viz.reasons_figure(items, title="Words shaded by each model's own weight (darker = more)",
-                                 window=window)
+                                 window=window, stretch=stretch)
     if reasons is None:
         st.info("None of these models exposes a token-level weight.")
     else:
         w.show_figure(reasons, "cmp_reasons")
-    st.caption("Each row is shaded on its own scale. Open Inspect for each model's full internals.")
+    st.caption("Open Inspect for each model's full internals.")
     w.zip_button([item] + ([reasons] if reasons else []), "compare_sentence")
-    del first
 
 
 def batch(texts: list[str], gold: list[str] | None = None) -> None:
@@ -106,26 +111,23 @@ def batch(texts: list[str], gold: list[str] | None = None) -> None:
     if not labels:
         return
     names = list(labels)
-    df = pd.DataFrame({"#": np.arange(1, len(texts) + 1), "text": texts})
-    for n in names:
-        df[n] = labels[n]
-        df[f"{n} conf."] = confs[n]
     majority, agree, disagree = [], [], []
     for r in range(len(texts)):
         major, groups = w.agreement({n: labels[n][r] for n in names})
         majority.append(major)
         agree.append(len(groups[major]) / len(names))
         disagree.append(len(groups) > 1)
-    df["majority"] = majority
-    df["agreement"] = agree
-    df["disagree"] = disagree
+    df = pd.DataFrame({"#": np.arange(1, len(texts) + 1), "text": texts, "majority": majority,
+                       "agreement": agree, "disagree": disagree})
     if gold:
         df["gold"] = gold
+    for n in names:
+        df[n] = labels[n]
+        df[f"{n} conf."] = confs[n]
     n_dis = int(np.sum(disagree))
     c1, c2, c3 = st.columns(3)
     c1.metric("texts", f"{len(texts):,}")
-    c2.metric("models disagree on", f"{n_dis:,}", f"{100 * n_dis / len(texts):.0f} % of the texts",
-              delta_color="off")
+    c2.metric("models disagree on", f"{n_dis:,}", help=f"{100 * n_dis / len(texts):.0f} % of the texts")
     c3.metric("all agree on", f"{len(texts) - n_dis:,}")
     if gold:
         acc = {n: float(np.mean([a == b for a, b in zip(labels[n], gold)])) for n in names}
@@ -156,8 +158,8 @@ def batch(texts: list[str], gold: list[str] | None = None) -> None:
         spec = viz.MapSpec("agreement", ("channel", "channel"), "activation")
         s = viz.slice_map(m, spec)
         s.row_labels, s.col_labels, s.row_axis, s.col_axis = names, names, "checkpoint", "checkpoint "
-        fig = viz._heatmap_from_slice(s, spec, title="How often two checkpoints give the same label",
-                                      show_values=True, colors=dict(colorscale="Greens", zmin=0, zmax=1))
+        fig = viz.heatmap_from_slice(s, spec, title="How often two checkpoints give the same label",
+                                     show_values=True, colors=dict(colorscale="Greens", zmin=0, zmax=1))
         item = viz.FigureOut("model_agreement", "pairwise agreement", fig, viz.slice_table(s),
                              caption="Share of the texts on which the row and column checkpoints agree.")
         w.show_figure(item, "cmp_pairwise")

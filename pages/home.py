@@ -68,7 +68,8 @@ else:
                     st.success(f"All {len(df)} checkpoints say **{w.md_escape(major)}**.")
                 else:
                     st.warning("The checkpoints disagree: " + "; ".join(
-                        f"{len(v)} say {w.md_escape(k)}" for k, v in groups.items()) + ". See Compare for details.")
+                        f"{len(v)} {'says' if len(v) == 1 else 'say'} **{w.md_escape(k)}**"
+                        for k, v in groups.items()) + ". Open Compare to see where and why.")
                 st.dataframe(df, hide_index=True, width="stretch",
                              column_config={"confidence": st.column_config.ProgressColumn(
                                  format="%.1f %%", min_value=0, max_value=100)})

@@ -69,10 +69,13 @@ if n_max > viz.MAX_TOKENS:
 if len(loaded) == 2:
     items = [dict(name=i.name, model=i.model, specs=s, maps=r.maps, tokens=r.tokens, sentences=r.sentences,
                   label=r.label) for i, _, r, s in loaded]
-    reasons = viz.reasons_figure(items, title="Words shaded by each model's weight (ACT Table 4 style)",
-                                 window=window)
-    if reasons is not None:
-        with st.container(border=True):
+    if [it["model"] for it in items] == ["act", "transformer"]:
+        items.reverse()                                   # the paper's order: Transformer above ACT
+    with st.container(border=True):
+        stretch = st.toggle("Stretch the shading to each row's range", value=False, key="insp_stretch")
+        reasons = viz.reasons_figure(items, title="Words shaded by each model's weight (ACT Table 4 style)",
+                                     window=window, stretch=stretch)
+        if reasons is not None:
             w.show_figure(reasons, "insp_reasons")
 
 
@@ -81,7 +84,7 @@ def control_widget(c: viz.Control, key: str):
     idx = c.options.index(c.default) if c.default in c.options else 0
     if len(c.options) <= 1:
         return c.options[0] if c.options else 0
-    if len(c.options) <= 8 and max(len(x) for x in c.labels) <= 12:
+    if len(c.options) <= 8 and max(len(x) for x in c.labels) <= 24:
         return st.radio(c.label, c.options, index=idx, horizontal=True, key=key, format_func=labels.get)
     return st.selectbox(c.label, c.options, index=idx, key=key, format_func=labels.get)
 
@@ -111,7 +114,7 @@ def render(slot: int, info, pred, r, specs) -> None:
     st.caption(w.md_escape(viz.VIEWS[vid].description))
     vi = viz.ViewInput(info.model, specs, r.maps, list(r.tokens), r.sentences, title=info.name, label=r.label,
                        config=dict(info.info.get("model_config", {})))
-    opts: dict = {"window": window}
+    opts: dict = {"window": window, "chars_per_line": 90 if len(loaded) == 1 else 44}
     controls = viz.view_controls(vid, vi)
     if controls:
         cols = st.columns(min(3, len(controls)))
@@ -135,7 +138,7 @@ def render(slot: int, info, pred, r, specs) -> None:
         st.info("This view has nothing to draw for this input.")
         return
     for k, item in enumerate(figs):
-        w.show_figure(item, f"{slot}_{info.name}_{item.key}_{k}")
+        w.show_figure(item, f"{slot}_{info.name}_{item.key}_{k}", filename=f"{info.name}_{item.key}")
     w.zip_button(figs, f"{info.name}_{vid}", label="All figures of this view (ZIP)")
 
 

@@ -7,7 +7,8 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("TEXTCLS_TEST_DATA", REPO.parent / "shared" / "data"))
 
-torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+# OMP_NUM_THREADS, when set, wins (2 threads on an oversubscribed machine run ~30x slower than 1)
+torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "0") or 0) or max(1, min(2, os.cpu_count() or 1)))
 
 
 @pytest.fixture(autouse=True)

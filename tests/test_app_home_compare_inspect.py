@@ -119,7 +119,11 @@ def test_compare_one_sentence_one_card_per_checkpoint(app, ckpt_dir):
     cards = [m.value for m in at.markdown if ":green[" in m.value or ":red[" in m.value]
     assert len(cards) == len(ckpt_dir[1])
     assert at.success or at.warning
-    assert len(charts(at)) == 2                                         # probabilities + what each looked at
+    assert len(charts(at)) == 1                                         # probabilities
+    reasons = [h.proto.body for h in at.get("html")]                    # what each model looked at (escaped HTML)
+    assert len(reasons) == 1
+    for name in ckpt_dir[1]:
+        assert f"{name} → " in reasons[0].replace("&#95;", "_")
 
 
 def test_compare_batch_table_with_per_row_disagreement(app, ckpt_dir):
@@ -156,6 +160,9 @@ def test_compare_hostile_text_gives_a_message_or_a_result_never_markup(app, text
     assert at.success or at.warning
     for m in at.markdown:                                               # user text never reaches markdown raw
         assert "<script>" not in m.value and "<img" not in m.value and "](http" not in m.value
+    for h in at.get("html"):                                            # shaded words: escaped, entity-encoded
+        body = h.proto.body
+        assert "<script>" not in body and "<img" not in body and "](http" not in body and "$x$" not in body
 
 
 # ---------------------------------------------------------------- Inspect
@@ -172,7 +179,7 @@ def test_inspect_every_view_of_every_checkpoint_draws(app, ckpt_dir):
             at.selectbox(key=f"insp_view_0_{name}").select_index(i).run()
             assert not at.exception, (name, i)
             assert not at.error, (name, i, [e.value for e in at.error])
-            assert len(charts(at)) >= 1, (name, i)
+            assert len(charts(at)) + len(at.get("html")) >= 1, (name, i)
 
 
 def test_inspect_paper_view_is_the_default_and_has_token_axes(app, ckpt_dir):
@@ -192,9 +199,12 @@ def test_inspect_two_checkpoints_side_by_side_with_shared_reasons_figure(app, ck
     at.toggle(key="insp_two").set_value(True).run()
     at.selectbox(key="insp_ckpt2").set_value("transformer_tiny").run()
     assert not at.exception
-    # reasons figure (Transformer above ACT style) + ACT-T4 + TR-ATT's three
-    assert len(charts(at)) == 1 + 1 + 3
-    assert '"transformer_tiny' in charts(at)[0].proto.spec or "transformer_tiny" in charts(at)[0].proto.spec
+    # TR-ATT's three charts; the reasons figure and ACT-T4 are shaded words (HTML)
+    assert len(charts(at)) == 3
+    html = [h.proto.body.replace("&#95;", "_") for h in at.get("html")]
+    assert len(html) == 2
+    # the reasons figure in the paper's order: Transformer above ACT
+    assert html[0].index("transformer_tiny → ") < html[0].index("act_tiny → ")
 
 
 def test_inspect_long_text_gets_a_token_window(app):
@@ -225,3 +235,30 @@ def test_home_links_only_to_pages_that_exist(app):
     existing = {f.stem for f in (REPO / "pages").glob("*.py")} - {"home"}
     assert {"compare", "inspect"} <= linked
     assert linked <= existing                                           # a listed page that is missing is skipped
+
+
+def test_broken_checkpoints_are_reported_not_raised(ckpt_dir, tmp_path, monkeypatch):
+    import json
+    import shutil
+
+    from streamlit.testing.v1 import AppTest
+
+    root = tmp_path / "mixed"
+    shutil.copytree(ckpt_dir[0] / "kim_cnn_tiny", root / "good")
+    shutil.copytree(ckpt_dir[0] / "act_tiny", root / "stale")       # listed, but its config no longer loads
+    cfg = json.loads((root / "stale" / "config.json").read_text())
+    cfg["model_config"]["no_such_field"] = 1
+    (root / "stale" / "config.json").write_text(json.dumps(cfg))
+    (root / "half").mkdir()                                          # not a checkpoint at all
+    (root / "half" / "config.json").write_text("{")
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(root))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert not at.exception
+    assert sorted(at.dataframe[0].value["checkpoint"]) == ["good", "stale"]
+    assert any("could not be read" in e.label for e in at.expander)
+    at.switch_page("pages/compare.py").run()
+    at.button[0].click().run()
+    assert not at.exception
+    assert any("Could not load stale" in e.value for e in at.error)
+    assert len([m for m in at.markdown if ":green[" in m.value or ":red[" in m.value]) == 1

@@ -97,6 +97,9 @@ def test_word_weights_histogram_and_summary():
     s = cv.weight_summary(d)
     assert s.set_index("label").loc["pos", "mean"] == pytest.approx(0.225)
     assert cv.word_counts(cw).to_dict() == {"movie": 3, "good": 2, "bad": 2, "fun": 1, "plot": 1}
+    # mean relative weight over all texts: good (1.5 + 1.6) / 2 = 1.55 > bad (1.8 + 1.0) / 2 = 1.4 > movie 0.5
+    assert cv.salient_words(cw, k=3, min_count=2) == ["good", "bad", "movie"]
+    assert cv.salient_words(cw, k=2, min_count=50) == ["good", "bad"]     # small corpus: fewer occurrences
 
 
 # ---------------------------------------------------------------- a toy attention model

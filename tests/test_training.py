@@ -210,6 +210,13 @@ def test_train_from_spec_writes_a_checkpoint_with_test_metrics(tmp_path, shared_
     assert len(pred.predict(["word " * 500])[0].tokens) == 64
 
 
+def test_train_from_spec_refuses_a_foreign_out_folder_before_training(tmp_path):
+    from textcls.checkpoint import CheckpointError
+    (tmp_path / "mine.txt").write_text("x")
+    with pytest.raises(CheckpointError, match="not a textcls checkpoint"):
+        train_from_spec("no-such-data-is-loaded", "kim_cnn", out=tmp_path)
+
+
 STEPS = 300
 
 
@@ -236,7 +243,7 @@ def test_a_few_hundred_steps_lift_dev_accuracy_above_chance(sst2, name):
     torch.manual_seed(0)
     model = textcls.create_model(name, vocab_size=vocab_size, num_labels=2, preset="small", embeddings=matrix)
     t0 = time.perf_counter()
-    h = fit(model, train, dev, TrainConfig(epochs=2, batch_size=32, max_steps=STEPS, device="cpu"))
+    h = fit(model, train, dev, TrainConfig(epochs=2, batch_size=32, lr=3e-3, max_steps=STEPS, device="cpu"))
     seconds = time.perf_counter() - t0
     print(f"\n{name}: {STEPS} steps in {seconds:.1f} s, dev accuracy per epoch "
           f"{[round(e['dev_accuracy'], 3) for e in h.epochs]}")

@@ -107,7 +107,7 @@ def test_every_user_string_is_escaped_in_figures():
             assert bad not in js, (bad, type(fig))
         assert "&lt;script&gt;" in js
     html = viz.token_highlight_html(HOSTILE, arr[0], label="<img src=x onerror=alert(1)>")
-    assert "<script>" not in html and "<img" not in html and "&lt;script&gt;" in html
+    assert "<script>" not in html and "<img" not in html and "&#60;script&#62;" in html
     assert html.count("<span") == len(HOSTILE)
 
 
@@ -130,7 +130,7 @@ def test_long_input_is_paged_or_binned_never_full_size():
     grid = viz.attention_grid(np.zeros((2, 2, n, n), dtype=np.float32) + 1 / n, toks)
     assert all(np.asarray(t.z).shape == (viz.MAX_GRID_TOKENS,) * 2 for t in grid.data)
     hl = viz.token_highlight(toks, np.ones(n), window=(100, 50))
-    assert sum(1 for a in hl.layout.annotations if a.text.startswith("w")) == 50
+    assert list(hl.data[0].text) == toks[100:150]
 
 
 def test_window_is_clamped_to_the_text():
@@ -156,13 +156,18 @@ def test_token_highlight_shades_relative_to_uniform_share():
 def test_token_highlight_rows_one_annotation_per_token_and_label_and_checks_lengths():
     rows = [("Transformer", WORDS, np.linspace(0, 1, len(WORDS))), ("ACT", WORDS, np.ones(len(WORDS)))]
     fig = viz.token_highlight_rows(rows, title="t")
-    texts = [a.text for a in fig.layout.annotations]
-    assert texts.count("<b>Transformer</b>") == 1 and texts.count("<b>ACT</b>") == 1
-    assert len(texts) == 2 * len(WORDS) + 2
-    # Transformer row is above the ACT row
-    ys = {a.text: a.y for a in fig.layout.annotations if a.text.startswith("<b>")}
-    assert ys["<b>Transformer</b>"] > ys["<b>ACT</b>"]
+    labels = {a.text: a.y for a in fig.layout.annotations}
+    assert set(labels) == {"<b>Transformer</b>", "<b>ACT</b>"}
+    assert labels["<b>Transformer</b>"] > labels["<b>ACT</b>"]           # Transformer row above the ACT row
+    bars = fig.data[0]
+    assert list(bars.text) == WORDS + WORDS                             # one shaded box per token
+    n = len(WORDS)
+    assert max(bars.y[:n]) < labels["<b>Transformer</b>"] and max(bars.y[n:]) < labels["<b>ACT</b>"]
+    assert len(set(bars.marker.color[n:])) == 1                         # the uniform ACT row: one shade
+    assert "weight" in bars.hovertext[0]
     assert fig.layout.width and fig.layout.height
+    html = viz.token_rows_html(rows, title="t")
+    assert html.count("<span title=") == 2 * n and html.index("Transformer") < html.index("ACT")
     with pytest.raises(ValueError, match="weights"):
         viz.token_highlight(WORDS, [0.1, 0.2])
     table = viz.highlight_table(rows)

@@ -180,6 +180,18 @@ def _vocab_to_obj(vocab):
 # ---------------------------------------------------------------- save
 
 
+def check_target(path: str | Path) -> Path:
+    """Raise CheckpointError unless `path` may receive a checkpoint: absent, an empty folder, or a checkpoint
+    (which a save replaces). Trainers call it before training, so a bad --out fails at once."""
+    path = Path(path)
+    if path.exists():
+        if not path.is_dir():
+            raise CheckpointError(f"{path} exists and is not a folder; not replacing it")
+        if any(path.iterdir()) and not _is_checkpoint_dir(path):
+            raise CheckpointError(f"{path} exists and is not a textcls checkpoint; not replacing it")
+    return path
+
+
 def save_checkpoint(path: str | Path, model: torch.nn.Module, tokenizer, labels, meta: dict[str, Any] | None = None,
                     history=None, float16: bool = False) -> Path:
     """Write a checkpoint folder at `path` (atomically; see the module docstring). Returns the path."""
@@ -196,11 +208,7 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module, tokenizer, labels,
     if len(tokenizer.vocab) != getattr(model.config, "vocab_size", len(tokenizer.vocab)):
         raise ValueError(f"save_checkpoint: the vocabulary has {len(tokenizer.vocab)} entries but the model's "
                          f"vocab_size is {model.config.vocab_size}")
-    if path.exists():
-        if not path.is_dir():
-            raise CheckpointError(f"{path} exists and is not a folder; not replacing it")
-        if any(path.iterdir()) and not _is_checkpoint_dir(path):
-            raise CheckpointError(f"{path} exists and is not a textcls checkpoint; not replacing it")
+    check_target(path)
 
     state = {k: v.detach().to("cpu").contiguous().clone() for k, v in model.state_dict().items()}
     if float16:

@@ -77,6 +77,14 @@ def _parse_pairs(pairs: Sequence[str] | None, what: str, config_cls=None) -> dic
     return out
 
 
+def _device(name: str | None) -> str:
+    from .training import resolve_device
+    try:
+        return str(resolve_device(name))
+    except (ValueError, RuntimeError) as e:
+        raise UsageError(f"--device: {_one_line(e)}") from None
+
+
 def _data_error_types() -> tuple[type, ...]:
     try:
         from .data import DataError
@@ -122,6 +130,7 @@ class _Progress:
 
 
 def cmd_train(args) -> int:
+    from .checkpoint import check_target
     from .data import load_data
     from .registry import get_entry, make_config
     from .training import TrainConfig, tokenizer_config_for, train_from_spec
@@ -141,14 +150,13 @@ def cmd_train(args) -> int:
                                              max_steps=args.max_steps, device=args.device).items()
                       if v is not None}
         TrainConfig(epochs=args.epochs, seed=args.seed, **train_over)
+        _device(args.device)
         emb = args.embeddings
         if emb not in ("glove", "random") and not Path(emb).expanduser().is_file():
             raise UsageError(f"--embeddings must be glove, random or an existing file; no file {emb!r}")
         if args.limit is not None and args.limit < 1:
             raise UsageError("--limit must be >= 1")
-        out = Path(args.out)
-        if out.exists() and not out.is_dir():
-            raise UsageError(f"--out {out} exists and is not a folder")
+        out = check_target(args.out)
         bundle = load_data(args.data, root=args.data_root, limit=args.limit, seed=args.seed,
                            text_column=args.text_column, label_column=args.label_column)
     except (KeyError, TypeError, ValueError, FileNotFoundError) as e:
@@ -160,7 +168,7 @@ def cmd_train(args) -> int:
                                  embeddings=emb, epochs=args.epochs, out=out, callbacks=[progress],
                                  min_freq=args.min_freq, max_vocab=args.max_vocab, tokenizer_overrides=tok,
                                  train_overrides=train_over, paper_training=args.paper_training, seed=args.seed,
-                                 float16=args.float16)
+                                 float16=args.float16, limit=args.limit, data_spec=args.data)
     finally:
         progress.close()
     h = result.history
@@ -204,7 +212,7 @@ def cmd_evaluate(args) -> int:
     from .data import load_data
     from .metrics import default_ignore_label, evaluate
 
-    predictor = load_checkpoint(args.checkpoint, device=args.device)
+    predictor = load_checkpoint(args.checkpoint, device=_device(args.device))
     data = args.data
     if data is None:
         recorded = predictor.info.get("data") if isinstance(predictor.info.get("data"), dict) else {}
@@ -247,7 +255,7 @@ def cmd_predict(args) -> int:
             texts.append(t)
     if not texts:
         raise UsageError("no text to classify")
-    predictor = load_checkpoint(args.checkpoint, device=args.device)
+    predictor = load_checkpoint(args.checkpoint, device=_device(args.device))
     preds = predictor.predict(texts, batch_size=args.batch_size)
     if args.json:
         items = [{"text": t, **p.to_dict()} for t, p in zip(texts, preds)]

@@ -261,6 +261,23 @@ def word_counts(cw: CorpusWeights, *, min_count: int = 1, skip_punct: bool = Tru
     return counts[counts >= min_count]
 
 
+def salient_words(cw: CorpusWeights, *, k: int = 10, min_count: int = 20, skip_punct: bool = True) -> list[str]:
+    """The k words (seen >= min_count times in all) with the highest mean relative weight over the whole corpus,
+    whatever the label: good words to look at in LAMA-F2. Falls back to fewer occurrences on small corpora."""
+    f = cw.flat()
+    if not len(f["word"]):
+        return []
+    df = pd.DataFrame({"word": f["word"], "relative": f["relative"]})
+    if skip_punct:
+        df = df[[is_wordlike(w) for w in df["word"]]]
+    g = df.groupby("word")["relative"].agg(["size", "mean"])
+    for need in (min_count, max(2, min_count // 4), 1):
+        top = g[g["size"] >= need].sort_values(["mean", "size"], ascending=[False, False])
+        if len(top):
+            return list(top.index[:k])
+    return []
+
+
 def word_weights(cw: CorpusWeights, word: str, *, by: str = "gold", relative: bool = False
                  ) -> dict[str, np.ndarray]:
     """LAMA-F2: {label: the weight of every occurrence of `word` in texts of that label} (labels with no
@@ -592,5 +609,5 @@ class CorpusCache:
 
 
 __all__ = ["BY", "SCORES", "CorpusCache", "CorpusWeights", "FilterBank", "FilterNgrams", "checkpoint_stamp",
-           "default_cache_dir", "filter_banks", "filter_ngrams", "supports_token_weights", "token_weights",
+           "default_cache_dir", "filter_banks", "filter_ngrams", "salient_words", "supports_token_weights", "token_weights",
            "top_words", "weight_histogram", "weight_summary", "word_counts", "word_weights"]

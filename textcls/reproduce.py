@@ -374,8 +374,10 @@ def reproduce(cells: Sequence[Cell], *, out: str | Path = DEFAULT_OUT, markdown:
         for cell, s, e, _ in plan:
             log(f"  would run {cell.key} seed {s} ({e} epochs)")
         return results
+    if not plan:
+        return results
     order = {c.key: i for i, c in enumerate(all_cells(SUITES))}
-    results.setdefault("sessions", []).append(session)
+    results.setdefault("sessions", []).append(session)   # only sessions that run something are recorded
     for i, (cell, s, e, sig) in enumerate(plan, 1):
         log(f"[{i}/{len(plan)}] {cell.key} seed {s}: {cell.model} {e} epoch(s) on {cell.data}"
             + (f" (limit {limit})" if limit else ""))
@@ -598,6 +600,7 @@ def cli_job(args) -> Callable[[], int]:
     if out.is_dir() or md.is_dir():
         raise ValueError(f"--out {out} / --markdown {md} must be files, not folders")
     results = load_results(out)                                 # a corrupt file is an error before any run
+    n_sessions = len(results.get("sessions", []))
     if args.report:
         def report() -> int:
             print(f"wrote {write_markdown(results, md)}")
@@ -628,6 +631,7 @@ def cli_job(args) -> Callable[[], int]:
                 print(f"{r['key']:<48} ours {_fmt(r['ours']):>5} ({r['spread']})  paper {paper:>5}  "
                       f"delta {_fmt(r['delta'], signed=True)}")
         print(f"wrote {out} and {md}")
-        failed = res.get("sessions", [{}])[-1].get("failed", []) if res.get("sessions") else []
+        new_session = len(res.get("sessions", [])) > n_sessions
+        failed = res["sessions"][-1].get("failed", []) if new_session else []
         return 1 if failed else 0
     return job

@@ -547,10 +547,12 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
                     tokenizer_overrides: dict[str, Any] | None = None,
                     train_overrides: dict[str, Any] | None = None, paper_training: bool = False,
                     seed: int = 0, float16: bool = False, evaluate_test: bool = True,
-                    text_column: str = "text", label_column: str = "label") -> TrainResult:
+                    text_column: str = "text", label_column: str = "label",
+                    data_spec: str | None = None) -> TrainResult:
     """Load data, build tokenizer + vocabulary + embeddings + model, fit, evaluate, and save a checkpoint.
 
-    data: a bundled name, a path, "hf:ID" (see `data.load_data`), or an already loaded DataBundle.
+    data: a bundled name, a path, "hf:ID" (see `data.load_data`), or an already loaded DataBundle (then
+        `limit` still applies, and `data_spec` is what the checkpoint records as the data's spec).
     model: a registered model name; preset/variant/overrides as in `create_model`.
     embeddings: "glove" (50-d GloVe 6B; sets embed_dim to 50), "random" (the model's own initialisation),
         or a path to a vectors file (see `embeddings.build_embedding_matrix`).
@@ -571,6 +573,9 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
     overrides = dict(overrides or {})
     model_config = make_config(model, preset=preset, variant=variant, **overrides)  # fail early on bad input
     emb_source = _resolve_embeddings(embeddings)
+    if out is not None:
+        from .checkpoint import check_target
+        check_target(out)  # fail before training, not after
     tcfg_values = dict(train_overrides or {})
     if paper_training:
         tcfg_values = {**PAPER_TRAINING.get(model, {}), **tcfg_values}
@@ -579,6 +584,8 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
 
     bundle = data if isinstance(data, DataBundle) else load_data(
         data, root=data_root, text_column=text_column, label_column=label_column, limit=limit, seed=seed)
+    if isinstance(data, DataBundle) and limit is not None:
+        bundle = dataclasses.replace(bundle, splits={k: s.sample(limit, seed) for k, s in bundle.splits.items()})
     if "train" not in bundle.splits:
         raise ValueError(f"data set {bundle.name!r} has no train split (splits: {sorted(bundle.splits)})")
     labels = list(bundle.labels)
@@ -618,7 +625,8 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
         from .checkpoint import save_checkpoint
         summary = {f"{s}_{k}": metrics[s][k] for s in metrics for k in ("accuracy", "macro_f1")}
         meta = {
-            "data": {"name": bundle.name, "spec": data if isinstance(data, str) else bundle.name,
+            "data": {"name": bundle.name, "spec": data_spec or (str(data) if isinstance(data, (str, Path))
+                                                                 else bundle.name),
                      "task": bundle.task, "source": bundle.source, "limit": limit,
                      "splits": {k: len(v) for k, v in bundle.splits.items()}, "ignore_label": ignore},
             "metrics": {**summary, **metrics},

@@ -4,10 +4,11 @@ The app's Train page must not train in the Streamlit script thread (a rerun woul
 would freeze). A `TrainingJob` runs `training.train_from_spec` in its own daemon thread; the training loop's
 callbacks write into a `JobState` under a lock, and any thread reads a consistent copy with `snapshot()`.
 
-Where jobs live: `REGISTRY`, this module's one process-wide `JobRegistry` (documented here on purpose: a job
-must outlive the script run - and the page - that started it, so it cannot live in st.session_state). The app
-keeps only job *ids* in st.session_state and looks them up here; `JobRegistry` can also be created on its own
-(tests do).
+Where jobs live: a `JobRegistry` (jobs by id). A job must outlive the script run - and the page - that started
+it, so it cannot live in st.session_state: the app keeps one process-wide registry (`pages/common/cache.py`
+`job_registry()`, an st.cache_resource, which also survives the dev server's re-imports of this package) and
+keeps only job *ids* in st.session_state. `REGISTRY` below is the same for library callers (one per import);
+`JobRegistry` can also be created on its own (tests do).
 
 Life of a job (`status`):
     running  -> done      the run finished; the checkpoint is saved
@@ -177,16 +178,19 @@ class TrainingJob:
 
     # ------------------------------------------------------------ the worker
     def _on_event(self, event: Any) -> None:
-        from .training import EpochEvent, StepEvent
+        # duck-typed (EpochEvent has `epochs`, StepEvent does not): the app's dev server may re-import textcls
+        # while a run goes on, and the run's event classes are then not the freshly imported ones
+        is_epoch = hasattr(event, "epochs") and hasattr(event, "train_loss")
+        is_step = not is_epoch and hasattr(event, "loss") and hasattr(event, "total_steps")
         with self._lock:
             s = self._state
-            if isinstance(event, StepEvent):
+            if is_step:
                 s.events.append({"kind": "step", "epoch": event.epoch, "step": event.step, "loss": event.loss,
                                  "lr": event.lr, "elapsed": event.elapsed})
                 s.step, s.total_steps, s.loss, s.elapsed = event.step, event.total_steps, event.loss, event.elapsed
                 if s.phase == "preparing":
                     s.phase = "training"
-            elif isinstance(event, EpochEvent):
+            elif is_epoch:
                 dev = event.dev or {}
                 s.events.append({"kind": "epoch", "epoch": event.epoch, "step": event.step,
                                  "train_loss": event.train_loss, "train_accuracy": event.train_accuracy,
@@ -321,7 +325,7 @@ class JobRegistry:
 
 
 REGISTRY = JobRegistry()
-"""The process-wide registry the app uses (sessions keep their job ids in st.session_state)."""
+"""A process-wide registry for library callers (the app uses pages/common/cache.job_registry())."""
 
 
 def file_columns(path: str | Path, max_rows: int = 50) -> list[str]:

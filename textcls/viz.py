@@ -17,6 +17,7 @@ binned (`aggregate=True`); no figure is ever built with thousands of cells per a
 """
 from __future__ import annotations
 
+import functools
 import html
 import io
 import json
@@ -120,6 +121,8 @@ class FigureOut:
     table: pd.DataFrame           # long form: one column per axis label (+ its index) and "value"
     caption: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    html: str | None = None       # escaped HTML to show on screen instead of `fig` (shaded words wrap to any
+                                  # width); `fig` is still what PNG/SVG exports render
 
     def csv(self) -> str:
         return self.table.to_csv(index=False)
@@ -317,7 +320,7 @@ def _heatmap_from_slice(s: Slice2D, spec: MapSpec, *, title: str | None = None,
     hover += "<br>token there: %{customdata[2]}<extra></extra>" if tok_of else "<extra></extra>"
     col = colors or _colors(spec, s.z)
     if show_values is None:
-        show_values = nr * nc <= 150
+        show_values = nr * nc <= 150 and not marks       # numbers would sit under the markers
     trace = go.Heatmap(z=s.z, x=list(range(nc)), y=list(range(nr)), customdata=custom, hovertemplate=hover,
                        colorbar=dict(thickness=12, len=0.9), **col)
     if tok_of is not None and nr * nc <= 400:
@@ -358,6 +361,11 @@ def _heatmap_from_slice(s: Slice2D, spec: MapSpec, *, title: str | None = None,
                    tickvals=tv_y, ticktext=tt_y, autorange="reversed", showgrid=False),
     )
     return fig
+
+
+def heatmap_from_slice(s: Slice2D, spec: MapSpec, **kw) -> go.Figure:
+    """A heatmap of a prepared (possibly relabelled) Slice2D; keywords as `heatmap` (title, marks, colors...)."""
+    return _heatmap_from_slice(s, spec, **kw)
 
 
 def slice_table(s: Slice2D) -> pd.DataFrame:
@@ -428,35 +436,68 @@ def _shade(weights: np.ndarray, stretch: bool = False) -> tuple[np.ndarray, str]
     return np.clip(np.log(ratio) / np.log(top), 0.0, 1.0), "Reds"
 
 
+@functools.lru_cache(maxsize=8)
+def _lut(scale: str) -> tuple[str, ...]:
+    """101 colours of a Plotly colour scale (looking a scale up by name is slow; do it once)."""
+    return tuple(sample_colorscale(scale, [i / 100 for i in range(101)]))
+
+
 def _bg(t: float, scale: str) -> tuple[str, str]:
     """Background and text colour for a normalised shade."""
     if scale == "RdBu_r":
-        c = sample_colorscale("RdBu_r", [(t + 1) / 2])[0]
+        c = _lut("RdBu_r")[int(round((t + 1) / 2 * 100))]
         dark = abs(t) > 0.6
     else:
-        c = sample_colorscale("Reds", [0.85 * t])[0]
+        c = _lut("Reds")[int(round(0.85 * t * 100))]
         dark = t > 0.55
     return c, ("white" if dark else "#111")
+
+
+_HTML_ENTITIES = str.maketrans({c: f"&#{ord(c)};" for c in "&<>\"'*_$[]`~:#|\\{}+-!()"})
+
+
+def esc_html(text: Any) -> str:
+    """HTML-escape, and turn markdown/LaTeX/directive characters into entities too (one pass, so entities are
+    never escaped twice): the fragment means the same in any renderer (st.html, st.markdown, a notebook)."""
+    return str(text).translate(_HTML_ENTITIES)
 
 
 def token_highlight_html(tokens: Sequence[str], weights: Sequence[float], *, label: str | None = None,
                          window: tuple[int, int] | None = None, max_tokens: int = MAX_HIGHLIGHT_TOKENS,
                          stretch: bool = False) -> str:
-    """The same shading as `token_highlight` as an HTML fragment; every token (and the label) is escaped."""
-    tokens = list(tokens)
-    w = np.asarray(weights, dtype=float)[: len(tokens)]
-    lo, hi = _window(len(tokens), window, max_tokens)
-    shade, scale = _shade(w, stretch)
-    parts = []
-    if label:
-        parts.append(f'<div style="font-weight:600;margin:4px 0">{esc(label)}</div>')
-    parts.append('<div style="line-height:2.0;font-size:15px">')
-    for i in range(lo, hi):
-        bg, fg = _bg(float(shade[i]), scale)
-        parts.append(f'<span title="{esc(tokens[i])}: {w[i]:.4g}" style="background:{bg};color:{fg};'
-                     f'padding:2px 3px;margin:1px;border-radius:3px">{esc(tokens[i])}</span>')
-    if (lo, hi) != (0, len(tokens)):
-        parts.append(f'<span style="color:#888"> (tokens {lo + 1}-{hi} of {len(tokens)})</span>')
+    """The same shading as `token_highlight` as an HTML fragment; every token (and the label) is escaped.
+    The words wrap to any width; the exact weight is in each word's tooltip."""
+    return token_rows_html([(label or "", tokens, weights)], window=window, max_tokens=max_tokens, stretch=stretch)
+
+
+def token_rows_html(rows: Sequence[tuple[str, Sequence[str], Sequence[float]]], *, title: str = "",
+                    window: tuple[int, int] | None = None, max_tokens: int = MAX_HIGHLIGHT_TOKENS,
+                    stretch: bool = False) -> str:
+    """`token_highlight_rows` as HTML (escaped): for on-screen display at any width."""
+    parts = ['<div style="font-family:sans-serif">']
+    if title:
+        parts.append(f'<div style="font-size:15px;margin:2px 0 6px 0;color:#333">{esc_html(title)}</div>')
+    for label, tokens, weights in rows:
+        tokens = [str(t) for t in tokens]
+        w = np.asarray(weights, dtype=float)
+        if w.shape[0] < len(tokens):
+            raise ValueError(f"{len(tokens)} tokens but {w.shape[0]} weights for row {label!r}")
+        w = w[: len(tokens)]
+        lo, hi = _window(len(tokens), window, max_tokens)
+        shade, scale = _shade(w, stretch)
+        if label:
+            parts.append(f'<div style="font-weight:600;font-size:13px;margin:8px 0 2px 0">{esc_html(label)}</div>')
+        parts.append('<div style="line-height:2.1;font-size:15px;font-family:monospace">')
+        for i in range(lo, hi):
+            bg, fg = _bg(float(shade[i]), scale)
+            t = esc_html(tokens[i]) or "&nbsp;"
+            parts.append(f'<span title="{t}: {w[i]:.6g}" style="background:{bg};color:{fg};'
+                         f'padding:2px 3px;margin:0 1px;border-radius:3px;white-space:pre">{t}</span> ')
+        if hi <= lo:
+            parts.append('<span style="color:#888">(no tokens)</span>')
+        elif (lo, hi) != (0, len(tokens)):
+            parts.append(f'<span style="color:#888"> (tokens {lo + 1}-{hi} of {len(tokens)})</span>')
+        parts.append("</div>")
     parts.append("</div>")
     return "".join(parts)
 
@@ -482,10 +523,10 @@ def token_highlight_rows(rows: Sequence[tuple[str, Sequence[str], Sequence[float
     """
     char_px, line_px, font_px = 9.0, 26, 15
     width = int(chars_per_line * char_px + 40)
-    fig = go.Figure()
     y = 0.0
     notes = []
-    hx, hy, ht = [], [], []
+    ann: list[dict] = []          # row labels only (few): per-token annotations would be slow to build
+    bx, bbase, by, bcol, bfg, btext, bhover = [], [], [], [], [], [], []
     for label, tokens, weights in rows:
         tokens = [str(t) for t in tokens]
         w = np.asarray(weights, dtype=float)
@@ -497,12 +538,12 @@ def token_highlight_rows(rows: Sequence[tuple[str, Sequence[str], Sequence[float
             notes.append(f"tokens {lo + 1}-{hi} of {len(tokens)}")
         shade, scale = _shade(w, stretch)
         if label:
-            fig.add_annotation(x=0, y=y, text=f"<b>{esc(label)}</b>", showarrow=False, xanchor="left",
-                               yanchor="middle", font=dict(size=13, family=FONT))
+            ann.append(dict(x=0, y=y, text=f"<b>{esc(label)}</b>", showarrow=False, xanchor="left",
+                            yanchor="middle", font=dict(size=13, family=FONT)))
             y -= 1
         x = 0.0
         if hi <= lo:
-            fig.add_annotation(x=0, y=y, text="(no tokens)", showarrow=False, xanchor="left")
+            ann.append(dict(x=0, y=y, text="(no tokens)", showarrow=False, xanchor="left"))
             y -= 1
         order = np.argsort(-w, kind="stable")
         rank = np.empty(len(w), dtype=int)
@@ -513,21 +554,23 @@ def token_highlight_rows(rows: Sequence[tuple[str, Sequence[str], Sequence[float
             if x > 0 and x + cw > chars_per_line:
                 x, y = 0.0, y - 1
             bg, fg = _bg(float(shade[i]), scale)
-            fig.add_annotation(x=x + cw / 2, y=y, text=esc(tok), showarrow=False, bgcolor=bg,
-                               font=dict(family=MONO, size=font_px, color=fg), borderpad=2,
-                               xanchor="center", yanchor="middle")
-            hx.append(x + cw / 2); hy.append(y)
-            ht.append(f"{esc(label) + ' · ' if label else ''}{esc(tok)}<br>weight {w[i]:.6g} (rank {rank[i]})")
+            bx.append(cw + 0.4); bbase.append(x - 0.2); by.append(y); bcol.append(bg); bfg.append(fg)
+            btext.append(esc(tok))
+            bhover.append(f"{esc(label) + ' · ' if label else ''}{esc(tok)}<br>weight {w[i]:.6g} (rank {rank[i]})")
             x += cw + 1
         y -= 1.6
-    fig.add_trace(go.Scatter(x=hx, y=hy, mode="markers", marker=dict(size=14, opacity=0), hovertext=ht,
-                             hoverinfo="text", showlegend=False))
+    # one horizontal bar per token: its box is the shading, its text the token (one trace, fast for long texts)
+    fig = go.Figure(go.Bar(x=bx, base=bbase, y=by, orientation="h", width=0.78, marker=dict(color=bcol, line_width=0),
+                           text=btext, textposition="inside", insidetextanchor="middle", textangle=0,
+                           textfont=dict(family=MONO, size=font_px, color=bfg), constraintext="none",
+                           hovertext=bhover, hoverinfo="text", showlegend=False, cliponaxis=False))
     n_lines = max(1.0, -y)
     heading = esc(title)
     if notes:
         heading += f"<br><sup>{esc('; '.join(dict.fromkeys(notes)))}</sup>"
     top = 50 if title else 10
     fig.update_layout(
+        annotations=ann, uniformtext=dict(minsize=font_px, mode="show"), bargap=0,
         title=dict(text=heading, x=0.01, font=dict(size=14)) if title else None,
         width=width, height=int(top + 20 + n_lines * line_px), margin=dict(l=20, r=20, t=top, b=10),
         xaxis=dict(range=[-0.5, chars_per_line + 0.5], visible=False, fixedrange=True),
@@ -563,11 +606,8 @@ def attention_grid(att: Any, tokens: Sequence[str] | None = None, *, window: tup
     lo, hi = _window(n, window, max_tokens)
     a = a[:, :, lo:hi, lo:hi]
     labels = axis_labels(axes[0], hi, tokens)[lo:hi]
-    el = [esc(x) for x in labels]
-    custom = np.empty((hi - lo, hi - lo, 2), dtype=object)
-    for i in range(hi - lo):
-        custom[i, :, 0] = el[i]
-        custom[:, i, 1] = el[i]
+    # unique category labels "12·food": hover names the tokens without a per-cell customdata array
+    cats = [f"{lo + i + 1}·{esc(x)}" for i, x in enumerate(labels)]
     fig = make_subplots(rows=nl, cols=nh, horizontal_spacing=0.01, vertical_spacing=0.02,
                         column_titles=[f"{col_label} {h + 1}" for h in range(nh)],
                         row_titles=[f"{row_label} {l + 1}" for l in range(nl)])
@@ -575,9 +615,9 @@ def attention_grid(att: Any, tokens: Sequence[str] | None = None, *, window: tup
     for l in range(nl):
         for h in range(nh):
             fig.add_trace(go.Heatmap(
-                z=a[l, h], customdata=custom, coloraxis="coloraxis",
-                hovertemplate=(f"{row_label} {l + 1}, {col_label} {h + 1}<br>query: %{{customdata[0]}}<br>"
-                               "key: %{customdata[1]}<br>weight: %{z:.6g}<extra></extra>")), row=l + 1, col=h + 1)
+                z=a[l, h], x=cats, y=cats, coloraxis="coloraxis",
+                hovertemplate=(f"{row_label} {l + 1}, {col_label} {h + 1}<br>query: %{{y}}<br>"
+                               "key: %{x}<br>weight: %{z:.6g}<extra></extra>")), row=l + 1, col=h + 1)
     fig.update_xaxes(showticklabels=False, showgrid=False)
     fig.update_yaxes(showticklabels=False, showgrid=False, autorange="reversed")
     note = f"<br><sup>tokens {lo + 1}-{hi} of {n}</sup>" if (lo, hi) != (0, n) else ""
@@ -795,6 +835,11 @@ def _ctrl(name: str, n: int, prefix: str, label: str | None = None, default: int
                    default=min(default, max(0, n - 1)))
 
 
+def _cpl(vi: ViewInput) -> int:
+    """Characters per line of shaded-word figures (opts "chars_per_line"; narrower in side-by-side layouts)."""
+    return max(20, int(vi.opts.get("chars_per_line", 90)))
+
+
 def _stretch_control() -> Control:
     return Control("stretch", "shading", [0, 1], ["vs. uniform share", "stretched to row max"], default=0)
 
@@ -880,10 +925,11 @@ def _act_t4(vi: ViewInput) -> list[FigureOut]:
     w, src = tw
     name = vi.title or vi.model
     rows = [(f"{name} → {vi.label}" if vi.label else name, vi.tokens, w)]
-    fig = token_highlight_rows(rows, title=f"{name}: global attention over the words", window=vi.window,
-                               stretch=bool(vi.opts.get("stretch")))
-    return [FigureOut(f"{vi.model}_act-t4", "words shaded by global attention", fig, highlight_table(rows),
-                      caption=f"Weights: {src}. {SHADE_NOTE}")]
+    kw = dict(title=f"{name}: global attention over the words", window=vi.window,
+              stretch=bool(vi.opts.get("stretch")))
+    return [FigureOut(f"{vi.model}_act-t4", "words shaded by global attention",
+                      token_highlight_rows(rows, chars_per_line=_cpl(vi), **kw), highlight_table(rows),
+                      caption=f"Weights: {src}. {SHADE_NOTE}", html=token_rows_html(rows, **kw))]
 
 
 def _act_controls(vi: ViewInput) -> list[Control]:
@@ -1079,17 +1125,26 @@ def _hcan_f4(vi: ViewInput) -> list[FigureOut]:
         B = hi.beta[1].mean(axis=1)                                       # (S, W)
         G = hi.gamma[1].mean(axis=0) if hi.gamma is not None else None     # (S,)
         rows = []
+        window = vi.window
+        flat = len(hi.sentences) == 1                 # CAN: one "sentence", the token window applies inside it
+        lo, hi_ = _window(sum(len(x) for x in hi.sentences), None if flat else window, 10**9)
+        start = 0
         for si, sent in enumerate(hi.sentences[: B.shape[0]]):
+            end, begin = start + len(sent), start
+            start = end
+            if not flat and window is not None and (end <= lo or begin >= hi_):
+                continue                              # long documents: the sentences in the token window
             g = f"  (sentence weight {G[si]:.3f})" if G is not None and si < G.shape[0] else ""
             lab = f"S{si + 1}{g}" if len(hi.sentences) > 1 or G is not None else vi.title
             rows.append((lab, sent, B[si, : len(sent)]))
+        title = f"{vi.title} · word-level target attention" + (" per sentence" if len(rows) > 1 else "")
+        if not flat and window is not None and len(rows) < len(hi.sentences):
+            title += f" (sentences {rows[0][0].split()[0]}-{rows[-1][0].split()[0]} of {len(hi.sentences)})"
+        kw = dict(title=title, window=window if flat else None, stretch=bool(vi.opts.get("stretch")))
         out.append(FigureOut(f"{vi.model}_hcan-f4-words", "word target attention per sentence",
-                             token_highlight_rows(rows, title=f"{vi.title} · word-level target attention"
-                                                  + (" per sentence" if len(rows) > 1 else ""),
-                                                  window=vi.window, stretch=bool(vi.opts.get("stretch"))),
-                             highlight_table(rows),
+                             token_highlight_rows(rows, chars_per_line=_cpl(vi), **kw), highlight_table(rows),
                              caption="Words shaded by beta (mean over heads), each sentence's words as a "
-                                     "distribution of their own. " + SHADE_NOTE))
+                                     "distribution of their own. " + SHADE_NOTE, html=token_rows_html(rows, **kw)))
         if G is not None:
             n = min(len(G), len(hi.sentences))
             labels = axis_labels("sentence", n, sentences=hi.sentences)
@@ -1200,18 +1255,19 @@ def _lama(vi: ViewInput) -> list[FigureOut]:
     out = [_heat(vi, "lama-ht", spec, A, title=f"{vi.title} · head x token attention", caption=spec.description,
                  aggregate=bool(vi.opts.get("aggregate")))]
     rows = [(f"{vi.title} → {vi.label}" if vi.label else vi.title, vi.tokens, A.mean(axis=0)[: len(vi.tokens)])]
+    kw = dict(title=f"{vi.title} · words shaded by the mean over heads", window=vi.window,
+              stretch=bool(vi.opts.get("stretch")))
     out.append(FigureOut(f"{vi.model}_lama-mean", "mean over heads",
-                         token_highlight_rows(rows, title=f"{vi.title} · words shaded by the mean over heads",
-                                              window=vi.window, stretch=bool(vi.opts.get("stretch"))),
-                         highlight_table(rows),
-                         caption=SHADE_NOTE))
+                         token_highlight_rows(rows, chars_per_line=_cpl(vi), **kw), highlight_table(rows),
+                         caption=SHADE_NOTE, html=token_rows_html(rows, **kw)))
     return out
 
 
 # ---------------------------------------------------------------- several models' reasons (ACT-T4 style)
 
 def reasons_figure(items: Sequence[dict[str, Any]], *, title: str = "What each model looked at",
-                   window: tuple[int, int] | None = None, stretch: bool = False) -> FigureOut | None:
+                   window: tuple[int, int] | None = None, stretch: bool = False,
+                   chars_per_line: int = 90) -> FigureOut | None:
     """items: dicts with name, model, specs, maps, tokens, sentences, label. One shaded row per model."""
     rows, srcs = [], []
     for it in items:
@@ -1222,9 +1278,9 @@ def reasons_figure(items: Sequence[dict[str, Any]], *, title: str = "What each m
         srcs.append(f"{it['name']}: {tw[1]}")
     if not rows:
         return None
-    fig = token_highlight_rows(rows, title=title, window=window, stretch=stretch)
+    fig = token_highlight_rows(rows, title=title, window=window, stretch=stretch, chars_per_line=chars_per_line)
     return FigureOut("reasons", title, fig, highlight_table(rows), caption="Weights - " + "; ".join(srcs) + ". "
-                     + SHADE_NOTE)
+                     + SHADE_NOTE, html=token_rows_html(rows, title=title, window=window, stretch=stretch))
 
 
 # ---------------------------------------------------------------- export (PNG / SVG / HTML / ZIP)
@@ -1346,6 +1402,8 @@ CURVE_TITLES = {"train_loss": "training loss", "dev_loss": "dev loss", "train_ac
 def _layout(fig: go.Figure, title: str, height: int, **kw) -> None:
     fig.update_layout(title=dict(text=esc(title), x=0.01, font=dict(size=14)), height=height,
                       margin=dict(l=10, r=10, t=50, b=10), font=dict(family=FONT), plot_bgcolor="white", **kw)
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
     fig.update_xaxes(showgrid=True, gridcolor="#eee", zeroline=False)
     fig.update_yaxes(showgrid=True, gridcolor="#eee", zeroline=False)
 
@@ -1397,7 +1455,8 @@ def training_curves(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], *, y: 
         rows += [{"run": name, x: float(a), y: float(b)} for a, b in pts]
     title = title or f"{CURVE_TITLES.get(y, y)} vs {CURVE_TITLES.get(x, x)}"
     _layout(fig, title, 380, legend=dict(orientation="h", y=-0.2))
-    fig.update_xaxes(title=CURVE_TITLES.get(x, x))
+    fig.update_xaxes(title=CURVE_TITLES.get(x, x), dtick=1 if x == "epoch" and len(rows) and
+                     max(r[x] for r in rows) <= 20 else None)
     fig.update_yaxes(title=CURVE_TITLES.get(y, y), tickformat=".0%" if "accuracy" in y or "f1" in y else None)
     table = pd.DataFrame(rows, columns=["run", x, y])
     return FigureOut(key or f"curves_{y}_vs_{x}", title, fig, table,
@@ -1463,7 +1522,8 @@ def top_words_figure(table: pd.DataFrame, *, title: str = "Top attended words pe
                              hovertemplate="%{y}<br>" + value + " %{x:.4g}<br>%{customdata} occurrences<extra></extra>"),
                       i // cols + 1, i % cols + 1)
     fig.update_yaxes(autorange="reversed")
-    _layout(fig, title, int(90 + nrows * (40 + 22 * k_max)))
+    _layout(fig, title, int(110 + nrows * (40 + 22 * k_max)))
+    fig.update_layout(margin=dict(l=10, r=10, t=80, b=10))
     return FigureOut(key, title, fig, table.reset_index(drop=True),
                      caption="score: mean attention weight x text length (1 = a uniform share), among words seen "
                              "often enough in that class" if value == "score" else "")
@@ -1478,7 +1538,7 @@ def word_weight_figure(hist: pd.DataFrame, word: str, *, y: str = "density", rel
     for i, lab in enumerate(dict.fromkeys(hist["label"]) if len(hist) else []):
         part = hist[hist["label"] == lab]
         fig.add_trace(go.Scatter(x=part["center"], y=part[y], mode="lines+markers", name=esc(lab),
-                                 line=dict(color=RUN_COLORS[i % len(RUN_COLORS)], width=2, shape="spline"),
+                                 line=dict(color=RUN_COLORS[i % len(RUN_COLORS)], width=2),
                                  customdata=part["count"],
                                  hovertemplate=esc(lab) + "<br>weight %{x:.4f}<br>" + y +
                                  " %{y:.4g}<br>%{customdata} occurrences<extra></extra>"))

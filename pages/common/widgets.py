@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from textcls import viz
-from textcls.checkpoint import CheckpointInfo
+from textcls.checkpoint import CheckpointError, CheckpointInfo
 
 from . import cache
 
@@ -78,23 +78,33 @@ def load(info: CheckpointInfo):
     try:
         return cache.predictor(info.path)
     except Exception as e:  # noqa: BLE001 - any load failure is shown, not raised
-        st.error(f"Could not load {info.name}: {type(e).__name__}: {e}")
+        _failed(info, e, loading=True)
         return None
 
 
+def _failed(info: CheckpointInfo, e: Exception, loading: bool = False) -> None:
+    if loading or isinstance(e, CheckpointError):
+        st.error(f"Could not load {md_escape(info.name)}: {md_escape(e)}", icon=":material/error:")
+        st.caption("The checkpoint may come from an older version of the library; retrain it with the CLI.")
+    else:
+        st.error(f"{md_escape(info.name)} failed on this input: {type(e).__name__}: {md_escape(e)}",
+                 icon=":material/error:")
+
+
 def safe_predict(info: CheckpointInfo, texts: list[str]):
+    """Predictions, or None with the reason shown (a broken checkpoint or input never crashes the page)."""
     try:
         return cache.predict(info.path, texts)
-    except Exception as e:  # noqa: BLE001
-        st.error(f"{info.name} failed on this input: {type(e).__name__}: {e}")
+    except Exception as e:  # noqa: BLE001 - shown to the user
+        _failed(info, e)
         return None
 
 
 def safe_predict_maps(info: CheckpointInfo, text: str):
     try:
         return cache.predict_maps(info.path, text)
-    except Exception as e:  # noqa: BLE001
-        st.error(f"{info.name} failed on this input: {type(e).__name__}: {e}")
+    except Exception as e:  # noqa: BLE001 - shown to the user
+        _failed(info, e)
         return None
 
 
@@ -131,35 +141,42 @@ def _export_status() -> tuple[bool, str]:
     return st.session_state["_img_export"]
 
 
-def export_buttons(item: viz.FigureOut, key: str) -> None:
-    """PNG, SVG (rendered on click, server-side), CSV and JSON of one figure."""
-    name = viz.safe_filename(key)
+def export_buttons(item: viz.FigureOut, key: str, filename: str | None = None) -> None:
+    """PNG and SVG (rendered server-side when clicked), CSV and JSON of one figure."""
+    name = viz.safe_filename(filename or item.key)
     ok, why = _export_status()
-    cols = st.columns([1, 1, 1, 1, 4])
+    row = st.container(horizontal=True, gap="small")
     if ok:
-        cols[0].download_button("PNG", data=lambda f=item.fig: viz.figure_image(f, "png"), file_name=f"{name}.png",
-                                mime="image/png", key=f"png_{key}", on_click="ignore", icon=":material/image:")
-        cols[1].download_button("SVG", data=lambda f=item.fig: viz.figure_image(f, "svg"), file_name=f"{name}.svg",
-                                mime="image/svg+xml", key=f"svg_{key}", on_click="ignore", icon=":material/draw:")
+        row.download_button("PNG", data=lambda f=item.fig: viz.figure_image(f, "png"), file_name=f"{name}.png",
+                            mime="image/png", key=f"png_{key}", on_click="ignore", icon=":material/image:")
+        row.download_button("SVG", data=lambda f=item.fig: viz.figure_image(f, "svg"), file_name=f"{name}.svg",
+                            mime="image/svg+xml", key=f"svg_{key}", on_click="ignore", icon=":material/draw:")
     else:
-        cols[0].download_button("HTML", data=lambda f=item.fig: viz.figure_html(f, "png", name),
-                                file_name=f"{name}.html", mime="text/html", key=f"html_{key}", on_click="ignore",
-                                help=f"Server-side PNG/SVG unavailable ({why}). This interactive page saves a PNG "
-                                     "with its camera button; the camera above saves an SVG.")
-    cols[2].download_button("CSV", data=lambda: item.csv(), file_name=f"{name}.csv", mime="text/csv",
-                            key=f"csv_{key}", on_click="ignore", icon=":material/table:")
-    cols[3].download_button("JSON", data=lambda: item.json(), file_name=f"{name}.json", mime="application/json",
-                            key=f"json_{key}", on_click="ignore", icon=":material/data_object:")
+        for fmt in ("png", "svg"):
+            row.download_button(f"{fmt.upper()} (via HTML)", data=lambda f=item.fig, x=fmt: viz.figure_html(f, x, name),
+                                file_name=f"{name}_{fmt}.html", mime="text/html", key=f"html{fmt}_{key}",
+                                on_click="ignore", icon=":material/image:",
+                                help=f"Server-side PNG/SVG rendering is unavailable ({why}). Open this page in a "
+                                     f"browser and click its camera button to save the figure as {fmt.upper()}.")
+    row.download_button("CSV", data=lambda: item.csv(), file_name=f"{name}.csv", mime="text/csv",
+                        key=f"csv_{key}", on_click="ignore", icon=":material/table:")
+    row.download_button("JSON", data=lambda: item.json(), file_name=f"{name}.json", mime="application/json",
+                        key=f"json_{key}", on_click="ignore", icon=":material/data_object:")
 
 
-def show_figure(item: viz.FigureOut, key: str, *, export: bool = True) -> None:
-    """One figure with its caption and export buttons."""
-    width = "content" if item.fig.layout.width else "stretch"
-    st.plotly_chart(item.fig, theme=None, config=chart_config(key), key=f"fig_{key}", width=width)
+def show_figure(item: viz.FigureOut, key: str, *, export: bool = True, filename: str | None = None) -> None:
+    """One figure with its caption and export buttons. Shaded-word figures show as (escaped) HTML that wraps
+    to the column's width; their PNG/SVG export renders the Plotly twin."""
+    if item.html is not None:
+        st.html(item.html)
+    else:
+        width = "content" if item.fig.layout.width else "stretch"
+        st.plotly_chart(item.fig, theme=None, config=chart_config(filename or item.key), key=f"fig_{key}",
+                        width=width)
     if item.caption:
         st.caption(md_escape(item.caption))
     if export:
-        export_buttons(item, key)
+        export_buttons(item, key, filename)
 
 
 def zip_button(items: Sequence[viz.FigureOut], key: str, label: str = "All figures (ZIP)") -> None:
@@ -184,7 +201,8 @@ def prob_figure(items: Sequence[tuple[str, dict[str, float]]], title: str = "Pro
                              hovertemplate="%{y}<br>" + viz.esc(lab) + ": %{x:.4f}<extra></extra>"))
     fig.update_layout(barmode="group", title=dict(text=viz.esc(title), x=0.01, font=dict(size=14)),
                       xaxis=dict(range=[0, 1], title="probability", tickformat=".0%"),
-                      yaxis=dict(autorange="reversed"), height=int(110 + 26 * len(items) * max(1, len(labels))),
+                      yaxis=dict(autorange="reversed", automargin=True),
+                      height=int(110 + 22 * len(items) * max(1, len(labels))),
                       margin=dict(l=10, r=10, t=45, b=10), legend=dict(orientation="h", y=-0.15),
                       plot_bgcolor="white", font=dict(family=viz.FONT))
     table = pd.DataFrame([{"checkpoint": n, "label": lab, "probability": p} for n, probs in items
@@ -217,11 +235,6 @@ def label_card(name: str, model: str, data: str, label: str, conf: float, agrees
             notes.append("input truncated")
         if notes:
             st.caption(" · ".join(notes))
-
-
-def token_html(tokens: Sequence[str], weights: Sequence[float], label: str | None = None) -> None:
-    """Inline shaded words (escaped HTML)."""
-    st.markdown(viz.token_highlight_html(tokens, weights, label=label), unsafe_allow_html=True)
 
 
 def esc_html(text: object) -> str:

@@ -46,6 +46,7 @@ METHODS = ("integrated_gradients", "saliency", "grad_x_input", "occlusion", "sha
 ALIASES = {"ig": "integrated_gradients", "input_x_gradient": "grad_x_input", "gradxinput": "grad_x_input",
            "shapley_value_sampling": "shapley", "svs": "shapley"}
 BASELINES = ("pad", "unk", "zero")
+TOKENS_PER_PASS = 65536
 GRADIENT_METHODS = ("integrated_gradients", "saliency", "grad_x_input")
 METHOD_LABELS = {"integrated_gradients": "Integrated gradients", "saliency": "Saliency",
                  "grad_x_input": "Gradient x input", "occlusion": "Occlusion", "shapley": "Shapley sampling",
@@ -242,9 +243,11 @@ def token_attributions(f: EmbeddingForward, method: str, emb: torch.Tensor, base
     args = (ids, mask)
     delta = None
     if method == "integrated_gradients":
+        # rows per forward pass: at most internal_batch_size, and about 64k tokens (long texts, big models)
+        rows = max(emb.shape[0], min(internal_batch_size, TOKENS_PER_PASS // max(1, ids[0].numel())))
         attr, delta = IntegratedGradients(f).attribute(
             emb, baselines=base, target=targets, additional_forward_args=args, n_steps=n_steps,
-            internal_batch_size=max(internal_batch_size, emb.shape[0]), return_convergence_delta=True)
+            internal_batch_size=rows, return_convergence_delta=True)
         tok = attr.sum(-1)
     elif method == "saliency":
         tok = Saliency(f).attribute(emb.clone().requires_grad_(True), target=targets, abs=True,

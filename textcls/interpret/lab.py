@@ -22,7 +22,6 @@ import re
 import threading
 from typing import Any, Sequence
 
-import numpy as np
 import torch
 
 from ..models.base import make_activation, masked_max

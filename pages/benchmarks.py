@@ -1,0 +1,209 @@
+"""Benchmarks: accuracy next to the papers' figures, model size and speed, ACT Table 5, LAMA Fig. 4, and a
+button that re-measures on the machine running the app.
+
+Reads the files `python -m textcls reproduce` and `python -m textcls bench --json docs/bench.json` write
+(docs/results.json and docs/bench.json; env TEXTCLS_RESULTS_FILE / TEXTCLS_BENCH_FILE point elsewhere).
+LAMA Fig. 4 is computed live from the models (cheap). The re-measure button runs `bench.run_bench(quick=True)`
+on random-weight models in this process; nothing cached is touched.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from pages.common import widgets as w
+from textcls import bench, reproduce
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _path(env: str, default: str) -> Path:
+    raw = os.environ.get(env, "").strip()
+    return Path(raw).expanduser() if raw else REPO / default
+
+
+RESULTS = _path("TEXTCLS_RESULTS_FILE", "docs/results.json")
+BENCH = _path("TEXTCLS_BENCH_FILE", "docs/bench.json")
+
+
+def _read_bench(path: Path) -> dict | None:
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        st.error(f"Cannot read {w.md_escape(path)}: {w.md_escape(e)}")
+        return None
+    if not isinstance(data, dict) or "environment" not in data:
+        st.error(f"{w.md_escape(path)} is not a `textcls bench --json` file.")
+        return None
+    return data
+
+
+def _env_caption(result: dict) -> None:
+    env = result["environment"]
+    st.caption(w.md_escape(f"Measured {env['time']} with torch {env['torch']}, {env['torch_threads']} thread(s), "
+                           f"{env['cpu_count']} CPU(s), load average {env['loadavg'][0]}. "
+                           + result.get("load_note", bench.load_note(env))))
+
+
+def _models_table(result: dict) -> None:
+    df = pd.DataFrame(bench.model_rows(result))
+    if df.empty:
+        st.info("No per-model measurements in this run.")
+        return
+    st.dataframe(df, hide_index=True, width="stretch", column_config={
+        "params (no emb.)": st.column_config.NumberColumn(format="%d"),
+        "params (total)": st.column_config.NumberColumn(format="%d"),
+        "s / batch": st.column_config.NumberColumn(format="%.3f"),
+        "ms / sentence": st.column_config.NumberColumn(format="%.1f"),
+        "s / epoch (est.)": st.column_config.NumberColumn(format="%.0f"),
+        "MB infer": st.column_config.NumberColumn(format="%.0f"),
+        "MB train step": st.column_config.NumberColumn(format="%.0f")})
+    s = result["settings"]
+    st.caption(w.md_escape(
+        f"Paper configurations with random weights, a {s['vocab_size']}-word vocabulary, inputs of "
+        f"{s['seq_len']} tokens. s / batch: a batch of {s['batch_size']}, median of {s['repeats']} calls after "
+        f"{s['warmup']} warm-up; "
+        f"ms / sentence: one sentence alone; s / epoch: {s['epoch_examples']} examples in batches of "
+        f"{s['train_batch_size']}, estimated from {s['train_steps']} Adam steps; MB: growth of the process's "
+        "resident memory during one batch / one training step (a lower bound)."))
+
+
+def _act_t5(t5: dict, key: str) -> None:
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Transformer / ACT time", f"{t5['speed_ratio']:.2f}x", help="paper: 2.7x (0.19 s vs 0.07 s)")
+    c2.metric("Paper", f"{t5['speed_ratio_paper']:.1f}x")
+    c3.metric("Parameter ratio", f"{t5['parameter_ratio']:.2f}x", help=f"paper {t5['parameter_ratio_paper']:.2f}x")
+    st.dataframe(pd.DataFrame([{"model": r["model"], "parameters": r["parameters"],
+                                "paper": r["parameters_paper"], "s / batch (ours, CPU)": r["seconds_per_batch"],
+                                "s / batch (paper, GPU)": r["seconds_per_batch_paper"]} for r in t5["rows"]]),
+                 hide_index=True, width="stretch",
+                 column_config={"parameters": st.column_config.NumberColumn(format="%d"),
+                                "paper": st.column_config.NumberColumn(format="%d"),
+                                "s / batch (ours, CPU)": st.column_config.NumberColumn(format="%.3f")})
+    w.show_figure(bench.act_t5_figure(t5), key)
+
+
+def _checkpoints(ck: dict) -> None:
+    if not ck.get("checkpoints"):
+        st.info(f"No checkpoint was timed (none in {w.md_escape(ck.get('root', 'checkpoints'))}).")
+        return
+    st.dataframe(pd.DataFrame(ck["checkpoints"]), hide_index=True, width="stretch")
+    st.caption(w.md_escape(f"All {ck['n']} checkpoints on one sentence: {ck['all_predict_ms']:.1f} ms after "
+                           "warm-up (the Compare page); 'with maps' is one sentence with its internals "
+                           "(the Inspect page)."))
+
+
+st.title("Benchmarks")
+st.markdown("Accuracy next to the papers' figures, model size and speed, and the two size/speed figures of "
+            "the papers (ACT Table 5, LAMA Fig. 4). The stored numbers come from the command line; the last "
+            "tab measures again on this machine.")
+
+t_acc, t_speed, t_act, t_lama, t_here = st.tabs(["Accuracy vs the papers", "Size and speed", "ACT Table 5",
+                                                  "LAMA Fig. 4", "Measure here"])
+
+with t_acc:
+    try:
+        results = reproduce.load_results(RESULTS)
+    except ValueError as e:
+        st.error(w.md_escape(e))
+        results = {"cells": {}}
+    rows = reproduce.table_rows(results)
+    if not rows:
+        st.info(f"No reproduction results in {w.md_escape(RESULTS)} yet. Run for example:")
+        st.code("python -m textcls reproduce --suite agcnn_t3 --data trec,sst2 --epochs 3", language="bash")
+    else:
+        tables = list(dict.fromkeys(r["table"] for r in rows))
+        table = st.selectbox("Paper table", tables, key="bench_table")
+        sel = [r for r in rows if r["table"] == table]
+        st.dataframe(pd.DataFrame([{
+            "setting": r["setting"], "data": r["data"], "ours": r["ours"], "spread": r["spread"],
+            "paper": r["paper"], "paper's figure is on": r["paper_note"] or "the same data set's "
+            + r["metric"] + " split", "Δ": r["delta"], "epochs": r["epochs_run"], "s / epoch": r["seconds_per_epoch"],
+            "why the numbers differ": r["gap"]} for r in sel]), hide_index=True, width="stretch",
+            column_config={"ours": st.column_config.NumberColumn(format="%.1f"),
+                           "paper": st.column_config.NumberColumn(format="%.2f"),
+                           "Δ": st.column_config.NumberColumn(format="%+.1f")})
+        if any(r["paper"] is not None for r in sel):
+            w.show_figure(bench.accuracy_figure(sel, f"{table}: ours vs the paper"), "bench_acc")
+        loads = [r["loadavg"] for r in rows if r["loadavg"] is not None]
+        st.caption("Accuracy in %, test split unless the table says dev. The papers used 300-d vectors and GPU "
+                   "training to convergence; here 50-d GloVe and a few CPU epochs - each row says what differs. "
+                   + (f"Seconds per epoch were measured at load average up to {max(loads):.1f}: "
+                      "distorted by other jobs." if loads else ""))
+        md = RESULTS.with_suffix(".md")
+        if md.is_file():
+            st.download_button("results.md", data=md.read_bytes(), file_name="results.md", mime="text/markdown",
+                               icon=":material/download:", key="dl_results_md")
+
+stored = _read_bench(BENCH)
+
+with t_speed:
+    if stored is None:
+        st.info(f"No stored benchmark in {w.md_escape(BENCH)}. Make one with "
+                "`python -m textcls bench --json docs/bench.json`, or use the last tab.")
+    else:
+        _env_caption(stored)
+        _models_table(stored)
+        if stored.get("models"):
+            w.show_figure(bench.models_figure(stored), "bench_models")
+        if "checkpoints" in stored:
+            st.subheader("Shipped checkpoints")
+            _checkpoints(stored["checkpoints"])
+
+with t_act:
+    st.markdown("ACT's Table 5: 1.49M vs 3.38M parameters, 0.07 s vs 0.19 s per batch of 100 on a GPU (2.7x). "
+                "Ours: the same configurations with random weights on this project's code, timed on CPU.")
+    if stored is None or "act_t5" not in stored:
+        st.info("No stored ACT Table 5 measurement; use the last tab to measure one here.")
+    else:
+        _env_caption(stored)
+        _act_t5(stored["act_t5"], "bench_act_t5_stored")
+
+with t_lama:
+    heads = st.slider("Heads (up to)", min_value=5, max_value=40, value=30, step=5, key="bench_lama_heads")
+    f4 = bench.lama_f4(heads=sorted({1, 2, *range(5, heads + 1, 5)}))
+    w.show_figure(bench.lama_f4_figure(f4), "bench_lama_f4")
+    st.dataframe(pd.DataFrame({"heads": f4["heads"], "LAMA (P, Q, c)": f4["lama"], "LAMA (+ W_w)": f4["lama_with_mlp"],
+                               "LAMA + Ctx": f4["lama_ctx"], "SAN": f4["san"], "Transformer": f4["transformer"]}),
+                 hide_index=True, width="stretch")
+    st.caption("Counted on the real modules (LAMA's attention layer of a built model, SAN's and a Transformer "
+               "multi-head attention with fixed d_k); the paper's formula gives the same numbers.")
+
+with t_here:
+    st.markdown("Re-measure on the machine that runs this app: random-weight models, a quick run "
+                "(3 timed calls per figure). Other work on the machine inflates the times; the load is shown.")
+    labels = [m.label for m in bench.default_models()]
+    with st.form("bench_form"):
+        chosen = st.multiselect("Models", labels, default=labels, key="bench_models")
+        c1, c2, c3 = st.columns(3)
+        seq_len = c1.number_input("Tokens per text", min_value=5, max_value=500, value=56, step=1, key="bench_len")
+        do_t5 = c2.checkbox("ACT Table 5", value=True, key="bench_do_t5")
+        do_train = c3.checkbox("Training step and memory", value=True, key="bench_do_train")
+        go = st.form_submit_button("Re-measure on this machine (quick bench)", type="primary",
+                                   icon=":material/speed:")
+    if go:
+        if not chosen and not do_t5:
+            st.warning("Choose at least one model or ACT Table 5.")
+        else:
+            with st.spinner("Measuring…"):
+                st.session_state["bench_here"] = bench.run_bench(
+                    quick=True, models=chosen or [], seq_len=int(seq_len), act_t5=do_t5, lama=False,
+                    checkpoints=None, memory=do_train, training=do_train)
+    here = st.session_state.get("bench_here")
+    if here is not None:
+        _env_caption(here)
+        if "act_t5" in here:
+            st.subheader("ACT Table 5 here")
+            _act_t5(here["act_t5"], "bench_act_t5_here")
+        if here.get("models"):
+            st.subheader("Models here")
+            _models_table(here)
+        st.download_button("Download these measurements (JSON)", data=json.dumps(here, indent=1, default=float),
+                           file_name="bench.json", mime="application/json", key="dl_bench_here",
+                           icon=":material/data_object:")

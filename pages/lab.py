@@ -1,0 +1,167 @@
+"""Lab: teaching demos of activations, negation, HCAN's two branches and AGCNN's gates. Each demo has a short
+text a teacher can read aloud; the numbers come from `textcls.interpret.lab`."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+import torch
+
+import textcls
+from pages.common import widgets as w
+from textcls import viz
+from textcls.interpret import figures as F
+from textcls.interpret import lab
+from textcls.interpret import Source, as_source
+from textcls.models.base import ACTIVATIONS
+from textcls.text import Tokenizer, TokenizerConfig
+
+st.title("Lab")
+st.caption("Small experiments that show how the models' parts behave. Each starts with a short text to read "
+           "aloud; change the inputs and watch the numbers move.")
+
+
+def shaded(tokens, weights, label: str | None = None) -> None:
+    """Inline shaded words: `viz.token_highlight_html` escapes every token and the label; st.html shows it."""
+    st.html(viz.token_highlight_html(list(tokens), weights, label=label))
+
+
+def read_aloud(key: str) -> None:
+    with st.container(border=True):
+        st.markdown(":material/record_voice_over: **To read aloud**")
+        st.markdown(w.md_escape(lab.DEMO_TEXT[key]))
+
+
+def checkpoints_of(models: tuple[str, ...]):
+    from pages.common import cache
+    valid, _ = cache.checkpoints(str(cache.checkpoint_root()))
+    return [i for i in valid if i.model in models]
+
+
+def untrained(name: str, texts: list[str]) -> Source:
+    """A fresh small model with random weights and a vocabulary of these texts (shows mechanics only)."""
+    hier = textcls.get_entry(name).input_kind == "sentences"
+    tok = Tokenizer.build(texts, TokenizerConfig(hierarchical=hier))
+    torch.manual_seed(0)
+    model = textcls.create_model(name, vocab_size=len(tok.vocab), num_labels=2, preset="small").eval()
+    return Source(model, tok.encode, ["negative", "positive"], f"untrained small {name}")
+
+
+def pick_source(models: tuple[str, ...], key: str, texts: list[str]):
+    """A checkpoint of one of `models`, or (when none exists) an untrained small model on request."""
+    infos = checkpoints_of(models)
+    if infos:
+        by = {i.name: i for i in infos}
+        n = st.selectbox("Checkpoint", list(by), key=key, format_func=lambda k: w.ckpt_label(by[k]))
+        pred = w.load(by[n])
+        return None if pred is None else as_source(pred)
+    st.info(f"No {' / '.join(models)} checkpoint yet. Train one on the Train page, or look at the mechanics "
+            "with an untrained model (random weights: the numbers mean nothing about language).",
+            icon=":material/info:")
+    if st.toggle("Use an untrained small model", value=True, key=f"{key}_untrained"):
+        return untrained(models[0], texts)
+    return None
+
+
+tab_act, tab_neg, tab_hcan, tab_gate = st.tabs(
+    ["Activations through 10 layers", "Negation and intensity", "HCAN's two branches", "AGCNN's gates"])
+
+# ---------------------------------------------------------------- AG-F2
+
+with tab_act:
+    read_aloud("activations")
+    c1, c2 = st.columns([3, 1])
+    acts = c1.multiselect("Activations", list(ACTIVATIONS), default=["relu", "nlrelu", "selu", "tanh"],
+                          key="lab_acts")
+    seed = c2.number_input("Seed", 0, 10_000, 0, key="lab_seed")
+    if not acts:
+        st.info("Pick at least one activation.")
+    else:
+        rows = lab.activation_statistics(tuple(acts), seed=int(seed))
+        st.caption("AGCNN paper, Fig. 2: a dense network of 10 layers x 100 units, a batch of 100 inputs from "
+                   "N(0, 1), biases 0.1, weights from N(0, 1) or N(0, 1.5) (read as variance 1.5).")
+        for weights in ("N(0, 1)", "N(0, 1.5)"):
+            c1, c2 = st.columns(2)
+            with c1:
+                w.show_figure(F.activation_figure(rows, weights, "mean"), f"lab_mean_{weights}")
+            with c2:
+                w.show_figure(F.activation_figure(rows, weights, "variance"), f"lab_var_{weights}")
+
+# ---------------------------------------------------------------- negation
+
+with tab_neg:
+    read_aloud("negation")
+    from pages.common import cache
+    valid, _ = cache.checkpoints(str(cache.checkpoint_root()))
+    binary = [i for i in valid if len(i.labels) == 2] or valid
+    if not binary:
+        st.info("This demo needs trained checkpoints (sentiment, two classes): train one on the Train page.")
+    else:
+        by = {i.name: i for i in binary}
+        chosen = st.multiselect("Checkpoints", list(by), default=list(by)[:6], key="lab_neg_ckpts",
+                                format_func=lambda k: w.ckpt_label(by[k]))
+        lines = st.text_area("Inputs, one per line", value="\n".join(lab.NEGATION_SENTENCES), height=200,
+                             key="lab_neg_lines")
+        sents = w.split_lines(lines)[:40]
+        sources = {}
+        for n in chosen:
+            pred = w.load(by[n])
+            if pred is not None:
+                sources[n] = pred
+        if sents and sources:
+            rows = lab.negation_demo(sources, sents)
+            w.show_figure(F.negation_figure(rows), "lab_negation")
+            with st.expander("Where each model looks (its own attention)"):
+                for r in rows:
+                    if r["importance"] is not None and r["tokens"]:
+                        shaded(r["tokens"], r["importance"],
+                                     label=f"{r['model']}: {r['sentence']} -> p(positive) {r['p_positive']:.2f}")
+        elif not sents:
+            st.info("Type at least one input.")
+
+# ---------------------------------------------------------------- HCAN
+
+with tab_hcan:
+    read_aloud("hcan")
+    text = st.text_input("Text", value="the film looks great . the story is not good .", key="lab_hcan_text")
+    src = pick_source(("hcan", "can"), "lab_hcan_ckpt", [text])
+    text = w.clean_text(text)
+    if src is not None and text:
+        (inst,) = src.instances([text])
+        if inst.n == 0:
+            st.warning("No words to show.")
+        else:
+            word = st.selectbox("Word whose attention rows to show", list(range(inst.n)), key="lab_hcan_word",
+                                format_func=lambda i, toks=inst.tokens: f"{i + 1}: {toks[i]}")
+            try:
+                res = lab.hcan_branches(src.model, inst, int(word))
+                w.show_figure(F.branches_figure(res), "lab_branches")
+                w.show_figure(F.branch_rows_figure(res), "lab_branch_rows")
+                st.dataframe(pd.DataFrame({"token": inst.tokens, "branch b flips the sign (share of channels)":
+                                           res["sign_flip_share"], "mean |H_b|": res["gate_b"]}), hide_index=True)
+            except ValueError as e:
+                st.warning(str(e))
+
+# ---------------------------------------------------------------- AGCNN gates
+
+with tab_gate:
+    read_aloud("gates")
+    text = st.text_input("Sentence", value="a turgid little history lesson , humorless and dull", key="lab_gate_text")
+    src = pick_source(("agcnn",), "lab_gate_ckpt", [text])
+    text = w.clean_text(text)
+    if src is not None and text:
+        (inst,) = src.instances([text])
+        try:
+            res = lab.gate_suppression(src.model, inst, labels=src.labels)
+            labels = src.labels or [str(i) for i in range(len(res["probs"]))]
+            st.markdown(f"Forcing every gate to 1 (a plain CNN) moves the prediction by TVD "
+                        f"**{res['tvd_gates_open']:.3f}**; closing them all (0) by **{res['tvd_gates_closed']:.3f}**.")
+            w.show_figure(F.probability_shift(labels, res["probs"], res["probs_gates_open"],
+                                              "Gated (as trained) vs all gates open",
+                                              names=("gated", "gates = 1")), "lab_gate_probs")
+            w.show_figure(F.gate_profile_figure(res), "lab_gate_profile")
+            table = pd.DataFrame(res["rows"]).rename(columns={
+                "mean_gate": "mean gate", "suppressed": "share < 1", "closed": "share = 0",
+                "kept_mass": "feature mass kept", "picks_moved": "max-pool picks moved"})
+            st.dataframe(table, hide_index=True)
+        except ValueError as e:
+            st.warning(str(e))

@@ -1,0 +1,413 @@
+"""Train: pick data, a model and its hyper-parameters, and train it in the background with live curves.
+
+The run is a `textcls.training_jobs` job (a worker thread, never this script's thread); this session keeps only
+the job ids (st.session_state["train_jobs"]), and a fragment polls the job's state every second while it runs.
+When a run ends its checkpoint is in the checkpoint folder and the cached listing is refreshed, so it shows on
+every page at once.
+"""
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+import textcls
+from pages.common import cache, widgets as w
+from textcls import data as tdata
+from textcls import viz
+from textcls.training import PAPER_TRAINING, TrainConfig
+from textcls.training_jobs import FINISHED, JobError, changed_overrides, config_fields, file_columns
+
+JOBS_KEY = "train_jobs"            # this session's job ids, oldest first
+SEEN_KEY = "train_jobs_seen"       # finished jobs whose checkpoint has been announced to the other pages
+UPLOAD_TYPES = ["csv", "tsv", "jsonl", "ndjson", "json", "parquet", "gz"]
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
+HUB_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)?(:[A-Za-z0-9_.-]+)?$")
+TEXT_GUESS = ("text", "sentence", "review", "content", "document", "body", "question")
+LABEL_GUESS = ("label", "labels", "class", "category", "target", "sentiment", "y")
+GLOVE, RANDOM = "GloVe 50d (pretrained)", "random"
+OPTIMIZERS = ("adam", "sgd", "noam")
+
+st.title("Train a model")
+st.caption("Choose a data set, a model and its hyper-parameters (the paper's values, or a preset), then watch the "
+           "loss and dev accuracy while it trains. Training runs in the background: you can use the other pages "
+           "meanwhile, and the checkpoint appears on them as soon as it is saved.")
+
+REGISTRY = cache.job_registry()
+jobs: list[str] = st.session_state.setdefault(JOBS_KEY, [])
+seen: set = st.session_state.setdefault(SEEN_KEY, set())
+root = cache.checkpoint_root()
+
+
+def guess(columns: list[str], wanted: tuple[str, ...], avoid: str | None = None) -> int:
+    low = [c.lower() for c in columns]
+    for want in wanted:
+        if want in low and columns[low.index(want)] != avoid:
+            return low.index(want)
+    for i, c in enumerate(columns):
+        if c != avoid:
+            return i
+    return 0
+
+
+def save_upload(up) -> Path:
+    """The uploaded file on disk under its own (sanitised) name, in this session's temporary folder."""
+    folder = st.session_state.get("_tr_upload_dir")
+    if not folder or not Path(folder).is_dir():
+        folder = tempfile.mkdtemp(prefix="textcls-upload-")
+        st.session_state["_tr_upload_dir"] = folder
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(up.name).name).strip("._") or "upload.csv"
+    path = Path(folder) / name
+    data = up.getvalue()
+    if not path.exists() or path.read_bytes() != data:
+        path.write_bytes(data)
+    return path
+
+
+def unique_name(base: str) -> str:
+    """base, or base_2, base_3, ... : the first name not taken in the checkpoint folder."""
+    name, k = base, 1
+    while (root / name).exists():
+        k += 1
+        name = f"{base}_{k}"
+    return name
+
+
+def bundle_summary(bundle, limit: int | None = None) -> None:
+    s = bundle.summary()
+    rows = [{"split": k, "rows": v["rows"], **({"used": min(v["rows"], limit)} if limit else {}), **v["labels"]}
+            for k, v in s["splits"].items()]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="content")
+    st.caption(f"{len(bundle.labels)} labels: {w.md_escape(', '.join(bundle.labels[:12]))}"
+               f"{' …' if len(bundle.labels) > 12 else ''}" + (f" · {w.md_escape(bundle.task)}" if bundle.task else "")
+               + (f" · training uses a seeded sample of at most {limit:,} rows per split" if limit else ""))
+
+
+# ---------------------------------------------------------------- 1. data
+
+st.subheader("1 · Data")
+source = st.radio("Source", ["Bundled data set", "Upload a file", "Hugging Face hub"], horizontal=True,
+                  key="tr_source")
+data_arg = None            # what the job loads: a bundled name, "hf:ID", or a loaded DataBundle
+data_name = ""
+data_kw: dict = {}
+limit = st.columns([1, 3])[0].number_input("Rows per split (0 = all)", min_value=0, max_value=10_000_000, value=0,
+                                          step=100, key="tr_limit",
+                                          help="A seeded random sample of each split, for quick runs.")
+limit = int(limit) or None
+
+if source == "Bundled data set":
+    names = tdata.list_datasets()
+    if not names:
+        st.warning(f"No bundled data set found in {w.md_escape(tdata.data_root())} (set TEXTCLS\\_DATA).")
+    else:
+        name = st.selectbox("Data set", names, index=names.index("sst2") if "sst2" in names else 0, key="tr_data")
+        try:
+            bundle = cache.dataset(name)
+        except (tdata.DataError, ValueError) as e:
+            st.error(f"This data set cannot be read: {w.md_escape(e)}")
+        else:
+            bundle_summary(bundle, limit)
+            data_arg, data_name = name, name
+elif source == "Upload a file":
+    up = st.file_uploader("A CSV, TSV, JSON lines / JSON or Parquet file with a text column and a label column "
+                          "(optionally .gz); it is split 80/10/10 into train/dev/test.", type=UPLOAD_TYPES,
+                          key="tr_upload")
+    if up is not None:
+        path = save_upload(up)
+        try:
+            cols = file_columns(path)
+        except (tdata.DataError, ValueError) as e:
+            st.error(f"This file cannot be read: {w.md_escape(str(e).replace(str(path), path.name))}",
+                     icon=":material/error:")
+        else:
+            c1, c2 = st.columns(2)
+            text_col = c1.selectbox("Text column", cols, index=guess(cols, TEXT_GUESS), key="tr_text_col")
+            label_col = c2.selectbox("Label column", cols, index=guess(cols, LABEL_GUESS, avoid=text_col),
+                                     key="tr_label_col")
+            if text_col == label_col:
+                st.error("The text column and the label column must differ.")
+            else:
+                try:
+                    bundle = cache.dataset(str(path), text_column=text_col, label_column=label_col)
+                except (tdata.DataError, ValueError) as e:
+                    st.error(f"This file cannot be used: {w.md_escape(str(e).replace(str(path), path.name))}",
+                             icon=":material/error:")
+                else:
+                    if len(bundle.labels) < 2:
+                        st.error(f"The label column {w.md_escape(label_col)} has only one value "
+                                 f"({w.md_escape(bundle.labels[0])}); a classifier needs at least two.")
+                    else:
+                        bundle_summary(bundle, limit)
+                        if limit:
+                            bundle = tdata.DataBundle(bundle.name, list(bundle.labels),
+                                                      {k: s.sample(limit, 0) for k, s in bundle.splits.items()},
+                                                      bundle.task, bundle.source, dict(bundle.meta))
+                        data_arg, data_name = bundle, bundle.name
+else:
+    why = tdata.hub_offline_reason()
+    if why:
+        st.warning(f"The Hugging Face hub is switched off on this server ({w.md_escape(why)}): a hub data set "
+                   "cannot be downloaded here. Use a bundled data set or upload a file.")
+    hub_id = st.text_input("Hub data set id", placeholder="e.g. stanfordnlp/sst2, ag_news, or ID:CONFIG",
+                           key="tr_hub").strip()
+    c1, c2 = st.columns(2)
+    hub_text = c1.text_input("Text column", value="text", key="tr_hub_text").strip() or "text"
+    hub_label = c2.text_input("Label column", value="label", key="tr_hub_label").strip() or "label"
+    if hub_id:
+        if not HUB_RE.match(hub_id.removeprefix("hf:")):
+            st.error("A hub id looks like `owner/name` or `name` (letters, digits, `_.-`), optionally `:config`.")
+        else:
+            data_arg = "hf:" + hub_id.removeprefix("hf:")
+            data_name = hub_id.removeprefix("hf:").split(":")[0].split("/")[-1]
+            data_kw = {"text_column": hub_text, "label_column": hub_label}
+            st.caption("It is downloaded when training starts (the run fails with a message within seconds if "
+                       "the hub cannot be reached).")
+
+# ---------------------------------------------------------------- 2. model
+
+st.subheader("2 · Model")
+models = textcls.list_models()
+c1, c2, c3 = st.columns(3)
+model = c1.selectbox("Model", models, index=models.index("kim_cnn") if "kim_cnn" in models else 0, key="tr_model")
+entry = textcls.get_entry(model)
+preset_opts = ["paper defaults"] + list(entry.presets)
+preset_label = c2.selectbox("Preset", preset_opts, key=f"tr_preset_{model}",
+                            index=preset_opts.index("small") if "small" in preset_opts else 0,
+                            help="The config defaults are the paper's; a preset overrides some of them "
+                                 "(\"small\": a laptop-sized model that trains in a minute or two).")
+preset = None if preset_label == "paper defaults" else preset_label
+variant_label = c3.selectbox("Variant", ["none"] + list(entry.variants), key=f"tr_variant_{model}",
+                             help="The paper's variants and ablations (config switches).")
+variant = None if variant_label == "none" else variant_label
+if entry.description:
+    st.caption(w.md_escape(entry.description))
+doc = (entry.config_cls.__doc__ or "").strip()
+if doc and not doc.startswith(entry.config_cls.__name__ + "("):
+    st.caption(w.md_escape(doc.splitlines()[0]))
+base_cfg = textcls.make_config(model, preset=preset, variant=variant)
+
+e1, e2 = st.columns(2)
+emb = e1.radio("Word vectors", [GLOVE, RANDOM], horizontal=True, key="tr_emb",
+               help="GloVe 6B 50-d (sets the embedding size to 50), or random vectors of the model's size.")
+modes = ["non-static", "static", "multichannel"] if emb == GLOVE else ["rand"]
+cfg_mode = getattr(base_cfg, "embedding_mode", "non-static")
+mode = e2.selectbox("Embeddings during training", modes, key=f"tr_mode_{emb}_{model}_{variant}",
+                    index=modes.index(cfg_mode) if cfg_mode in modes else 0,
+                    help="static: frozen; non-static: fine-tuned; multichannel: one frozen and one fine-tuned copy; "
+                         "rand: random vectors, trained.")
+
+# ---------------------------------------------------------------- 3. hyper-parameters and training settings
+
+fields = config_fields(model, preset, variant)
+fkey = f"{model}_{preset}_{variant}"
+values: dict = {}
+with st.form("tr_form"):
+    with st.expander(f"Model hyper-parameters ({len(fields)}) · {preset_label}"
+                     f"{'' if variant is None else ', ' + variant}", expanded=False):
+        st.caption("Defaults: the paper's values with the preset and variant applied; the paper's own value is in "
+                   "each field's help.")
+        cols = st.columns(3)
+        for k, f in enumerate(fields):
+            col = cols[k % 3]
+            key = f"tr_f_{fkey}_{f.name}"
+            helptext = (f.help + " · " if f.help else "") + f"paper: {f.paper}"
+            if f.name == "embed_dim" and emb == GLOVE:
+                col.text_input("embed_dim", value="50 (GloVe)", disabled=True, key=key + "_glove", help=helptext)
+                continue
+            if f.kind == "bool":
+                values[f.name] = col.checkbox(f.name, value=bool(f.default), key=key, help=helptext)
+            elif f.kind == "int":
+                values[f.name] = col.number_input(f.name, value=int(f.default), step=1, key=key, help=helptext)
+            elif f.kind == "float":
+                values[f.name] = col.number_input(f.name, value=float(f.default), key=key, help=helptext,
+                                                  format="%g", step=None)
+            elif f.choices:
+                values[f.name] = col.selectbox(f.name, list(f.choices), index=list(f.choices).index(f.default)
+                                               if f.default in f.choices else 0, key=key, help=helptext)
+            elif f.kind in ("ints", "floats"):
+                values[f.name] = col.text_input(f.name, value=", ".join(str(x) for x in f.default), key=key,
+                                                help=helptext + " · comma-separated")
+            elif f.kind == "str":
+                values[f.name] = col.text_input(f.name, value=str(f.default), key=key, help=helptext)
+
+    st.markdown("**Training**")
+    t1, t2, t3, t4 = st.columns(4)
+    epochs = t1.number_input("Epochs", min_value=1, max_value=1000, value=5, key="tr_epochs")
+    batch = t2.number_input("Batch size", min_value=1, max_value=4096, value=50, key="tr_batch")
+    lr = t3.number_input("Learning rate", min_value=0.0, value=1e-3, format="%g", step=None, key="tr_lr")
+    opt = t4.selectbox("Optimiser", OPTIMIZERS, key="tr_opt",
+                       help="noam: Adam with warm-up then 1/sqrt(step) decay (the Transformer paper's).")
+    t5, t6, t7 = st.columns([1, 1, 2])
+    patience = t5.number_input("Early stopping patience (0 = off)", min_value=0, max_value=1000, value=0,
+                               key="tr_patience", help="Stop after this many epochs without a better dev accuracy.")
+    seed = t6.number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, key="tr_seed")
+    paper = PAPER_TRAINING.get(model)
+    use_paper = t7.checkbox("Use the paper's optimiser settings", value=False, key="tr_paper", disabled=not paper,
+                            help="Replaces batch size / learning rate / optimiser with the paper's: "
+                                 + (", ".join(f"{k}={v}" for k, v in paper.items()) if paper else "none known"))
+    n1, n2 = st.columns([3, 1])
+    default_name = unique_name(re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{model}_{data_name or 'data'}"
+                                      f"{'_' + preset if preset else ''}{'_' + variant if variant else ''}")[:60])
+    out_name = n1.text_input("Checkpoint name", value=default_name, key=f"tr_name_{default_name}",
+                             help=f"Saved as a folder in {root}.").strip()
+    replace = n2.checkbox("Replace if it exists", value=False, key="tr_replace")
+    submitted = st.form_submit_button("Start training", type="primary", icon=":material/play_arrow:")
+
+
+def start() -> None:
+    problems = []
+    if data_arg is None:
+        problems.append("Choose a data set first (step 1).")
+    try:
+        overrides = changed_overrides(fields, values)
+    except ValueError as e:
+        problems.append(str(e))
+        overrides = {}
+    if getattr(base_cfg, "embedding_mode", None) != mode:
+        overrides["embedding_mode"] = mode
+    if not NAME_RE.match(out_name or ""):
+        problems.append("The checkpoint name must start with a letter or digit and use only letters, digits, "
+                        "`_`, `.` and `-` (at most 80 characters).")
+    out = root / out_name if out_name else None
+    if out is not None and out.exists() and not replace:
+        problems.append(f"A checkpoint called {out_name} exists already: tick “Replace if it exists” or choose "
+                        "another name.")
+    train_over = {"patience": int(patience) or None}
+    if not (use_paper and paper):
+        train_over.update(batch_size=int(batch), lr=float(lr), optimizer=opt)
+    try:
+        TrainConfig(epochs=int(epochs), **train_over)
+    except (ValueError, TypeError) as e:
+        problems.append(f"Training settings: {e}")
+    if not problems:
+        try:   # build a tiny copy of the model now, so a bad combination is reported here and not in the run
+            probe_over = {k: v for k, v in overrides.items() if k != "embed_dim"} if emb == GLOVE else overrides
+            textcls.create_model(model, vocab_size=8, num_labels=2, preset=preset, variant=variant,
+                                 **({"embed_dim": 50} if emb == GLOVE else {}), **probe_over)
+        except Exception as e:  # noqa: BLE001 - any config error is the user's to fix
+            problems.append(f"These settings do not make a valid {model}: {type(e).__name__}: {e}")
+    if problems:
+        for p in problems:
+            st.error(w.md_escape(p) if "`" not in p else p)
+        return
+    try:
+        jid = REGISTRY.submit(data=data_arg, model=model, preset=preset, variant=variant, overrides=overrides,
+                              embeddings="glove" if emb == GLOVE else "random", epochs=int(epochs), out=out,
+                              limit=limit if isinstance(data_arg, str) else None, train_overrides=train_over,
+                              paper_training=bool(use_paper and paper), seed=int(seed), **data_kw)
+    except JobError as e:
+        st.error(w.md_escape(e))
+        return
+    jobs.append(jid)
+    st.session_state["train_current"] = jid
+
+
+if submitted:
+    start()
+
+# ---------------------------------------------------------------- 4. runs
+
+st.subheader("3 · Runs")
+live_jobs = [j for j in jobs if REGISTRY.get(j) is not None]
+if not live_jobs:
+    st.info("No run yet in this session. Set things up above and press **Start training**.",
+            icon=":material/model_training:")
+    st.stop()
+polling = any(REGISTRY.get(j).is_alive() for j in live_jobs)
+
+
+def fmt_s(sec: float) -> str:
+    sec = int(round(sec))
+    return f"{sec // 60} min {sec % 60:02d} s" if sec >= 60 else f"{sec} s"
+
+
+def describe(s) -> str:
+    sp = s.spec
+    return f"{sp.get('model')} on {sp.get('data')} → {Path(str(sp.get('out'))).name}"
+
+
+STATUS_ICON = {"running": ":material/progress_activity:", "done": ":material/check_circle:",
+               "stopped": ":material/stop_circle:", "failed": ":material/error:"}
+
+
+@st.fragment(run_every=1.0 if polling else None)
+def runs() -> None:
+    snaps = {j: REGISTRY.snapshot(j) for j in live_jobs}
+    # a run that ended since the last look: its checkpoint is new on disk -> refresh every page's listing
+    fresh = [j for j, s in snaps.items() if s.status in FINISHED and j not in seen]
+    for j in fresh:
+        seen.add(j)
+    if fresh:
+        cache.refresh_checkpoints()
+        if polling:
+            st.rerun()            # a full rerun: stops the polling once nothing runs
+    order = list(reversed(live_jobs))
+    current = st.session_state.get("train_current")
+    if len(order) > 1:
+        current = st.selectbox("Run", order, index=order.index(current) if current in order else 0,
+                               key="tr_run_pick", format_func=lambda j: f"{describe(snaps[j])} · {snaps[j].status}")
+    elif order:
+        current = order[0]
+    s = snaps[current]
+    with st.container(border=True):
+        st.markdown(f"{STATUS_ICON.get(s.status, '')} **{w.md_escape(describe(s))}** · {s.status}")
+        if s.status == "running":
+            eta = ""
+            if s.step and s.total_steps and s.elapsed > 0:
+                eta = f" · about {fmt_s(s.elapsed / s.step * (s.total_steps - s.step))} left"
+            text = (f"{s.phase} · epoch {min(s.epoch + 1, s.epochs)}/{s.epochs} · step {s.step}/{s.total_steps or '?'}"
+                    f"{eta}")
+            st.progress(s.fraction, text=text)
+            if st.button("Stop", key=f"tr_stop_{current}", icon=":material/stop:", disabled=s.stop_requested,
+                         help="Ends the run before its next step and saves the best weights so far."):
+                REGISTRY.stop(current)
+                st.toast("Stopping: the run ends after its current step and saves the best weights so far.")
+        m = st.columns(5)
+        m[0].metric("Epochs done", f"{s.epoch}/{s.epochs}")
+        m[1].metric("Step loss", "—" if s.loss is None else f"{s.loss:.4f}")
+        m[2].metric("Dev accuracy", w.fmt_acc(s.dev_accuracy))
+        m[3].metric("Best dev accuracy", w.fmt_acc(s.best_dev_accuracy),
+                    help=None if s.best_epoch is None else f"epoch {s.best_epoch}")
+        m[4].metric("Time", fmt_s(s.wall_seconds))
+        item = viz.live_training_figure(s.step_events(), s.epoch_events(), title="Loss and accuracy")
+        if s.status == "running" and not s.events:
+            st.caption("Loading the data, building the vocabulary and the model (and reading GloVe): the curves "
+                       "start with the first step.")
+        elif s.status in FINISHED:
+            w.show_figure(item, f"train_{current}")
+        else:
+            st.plotly_chart(item.fig, theme=None, key=f"tr_live_{current}", width="stretch",
+                            config=w.chart_config(f"train_{current}"))
+        if s.status == "done":
+            st.success(w.md_escape(s.message), icon=":material/check_circle:")
+        elif s.status == "stopped":
+            st.warning(w.md_escape(s.message), icon=":material/stop_circle:")
+        elif s.status == "failed":
+            st.error(f"{w.md_escape(s.error)}  \n{w.md_escape(s.message)}", icon=":material/error:")
+            if s.traceback:
+                with st.expander("Details"):
+                    st.code(s.traceback, language="text")
+        if s.metrics:
+            st.dataframe(pd.DataFrame([{"split": k, **v} for k, v in s.metrics.items()]), hide_index=True,
+                         width="content", column_config={
+                             "accuracy": st.column_config.NumberColumn(format="percent"),
+                             "macro_f1": st.column_config.NumberColumn("macro-F1", format="percent")})
+        if s.path:
+            st.caption(f"Checkpoint: {w.md_escape(s.path)}")
+            l1, l2, l3 = st.columns(3)
+            l1.page_link("pages/evaluate.py", label="Evaluate it", icon=":material/fact_check:")
+            l2.page_link("pages/inspect.py", label="Inspect it", icon=":material/visibility:")
+            l3.page_link("pages/compare.py", label="Compare it", icon=":material/compare_arrows:")
+    if len(order) > 1:
+        rows = [{"run": describe(x), "status": x.status, "epochs": f"{x.epoch}/{x.epochs}",
+                 "best dev accuracy": x.best_dev_accuracy, "time (s)": round(x.wall_seconds, 1)}
+                for x in (snaps[j] for j in order)]
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
+                     column_config={"best dev accuracy": st.column_config.NumberColumn(format="percent")})
+
+
+runs()

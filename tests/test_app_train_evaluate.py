@@ -1,0 +1,273 @@
+"""The Train and Evaluate pages through Streamlit's AppTest: a real (tiny) training run started, stopped and
+saved through the page, bad uploads, and the Evaluate page's metrics, mistakes -> Inspect, curves and
+data-set views on tiny checkpoints."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from textcls.checkpoint import load_checkpoint
+from textcls.data import load_data
+from textcls.metrics import evaluate
+from textcls.training import train_from_spec
+
+REPO = Path(__file__).resolve().parents[1]
+RANDOM = "random"
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch, shared_data):
+    ck = tmp_path / "ckpts"
+    ck.mkdir()
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(ck))
+    monkeypatch.setenv("TEXTCLS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TEXTCLS_DATA", str(shared_data))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    st.cache_data.clear()
+    return ck
+
+
+def app(page: str) -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts_of(elements) -> str:
+    """The messages' text, markdown escapes removed."""
+    return " | ".join(str(e.value) for e in elements).replace("\\", "")
+
+
+def button(at: AppTest, label: str):
+    found = [b for b in at.button if b.label == label]
+    assert found, f"no button {label!r} among {[b.label for b in at.button]}"
+    return found[0]
+
+
+def wait_for(at: AppTest, cond, timeout: float = 120.0, what: str = ""):
+    end = time.time() + timeout
+    while time.time() < end:
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        if cond(at):
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}; errors: {texts_of(at.error)}")
+
+
+def metric(at: AppTest, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+# ---------------------------------------------------------------- Train
+
+
+def test_train_page_runs_stops_and_saves_a_checkpoint(env):
+    at = app("pages/train.py")
+    assert "No run yet" in texts_of(at.info)
+    at.radio(key="tr_emb").set_value(RANDOM)
+    at.number_input(key="tr_limit").set_value(300)
+    at.run()
+    at.selectbox(key="tr_model").set_value("kim_cnn")
+    at.run()
+    assert at.selectbox(key="tr_preset_kim_cnn").value == "small"
+    at.number_input(key="tr_epochs").set_value(200)            # long enough to be stopped
+    name_box = next(t for t in at.text_input if t.label == "Checkpoint name")
+    name_box.set_value("tiny_run")
+    button(at, "Start training").click()
+    at.run()
+    assert not at.error, texts_of(at.error)
+    jid = at.session_state["train_jobs"][-1]
+    # the page polls the background job: wait for a completed epoch, then press Stop
+    wait_for(at, lambda a: int(metric(a, "Epochs done").split("/")[0]) >= 1, what="the first epoch")
+    assert metric(at, "Dev accuracy") != "—"
+    at.button(key=f"tr_stop_{jid}").click()
+    wait_for(at, lambda a: any("Stopped by you" in str(x.value) for x in a.warning), what="the stop")
+    saved = env / "tiny_run"
+    p = load_checkpoint(saved)                                  # a complete checkpoint, best weights so far
+    assert p.model.registry_name == "kim_cnn" and p.info["data"]["limit"] == 300
+    assert p.info["training"]["stopped_reason"].startswith("stopped by user")
+    assert 1 <= len(p.info["metrics"]) and "test" not in p.info["metrics"]
+    # ... and it is on the other pages at once
+    at.switch_page("pages/evaluate.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.multiselect(key="eval_ckpts").value == ["tiny_run"]
+    assert at.dataframe[0].value["checkpoint"].tolist() == ["tiny_run"]
+
+
+def test_train_page_rejects_a_name_in_use_and_bad_settings(env):
+    at = app("pages/train.py")
+    (env / "taken").mkdir()
+    next(t for t in at.text_input if t.label == "Checkpoint name").set_value("taken")
+    button(at, "Start training").click()
+    at.run()
+    assert "exists already" in texts_of(at.error)
+    next(t for t in at.text_input if t.label == "Checkpoint name").set_value("bad name!")
+    button(at, "Start training").click()
+    at.run()
+    assert "checkpoint name must start" in texts_of(at.error)
+    assert at.session_state["train_jobs"] == []
+
+
+def test_malformed_and_good_uploads(env):
+    at = app("pages/train.py")
+    at.radio(key="tr_source").set_value("Upload a file")
+    at.run()
+    at.file_uploader(key="tr_upload").set_value(("reviews.csv", b"text,label\nfine film,pos\nbad,row,extra\n",
+                                                  "text/csv"))
+    at.run()
+    assert not at.exception
+    err = texts_of(at.error)
+    assert "reviews.csv, line 3: expected 2 fields" in err and "textcls-upload" not in err
+    at.file_uploader(key="tr_upload").set_value(("notes.jsonl", b'{"x": "a"}\nnot json\n', "application/json"))
+    at.run()
+    assert "line 2" in texts_of(at.error) and "not valid JSON" in texts_of(at.error)
+    good = "sentence,stars\n" + "".join(f"review number {i} is {'good' if i % 2 else 'bad'},{i % 2}\n"
+                                        for i in range(40))
+    at.file_uploader(key="tr_upload").set_value(("stars.csv", good.encode(), "text/csv"))
+    at.run()
+    assert not at.error, texts_of(at.error)
+    assert at.selectbox(key="tr_text_col").value == "sentence"
+    assert at.selectbox(key="tr_label_col").value == "stars"
+    table = at.dataframe[0].value
+    assert table["rows"].sum() == 40 and list(table["split"]) == ["train", "dev", "test"]
+    at.selectbox(key="tr_label_col").set_value("sentence")
+    at.run()
+    assert "must differ" in texts_of(at.error)
+
+
+# ---------------------------------------------------------------- Evaluate
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, shared_data):
+    root = tmp_path_factory.mktemp("eval_ckpts")
+    for model in ("kim_cnn", "lama"):
+        train_from_spec("sst2", model, preset="small", embeddings="random", epochs=2, limit=200,
+                        data_root=shared_data, out=root / f"{model}_tiny", train_overrides={"batch_size": 25})
+    return root
+
+
+@pytest.fixture
+def eval_app(trained, tmp_path, monkeypatch, shared_data):
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(trained))
+    monkeypatch.setenv("TEXTCLS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TEXTCLS_DATA", str(shared_data))
+    st.cache_data.clear()
+    at = app("pages/evaluate.py")
+    at.selectbox(key="eval_split").set_value("dev")
+    at.run()
+    at.number_input(key="eval_limit_sst2_dev").set_value(120)
+    at.run()
+    assert not at.exception and not at.error, texts_of(at.error)
+    return at
+
+
+def test_evaluate_metrics_match_the_library(eval_app, trained, shared_data):
+    at = eval_app
+    assert at.multiselect(key="eval_ckpts").value == ["kim_cnn_tiny", "lama_tiny"]
+    dev = load_data("sst2", root=shared_data).splits["dev"].sample(120, seed=0)
+    summary = at.dataframe[0].value.set_index("checkpoint")
+    per_class = at.dataframe[1].value
+    for name in ("kim_cnn_tiny", "lama_tiny"):
+        rep = evaluate(load_checkpoint(trained / name), dev)
+        assert summary.loc[name, "accuracy"] == pytest.approx(rep["accuracy"])
+        assert summary.loc[name, "macro-F1"] == pytest.approx(rep["macro_f1"])
+        assert summary.loc[name, "examples"] == 120
+        assert summary.loc[name, "errors"] == round(120 * (1 - rep["accuracy"]))
+        rows = per_class[per_class["checkpoint"] == name].set_index("label")
+        assert rows.loc["positive", "f1"] == pytest.approx(rep["per_class"]["positive"]["f1"])
+    labels = [c.label for c in at.get("download_button")]
+    assert "Metrics (CSV)" in labels and "Per-class scores (CSV)" in labels
+
+
+def test_evaluate_mistake_opens_in_inspect(eval_app):
+    at = eval_app
+    pick = at.selectbox(key="eval_err_pick_kim_cnn_tiny")
+    assert pick.options                                          # the tiny model makes mistakes
+    at.selectbox(key="eval_err_pick_kim_cnn_tiny").set_value(pick.options[1] if len(pick.options) > 1 else
+                                                             pick.options[0])
+    at.run()
+    errors = at.dataframe[2].value
+    chosen = errors.iloc[1 if len(errors) > 1 else 0]
+    at.button(key="eval_err_inspect").click()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["insp_text"] == chosen["text"]
+    assert at.session_state["insp_ckpt"] == "kim_cnn_tiny"
+    assert any(t.value == "Inspect a model" for t in at.title)        # we are on the Inspect page ...
+    assert at.text_area(key="insp_text").value == chosen["text"]      # ... with that text
+
+
+def test_evaluate_disagreement_opens_two_checkpoints(eval_app):
+    at = eval_app
+    dis = at.dataframe[3].value
+    assert len(dis) > 0 and set(dis.columns) >= {"kim_cnn_tiny", "lama_tiny", "gold", "right"}
+    assert (dis["kim_cnn_tiny"] != dis["lama_tiny"]).all()
+    at.button(key="eval_dis_inspect").click()
+    at.run()
+    assert at.session_state["insp_two"] is True
+    assert {at.session_state["insp_ckpt"], at.session_state["insp_ckpt2"]} == {"kim_cnn_tiny", "lama_tiny"}
+
+
+def test_evaluate_curves_and_corpus_views(eval_app):
+    at = eval_app
+    assert at.multiselect(key="eval_curve_y").value == ["train_loss", "dev_accuracy"]
+    # LAMA: the token weights over the split, then LAMA-T4 and LAMA-F2
+    at.selectbox(key="eval_ds_ckpt").set_value("lama_tiny")
+    at.run()
+    assert at.radio(key="eval_ds_view").options[:2] == ["Top attended words (LAMA Table 4)",
+                                                         "A word's weight by label (LAMA Fig. 2)"]
+    button(at, "Compute the token weights over 120 texts").click()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not [b for b in at.button if b.label.startswith("Compute")]   # computed: the button is gone
+    at.number_input(key="eval_tw_min").set_value(2)
+    at.run()
+    tables = [d.value for d in at.dataframe if "word" in d.value.columns and "rank" in d.value.columns]
+    assert tables and set(tables[0]["label"]) == {"negative", "positive"}
+    at.radio(key="eval_ds_view").set_value("A word's weight by label (LAMA Fig. 2)")
+    at.run()
+    at.text_input(key="eval_f2_typed").set_value("the")
+    at.run()
+    summary = next(d.value for d in at.dataframe if "occurrences" in d.value.columns)
+    assert summary["occurrences"].sum() > 0 and set(summary["label"]) <= {"negative", "positive"}
+    # Kim CNN: filter n-grams
+    at.selectbox(key="eval_ds_ckpt").set_value("kim_cnn_tiny")
+    at.run()
+    assert at.radio(key="eval_ds_view").options[-1] == "Filter n-grams"
+    at.radio(key="eval_ds_view").set_value("Filter n-grams")
+    at.run()
+    button(at, "Compute the filter activations over 120 texts").click()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = next(d.value for d in at.dataframe if "ngram" in d.value.columns)
+    assert set(table["bank"]) == {"conv_h2", "conv_h3"} and (table["rank"] >= 1).all()
+    assert all(len(g.split()) <= int(b[-1]) for g, b in zip(table["ngram"], table["bank"]))
+    assert np.isfinite(table["activation"]).all()
+
+
+def test_hub_data_set_offline_fails_with_a_message(env):
+    at = app("pages/train.py")
+    at.radio(key="tr_source").set_value("Hugging Face hub")
+    at.run()
+    assert "switched off" in texts_of(at.warning)              # HF_HUB_OFFLINE is set by the fixture
+    at.text_input(key="tr_hub").set_value("not a/valid id")
+    at.run()
+    assert "owner/name" in texts_of(at.error)
+    at.text_input(key="tr_hub").set_value("ag_news")
+    at.radio(key="tr_emb").set_value(RANDOM)
+    at.run()
+    button(at, "Start training").click()
+    at.run()
+    wait_for(at, lambda a: bool(a.error), timeout=60, what="the hub failure")
+    msg = texts_of(at.error)
+    assert "DataError" in msg and "HF_HUB_OFFLINE" in msg and "nothing new was saved" in msg
+    assert not any(env.iterdir())

@@ -1,0 +1,151 @@
+"""AppTest of the Attribute and Lab pages against tiny untrained checkpoints built here (and the figure builders
+they use)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import textcls
+from textcls.checkpoint import save_checkpoint
+from textcls.interpret import figures as F
+from textcls.interpret import lab
+from textcls.registry import get_entry
+from textcls.text import Tokenizer, TokenizerConfig
+
+REPO = Path(__file__).resolve().parents[1]
+APP = str(REPO / "app.py")
+MODELS = ("kim_cnn", "lama", "hcan", "agcnn")
+CORPUS = ["the acting is superb , but the plot is not very good .", "a gripping , beautifully acted film .",
+          "the jokes fall flat and the story is dull .", "good", "not good", "very bad"]
+
+
+@pytest.fixture(scope="module")
+def ckpt_dir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("interp_ckpts")
+    for k, name in enumerate(MODELS):
+        tok = Tokenizer.build(CORPUS, TokenizerConfig(hierarchical=get_entry(name).input_kind == "sentences"))
+        torch.manual_seed(k)
+        model = textcls.create_model(name, vocab_size=len(tok.vocab), num_labels=2, preset="small").eval()
+        save_checkpoint(root / f"{name}_tiny", model, tok, ["negative", "positive"],
+                        meta={"data": {"name": "sst2"}})
+    return root
+
+
+@pytest.fixture
+def run_page(ckpt_dir, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    def make(page, root=ckpt_dir):
+        monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(root))
+        at = AppTest.from_file(APP, default_timeout=180)
+        at.run()
+        at.switch_page(page).run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+    return make
+
+
+def texts(at) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    for kind in ("success", "warning", "info", "error"):
+        parts += [x.value for x in getattr(at, kind)]
+    return "\n".join(parts).replace("\\", "")          # markdown escapes removed
+
+
+# ---------------------------------------------------------------- Attribute
+
+def test_attribute_page_one_sentence_every_checkpoint(run_page):
+    at = run_page("pages/attribute.py")
+    assert not at.error, [e.value for e in at.error]
+    grid = at.get("plotly_chart")
+    assert len(grid) >= 4          # reasons grid, tau, top-k, erasure curves, intervention probabilities
+    frames = [d.value for d in at.dataframe]
+    per_expl = next(f for f in frames if "AOPC comprehensiveness" in f.columns)
+    assert sorted(set(per_expl["checkpoint"])) == sorted(f"{m}_tiny" for m in MODELS)
+    assert set(per_expl["explanation"]) == {"Own attention", "Integrated gradients", "Gradient x input", "Occlusion"}
+    per_model = next(f for f in frames if "IG |delta|" in f.columns)
+    assert per_model.loc[per_model["checkpoint"] == "lama_tiny", "permuted attention: median TVD"].notna().all()
+    ig = next(f for f in frames if "converged" in f.columns)
+    assert len(ig) == len(MODELS)
+    assert "-badge[" in texts(at)
+    cf = next(f for f in frames if "flips" in f.columns and "p before" in f.columns)
+    assert len(cf) == len(MODELS)
+
+
+def test_attribute_page_interventions(run_page):
+    at = run_page("pages/attribute.py")
+    at.selectbox(key="attr_int_ckpt").set_value("agcnn_tiny").run()
+    kinds = at.radio(key="attr_int_kind").options
+    assert {"Force gates to 1", "Force gates to 0", "Zero a filter", "Swap the activation"} <= set(kinds)
+    at.radio(key="attr_int_kind").set_value("Force gates to 0").run()
+    assert not at.exception
+    assert "every gate forced to 0" in texts(at)
+    at.selectbox(key="attr_int_ckpt").set_value("lama_tiny").run()
+    at.radio(key="attr_int_kind").set_value("Ablate a head").run()
+    assert not at.exception and "head 0 (every layer) ablated" in texts(at)
+
+
+def test_attribute_page_counterfactual_and_slice(run_page):
+    at = run_page("pages/attribute.py")
+    toks = CORPUS[0].split()
+    at.selectbox(key="attr_cf_idx").set_value(toks.index("good"))
+    at.text_input(key="attr_cf_repl").input("awful").run()
+    assert not at.exception
+    assert any(t.value.endswith("After:  " + CORPUS[0].replace("good", "awful")) for t in at.text)
+    at.number_input(key="attr_slice_n").set_value(5)
+    at.selectbox(key="attr_slice_ckpt").set_value("kim_cnn_tiny")
+    at.button(key="FormSubmitter:attr_slice-Run").click().run()
+    assert not at.exception
+    frame = next(d.value for d in at.dataframe if "aopc comprehensiveness" in d.value.columns)
+    assert "random" in set(frame["method"]) and (frame["n"] == 5).all()
+
+
+def test_attribute_page_without_checkpoints(run_page, tmp_path):
+    at = run_page("pages/attribute.py", root=tmp_path / "none")
+    assert any("No trained checkpoint found" in x.value for x in at.warning)
+
+
+# ---------------------------------------------------------------- Lab
+
+def test_lab_page(run_page):
+    at = run_page("pages/lab.py")
+    assert not at.error, [e.value for e in at.error]
+    body = texts(at)
+    for key in lab.DEMO_TEXT:
+        assert lab.DEMO_TEXT[key] in body                        # every demo's read-aloud text is shown
+    charts = at.get("plotly_chart")
+    assert len(charts) >= 4 + 1 + 2 + 2          # AG-F2 x4, negation, HCAN x2, gates x2
+    gate_table = next(d.value for d in at.dataframe if "share < 1" in d.value.columns)
+    c = textcls.make_config("agcnn", preset="small")
+    assert len(gate_table) == len(c.windows) * len(c.gate_windows) * c.n_gates   # one row per gate map
+    at.multiselect(key="lab_acts").set_value(["relu", "nlrelu"]).run()
+    assert not at.exception
+
+
+def test_lab_page_without_checkpoints_uses_untrained_models(run_page, tmp_path):
+    at = run_page("pages/lab.py", root=tmp_path / "none")
+    assert not at.exception
+    assert any("untrained" in x.value for x in at.info)
+    assert any("share < 1" in d.value.columns for d in at.dataframe)
+
+
+# ---------------------------------------------------------------- figure builders
+
+def test_figures_carry_their_numbers():
+    g = F.reasons_grid([("m · IG", [0.5, -1.0, 0.25]), ("m · attention", [0.2, 0.2, 0.6])], ["a", "a", "<b>"])
+    assert list(g.table["normalised"][:3]) == [0.5, -1.0, 0.25]                 # signed: v / max|v|
+    # unsigned: shares; 0.2 of 1.0 over 3 tokens is below uniform (white), 0.6 = 1.8x uniform of a 4x scale
+    np.testing.assert_allclose(g.table["normalised"][3:], [0, 0, np.log(1.8) / np.log(4)])
+    np.testing.assert_allclose(F.normalise_row([1, 1, 1, 1]), 0)                 # flat attention stays white
+    assert g.fig.layout.xaxis.ticktext == ("a", "a", "&lt;b&gt;")      # repeated words stay apart; escaped
+    rows = lab.activation_statistics(("relu", "selu"), n_layers=3)
+    f = F.activation_figure(rows, "N(0, 1)", "variance")
+    assert f.fig.layout.yaxis.type == "log" and len(f.table) == 6
+    agr = {"names": ["a", "b"], "kendall_tau": np.array([[1.0, 0.5], [0.5, 1.0]]),
+           "topk_overlap": np.array([[1.0, np.nan], [np.nan, 1.0]])}
+    assert F.agreement_heatmap(agr, "topk_overlap").table["topk_overlap"].isna().sum() == 2
+    with pytest.raises(ValueError, match="no rows"):
+        F.activation_figure(rows, "N(0, 9)")

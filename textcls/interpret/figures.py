@@ -1,0 +1,238 @@
+"""Plotly figures of the interpretation results (pure: no Streamlit), each a `viz.FigureOut` with the numbers it
+draws, so the pages show them with the app's export buttons (PNG / SVG / CSV / JSON).
+
+Tokens sit on a numeric axis with the words as tick labels (a repeated word stays two columns); every label
+is HTML-escaped.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..viz import FONT, FigureOut, esc
+
+PALETTE = ["#c0392b", "#2c7fb8", "#27ae60", "#8e44ad", "#e67e22", "#16a085", "#7f8c8d", "#d35400"]
+
+
+def _layout(fig: go.Figure, title: str, height: int, top: int = 45, **kw) -> None:
+    fig.update_layout(title=dict(text=esc(title), x=0.01, font=dict(size=14)), height=height,
+                      margin=dict(l=10, r=10, t=top, b=10), plot_bgcolor="white", font=dict(family=FONT), **kw)
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True, title_standoff=8)
+
+
+UNIFORM_DARKEST = 4.0   # an unsigned score with 4x its uniform share (1/n) of the row's total is darkest
+
+
+def normalise_row(v: Sequence[float]) -> np.ndarray:
+    """Row scaled for display. Signed rows (attributions): v / max|v| in [-1, 1]. Unsigned rows (attention,
+    saliency, leave-one-out): shares of the row's total, white at or below the uniform share 1/n and darkest at
+    4x it (or the row's maximum if larger), on a log scale - so a flat attention stays pale instead of being
+    stretched to full contrast (the same rule as the app's shaded words)."""
+    v = np.nan_to_num(np.asarray(v, dtype=float))
+    if v.size == 0:
+        return v
+    if v.min() >= 0:
+        total = float(v.sum())
+        if total <= 0:
+            return np.zeros_like(v)
+        ratio = np.maximum(v / total * v.size, 1e-12)
+        top = max(float(ratio.max()), UNIFORM_DARKEST)
+        return np.clip(np.log(ratio) / np.log(top), 0.0, 1.0)
+    return v / float(np.abs(v).max())
+
+
+def reasons_grid(rows: Sequence[tuple[str, Sequence[float]]], tokens: Sequence[str],
+                 title: str = "What each model and method points at",
+                 window: tuple[int, int] | None = None) -> FigureOut:
+    """One aligned token grid: a row per (model, method), a column per token, colour from `normalise_row` (red
+    supports the predicted class, blue speaks against it; attention and other unsigned scores are never blue).
+    Exact values on hover. `window=(start, size)` draws only those tokens of a long text (each row is still
+    normalised over the whole text, so a window's shades compare with other windows); the title says which."""
+    tokens = list(tokens)
+    n = len(tokens)
+    names = [r[0] for r in rows]
+    z = np.array([normalise_row(r[1]) for r in rows]) if rows else np.zeros((0, n))
+    raw = np.array([np.asarray(r[1], dtype=float) for r in rows]) if rows else z
+    lo, hi = 0, n
+    if window is not None:
+        lo = max(0, min(int(window[0]), max(0, n - 1)))
+        hi = min(n, lo + max(1, int(window[1])))
+        if (lo, hi) != (0, n):
+            title = f"{title} (tokens {lo + 1}-{hi} of {n})"
+    idx = list(range(lo, hi))
+    shown = tokens[lo:hi]
+    fig = go.Figure(go.Heatmap(
+        z=z[:, lo:hi], x=idx, y=[esc(n) for n in names], zmin=-1, zmax=1, zmid=0,
+        colorscale="RdBu_r", customdata=raw[:, lo:hi], colorbar=dict(title="shade", thickness=12),
+        text=[[esc(t) for t in shown]] * len(names),
+        hovertemplate="%{y}<br>%{text}: %{customdata:.4g}<extra></extra>", xgap=1, ygap=1))
+    fig.update_xaxes(tickvals=idx, ticktext=[esc(t) for t in shown], tickangle=-45, showgrid=False,
+                     zeroline=False)
+    fig.update_yaxes(autorange="reversed", automargin=True, showgrid=False, zeroline=False)
+    _layout(fig, title, int(120 + 26 * max(1, len(names)) + 6 * max((len(t) for t in shown), default=0)))
+    table = pd.DataFrame([{"row": nm, "token_index": i, "token": tokens[i], "score": float(raw[r, i]),
+                           "normalised": float(z[r, i])}
+                          for r, nm in enumerate(names) for i in idx])
+    return FigureOut("reasons_grid", title, fig, table,
+                     caption="Signed rows (attributions): score / max|score|, red for and blue against the "
+                             "predicted class. Unsigned rows (attention, saliency, leave-one-out): white = at most a "
+                             "uniform share of the row, darkest = 4x that share or more. Exact values on hover.")
+
+
+def agreement_heatmap(agr: dict[str, Any], metric: str = "kendall_tau", title: str | None = None) -> FigureOut:
+    """Matrix of Kendall tau (or top-k overlap) between every pair of explanations (faithfulness.agreement)."""
+    names = list(agr["names"])
+    m = np.asarray(agr[metric], dtype=float)
+    label = {"kendall_tau": "Kendall tau", "topk_overlap": "top-k overlap"}[metric]
+    title = title or f"{label} between explanations"
+    text = [["" if np.isnan(v) else f"{v:.2f}" for v in row] for row in m]
+    fig = go.Figure(go.Heatmap(z=m, x=[esc(n) for n in names], y=[esc(n) for n in names], text=text,
+                               texttemplate="%{text}", zmin=-1 if metric == "kendall_tau" else 0, zmax=1,
+                               colorscale="RdBu_r" if metric == "kendall_tau" else "Blues",
+                               colorbar=dict(title=label, thickness=12),
+                               hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed", automargin=True)
+    fig.update_xaxes(tickangle=-35, automargin=True)
+    _layout(fig, title, int(160 + 34 * len(names)))
+    table = pd.DataFrame([{"a": a, "b": b, metric: float(m[i, j])} for i, a in enumerate(names)
+                          for j, b in enumerate(names)])
+    return FigureOut(f"agreement_{metric}", title, fig, table,
+                     caption="Blank cells: the two explanations cover different token lists (different tokenisers).")
+
+
+def erasure_figure(curves: dict[str, dict[str, Any]], title: str = "Removing the top-k% tokens") -> FigureOut:
+    """Comprehensiveness and sufficiency against k for several explanations (faithfulness.erasure_curves)."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("comprehensiveness (higher = faithful)",
+                                                        "sufficiency (lower = faithful)"))
+    rows = []
+    for i, (name, c) in enumerate(curves.items()):
+        color = PALETTE[i % len(PALETTE)]
+        for col, key in ((1, "comprehensiveness"), (2, "sufficiency")):
+            fig.add_trace(go.Scatter(x=c["bins"], y=c[key], mode="lines+markers", name=esc(name),
+                                     legendgroup=esc(name), showlegend=col == 1, line=dict(color=color)),
+                          row=1, col=col)
+        rows += [{"explanation": name, "k_percent": b, "k_tokens": k, "comprehensiveness": cp, "sufficiency": sf}
+                 for b, k, cp, sf in zip(c["bins"], c["k_tokens"], c["comprehensiveness"], c["sufficiency"])]
+    fig.update_xaxes(title="k (% of tokens)")
+    fig.update_yaxes(title="drop in p(predicted class)", col=1)
+    _layout(fig, title, 380, top=80, legend=dict(orientation="h", y=-0.3))
+    return FigureOut("erasure_curves", title, fig, pd.DataFrame(rows),
+                     caption="k = 0 is the empty set; AOPC is the mean over the points of a line.")
+
+
+def probability_shift(labels: Sequence[str], before: Sequence[float], after: Sequence[float],
+                      title: str = "Probabilities before and after", names=("before", "after")) -> FigureOut:
+    fig = go.Figure()
+    for k, (name, p) in enumerate(zip(names, (before, after))):
+        fig.add_trace(go.Bar(x=[esc(lab) for lab in labels], y=list(map(float, p)), name=esc(name),
+                             marker_color=["#95a5a6", "#c0392b"][k], text=[f"{float(v):.3f}" for v in p],
+                             textposition="outside"))
+    fig.update_yaxes(range=[0, 1.1], title="probability")
+    _layout(fig, title, 320, barmode="group", legend=dict(orientation="h", y=-0.2))
+    table = pd.DataFrame({"label": list(labels), names[0]: list(map(float, before)),
+                          names[1]: list(map(float, after))})
+    return FigureOut("probability_shift", title, fig, table)
+
+
+# ---------------------------------------------------------------- Lab
+
+def activation_figure(rows: Sequence[dict], weights: str, stat: str = "variance",
+                      title: str | None = None) -> FigureOut:
+    """AG-F2: mean or variance of the activations per layer, one line per activation (log axis when all
+    values are positive)."""
+    sel = [r for r in rows if r["weights"] == weights]
+    if not sel:
+        raise ValueError(f"no rows for weights {weights!r}")
+    title = title or f"{stat.capitalize()} of the activations per layer, weights {weights}"
+    fig = go.Figure()
+    vals = np.array([r[stat] for r in sel], dtype=float)
+    log = bool(np.all(vals > 0))
+    # values of both signs spanning many orders of magnitude: a signed log axis, sign(y) log10(1 + |y|)
+    slog = not log and np.abs(vals).max() > 1e3
+    for i, act in enumerate(dict.fromkeys(r["activation"] for r in sel)):
+        pts = [r for r in sel if r["activation"] == act]
+        y = np.array([r[stat] for r in pts], dtype=float)
+        fig.add_trace(go.Scatter(x=[r["layer"] for r in pts], y=np.sign(y) * np.log10(1 + np.abs(y)) if slog else y,
+                                 customdata=y, mode="lines+markers", name=esc(act),
+                                 hovertemplate=esc(act) + " layer %{x}: %{customdata:.4g}<extra></extra>",
+                                 line=dict(color=PALETTE[i % len(PALETTE)])))
+    ytitle = stat + (" (log scale)" if log else " (sign(y) log10(1 + |y|))" if slog else "")
+    fig.update_yaxes(type="log" if log else "linear", title=ytitle, exponentformat="power")
+    fig.update_xaxes(title="layer", dtick=1)
+    _layout(fig, title, 360, legend=dict(orientation="h", y=-0.2))
+    return FigureOut(f"ag-f2_{stat}_{weights}", title, fig,
+                     pd.DataFrame([{k: r[k] for k in ("activation", "weights", "layer", stat)} for r in sel]))
+
+
+def negation_figure(rows: Sequence[dict], title: str = "p(positive) as the wording changes") -> FigureOut:
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    sents = list(dict.fromkeys(r["sentence"] for r in rows))
+    z = np.full((len(models), len(sents)), np.nan)
+    for r in rows:
+        z[models.index(r["model"]), sents.index(r["sentence"])] = r["p_positive"]
+    fig = go.Figure(go.Heatmap(z=z, x=[esc(s) for s in sents], y=[esc(m) for m in models], zmin=0, zmax=1,
+                               zmid=0.5, colorscale="RdBu_r", text=[[f"{v:.2f}" for v in row] for row in z],
+                               texttemplate="%{text}", colorbar=dict(title="p(positive)", thickness=12),
+                               hovertemplate="%{y}<br>%{x}: %{z:.3f}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed", automargin=True)
+    _layout(fig, title, int(140 + 36 * len(models)))
+    return FigureOut("negation", title, fig, pd.DataFrame([{k: r[k] for k in ("model", "sentence", "p_positive",
+                                                                               "label")} for r in rows]))
+
+
+def branches_figure(res: dict[str, Any], title: str = "HCAN's two branches and their product") -> FigureOut:
+    tokens = res["tokens"] or [str(i) for i in range(len(res["norm_a"]))]
+    fig = go.Figure()
+    for k, (key, name) in enumerate((("norm_a", "|H_a| (branch a, ELU values)"),
+                                     ("norm_b", "|H_b| (branch b, tanh values)"),
+                                     ("norm_product", "|H_a * H_b| (product)"))):
+        fig.add_trace(go.Bar(x=list(range(len(tokens))), y=res[key], name=esc(name), marker_color=PALETTE[k]))
+    fig.update_xaxes(tickvals=list(range(len(tokens))), ticktext=[esc(t) for t in tokens], tickangle=-45)
+    fig.update_yaxes(title="vector length")
+    _layout(fig, title, 360, barmode="group", legend=dict(orientation="h", y=-0.35))
+    table = pd.DataFrame({"token": tokens, "norm_a": res["norm_a"], "norm_b": res["norm_b"],
+                          "norm_product": res["norm_product"], "sign_flip_share": res["sign_flip_share"]})
+    return FigureOut("hcan_branches", title, fig, table)
+
+
+def branch_rows_figure(res: dict[str, Any], title: str | None = None) -> FigureOut:
+    """One word's self-attention rows in branch a and branch b (HCAN Fig. 5)."""
+    toks = res["row_tokens"] or [str(i) for i in range(len(res["row_a"]))]
+    word = (res["tokens"] or [str(res["word"])] * (res["word"] + 1))[res["word"]]
+    title = title or f"Where '{word}' looks, in each branch"
+    fig = go.Figure()
+    for k, key in enumerate(("row_a", "row_b")):
+        fig.add_trace(go.Bar(x=list(range(len(toks))), y=res[key], name="branch " + key[-1],
+                             marker_color=PALETTE[k]))
+    fig.update_xaxes(tickvals=list(range(len(toks))), ticktext=[esc(t) for t in toks], tickangle=-45)
+    fig.update_yaxes(title="attention weight (mean over heads)")
+    _layout(fig, title, 320, barmode="group", legend=dict(orientation="h", y=-0.35))
+    return FigureOut("hcan_rows", title, fig, pd.DataFrame({"token": toks, "branch_a": res["row_a"],
+                                                            "branch_b": res["row_b"]}))
+
+
+def gate_profile_figure(res: dict[str, Any], title: str = "Mean gate value per position") -> FigureOut:
+    names = list(res["profile"])
+    n = max((len(v) for v in res["profile"].values()), default=0)
+    tokens = res["tokens"] or [str(i) for i in range(n)]
+    z = np.array([np.pad(res["profile"][k], (0, n - len(res["profile"][k]))) for k in names])
+    fig = go.Figure(go.Heatmap(z=z, x=list(range(n)), y=[esc(k) for k in names], colorscale="Greens", zmin=0,
+                               colorbar=dict(title="mean gate", thickness=12),
+                               hovertemplate="%{y}<br>position %{x}: %{z:.3f}<extra></extra>"))
+    fig.update_xaxes(tickvals=list(range(n)), ticktext=[esc(t) for t in tokens[:n]], tickangle=-45)
+    fig.update_yaxes(autorange="reversed", automargin=True)
+    _layout(fig, title, int(140 + 22 * len(names)))
+    table = pd.DataFrame([{"gate": k, "position": i, "token": tokens[i] if i < len(tokens) else "",
+                           "mean_gate": float(z[r, i])} for r, k in enumerate(names) for i in range(n)])
+    return FigureOut("gate_profile", title, fig, table,
+                     caption="Column j is the n-gram starting at word j; 0 = closed, 1 = passed unchanged, "
+                             "above 1 = amplified (NLReLU gates are not capped at 1).")
+
+
+__all__ = ["reasons_grid", "agreement_heatmap", "erasure_figure", "probability_shift", "activation_figure",
+           "negation_figure", "branches_figure", "branch_rows_figure", "gate_profile_figure", "normalise_row"]
