@@ -35,6 +35,8 @@ st.caption("Each model's own attention next to Captum attributions on one aligne
 valid = w.require_checkpoints()
 by_name = {i.name: i for i in valid}
 names = list(by_name)
+# The example is a movie review: default to the sentiment (SST-2) checkpoints when there are any.
+DEFAULT_CKPTS = [n for n in names if by_name[n].data == "sst2"][:6] or names[:6]
 
 
 def shaded(tokens, weights, label: str | None = None, window: tuple[int, int] | None = None) -> None:
@@ -55,7 +57,7 @@ def memo(key, fn):
 with st.form("attr_form"):
     text = st.text_input("Sentence", value=SENTENCE, key="attr_text",
                          help="One sentence (or a short text). Hierarchical models (HCAN) split it into sentences.")
-    chosen = st.multiselect("Checkpoints", names, default=names[:6], key="attr_ckpts",
+    chosen = st.multiselect("Checkpoints", names, default=DEFAULT_CKPTS, key="attr_ckpts",
                             format_func=lambda n: w.ckpt_label(by_name[n]))
     methods = st.multiselect("Explanations", METHOD_CHOICES, default=["attention", "integrated_gradients",
                                                                       "grad_x_input", "occlusion"],
@@ -135,6 +137,14 @@ if not results:
     st.stop()
 
 
+def clip_window(n: int) -> tuple[int, int] | None:
+    """The long-text window for a token list of length n (a shorter list shows its last WINDOW tokens)."""
+    return None if window is None else (max(0, min(window[0], n - WINDOW)), WINDOW)
+
+
+window = None           # (first token, WINDOW) once a text is longer than WINDOW tokens (set on the Reasons tab)
+
+
 def scores_of(x) -> np.ndarray:
     return np.asarray(getattr(x, "scores", x), dtype=float)
 
@@ -164,7 +174,6 @@ with tab_reasons:
                    "length), so there is one grid per length." if cut else
                    "The checkpoints tokenise this text differently, so there is one grid per token list.")
     n_long = max(len(t) for t in groups)
-    window = None
     if n_long > WINDOW:
         start = st.slider(f"Long text ({n_long} tokens): first token shown", 1, n_long - WINDOW + 1, 1,
                           step=1, key="attr_win",
@@ -172,7 +181,7 @@ with tab_reasons:
         window = (start - 1, WINDOW)
     for g, (toks, rows) in enumerate(groups.items()):
         if rows:
-            w.show_figure(F.reasons_grid(rows, list(toks), window=window), f"attr_grid_{g}")
+            w.show_figure(F.reasons_grid(rows, list(toks), window=clip_window(len(toks))), f"attr_grid_{g}")
     summary = []
     for info, pred, inst, expl, notes in results:
         with st.container(border=True):
@@ -181,18 +190,20 @@ with tab_reasons:
             conf = max(probs[0].probabilities.values()) if probs else float("nan")
             st.markdown(f"**{w.md_escape(info.name)}** ({w.md_escape(info.model)}) predicts "
                         f"**{w.md_escape(label)}** ({100 * conf:.1f} %)")
+            if probs and probs[0].truncated:
+                st.caption(f"The text is longer than this model reads: it saw {inst.n} tokens, the rest was cut.")
+            for note in notes:
+                st.caption(w.md_escape(note))
             for m, v in expl.items():
                 if m == "attention":
                     cap = "own attention: " + explanation_source(pred.model)
                 else:
                     cap = LABELS[m]
                 shaded(inst.tokens, np.clip(scores_of(v), 0, None) if m == "attention" else scores_of(v),
-                       label=cap, window=window)
+                       label=cap, window=clip_window(inst.n))
                 if getattr(v, "delta", None) is not None:
                     summary.append({"checkpoint": info.name, "IG steps": v.n_steps, "|delta|": abs(v.delta),
                                     "output difference": v.output_difference, "converged": v.converged})
-            for note in notes:
-                st.caption(w.md_escape(note))
     if summary:
         st.markdown("**Integrated gradients convergence** (attributions sum to the output difference up to delta)")
         st.dataframe(pd.DataFrame(summary), hide_index=True)
@@ -226,7 +237,8 @@ with tab_faith:
     for info, pred, inst, expl, notes in results:
         if inst.n > MAX_SLOW_TOKENS:
             st.caption(f"{w.md_escape(info.name)}: {inst.n} tokens - faithfulness is computed for texts of at most "
-                       f"{MAX_SLOW_TOKENS} tokens (use the data-set view below for long texts).")
+                       f"{MAX_SLOW_TOKENS} tokens (it re-runs the model for every erasure); paste a shorter "
+                       "excerpt to measure it.")
             continue
 
         def faith():
@@ -259,21 +271,24 @@ with tab_faith:
                          "Kendall tau vs leave-one-out": kendall_tau(scores_of(expl[m]), loo)})
         st.markdown(f"**{w.md_escape(info.name)}** " + " ".join(badges))
         mr = {"checkpoint": info.name, "model": info.model}
-        if "perm" in extra:
-            mr.update({"permuted attention: median TVD": extra["perm"]["median_tvd"],
-                       "permuted attention: flip rate": extra["perm"]["flip_rate"],
-                       "uniform attention: TVD": extra["unif"]["tvd"],
-                       "uniform attention flips": extra["unif"]["flipped"]})
+        perm, unif = extra.get("perm"), extra.get("unif")
+        nan = float("nan")
+        mr.update({"permuted attention: median TVD": perm["median_tvd"] if perm else nan,
+                   "permuted attention: flip rate": perm["flip_rate"] if perm else nan,
+                   "uniform attention: TVD": unif["tvd"] if unif else nan,
+                   "uniform attention flips": ("yes" if unif["flipped"] else "no") if unif else "no attention"})
         ig = expl.get("integrated_gradients")
-        if ig is not None:
-            mr.update({"IG |delta|": abs(ig.delta), "IG steps": ig.n_steps})
+        mr.update({"IG |delta|": abs(ig.delta) if ig is not None else nan,
+                   "IG steps": ig.n_steps if ig is not None else nan})
         model_rows.append(mr)
     if rows:
         st.markdown("**Per explanation** (this sentence)")
         st.dataframe(pd.DataFrame(rows), hide_index=True)
-    st.markdown("**Per model** - small TVDs under permuted or uniform attention mean the attention weights "
-                "hardly drive the decision (Jain & Wallace 2019; Wiegreffe & Pinter 2019).")
-    st.dataframe(pd.DataFrame(model_rows), hide_index=True)
+    if model_rows:
+        st.markdown("**Per model** - small TVDs under permuted or uniform attention mean the attention weights "
+                    "hardly drive the decision (Jain & Wallace 2019; Wiegreffe & Pinter 2019). Blank: the model "
+                    "has no attention weights to permute (Kim CNN, AGCNN) or IG was not asked for.")
+        st.dataframe(pd.DataFrame(model_rows), hide_index=True)
     short = [r for r in results if r[2].n <= MAX_SLOW_TOKENS]
     pick = st.selectbox("Erasure curves of", [r[0].name for r in short], key="attr_curve_ckpt") if short else None
     info, pred, inst, expl, _ = next((r for r in short if r[0].name == pick), (None, None, None, {}, None))
@@ -311,6 +326,9 @@ with tab_faith:
                 st.caption(f"{w.md_escape(s_ckpt)} on {rep.settings['n_texts']} sentences of "
                            f"{w.md_escape(s_data)} in {rep.seconds:.1f} s; reference = leave-one-out.")
                 frame = rep.frame().rename(columns=lambda c: c.replace("_", " "))
+                if "method" in frame.columns:
+                    names = {**LABELS, "random": "Random ranking"}
+                    frame["method"] = frame["method"].map(lambda m: names.get(m, m))
                 st.dataframe(frame, hide_index=True)
                 if rep.model_row:
                     st.dataframe(pd.DataFrame([{k: v for k, v in rep.model_row.items() if k != "attention_maps"}]),
@@ -375,8 +393,8 @@ with tab_int:
                 run_model = iv.prepare(model)
                 before, after = (attention_importance_instances(run_model, [inst], edits=e)[0].scores
                                  for e in (None, iv.edits(run_model)))
-                shaded(inst.tokens, before, label="own attention before", window=window)
-                shaded(inst.tokens, after, label="own attention after", window=window)
+                shaded(inst.tokens, before, label="own attention before", window=clip_window(inst.n))
+                shaded(inst.tokens, after, label="own attention after", window=clip_window(inst.n))
             except ValueError:
                 pass
         except ValueError as e:
@@ -394,7 +412,9 @@ with tab_cf:
                        index=next((i for i, t in enumerate(toks) if t in ("not", "never", "no")), 0))
     repl = c2.text_input("Replace by (empty = delete)", value="", key="attr_cf_repl").strip()
     edited = I.edit_tokens(toks, idx, repl or None)
-    st.text(f"Before: {' '.join(toks)}\nAfter:  {edited}")
+    def cut(t: str, n: int = 2000) -> str:
+        return t if len(t) <= n else t[:n] + f" … ({len(t):,} characters in all)"
+    st.text(f"Before: {cut(' '.join(toks))}\nAfter:  {cut(edited)}")
     srcs = {r[0].name: r[1] for r in results}
     try:
         cf = memo(("cf", tuple((str(r[0].path), cache.stamp(r[0].path)) for r in results), text, edited),
@@ -414,5 +434,5 @@ with tab_cf:
         if r.importance_before is not None:
             with st.container(border=True):
                 st.markdown(f"**{w.md_escape(r.model)}** - own attention before and after")
-                shaded(r.tokens_before, r.importance_before, window=window)
-                shaded(r.tokens_after, r.importance_after, window=window)
+                shaded(r.tokens_before, r.importance_before, window=clip_window(len(r.tokens_before)))
+                shaded(r.tokens_after, r.importance_after, window=clip_window(len(r.tokens_after)))

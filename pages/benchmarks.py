@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
-from pages.common import widgets as w
+from pages.common import cache, widgets as w
 from textcls import bench, reproduce
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,7 +47,8 @@ def _read_bench(path: Path) -> dict | None:
 
 def _env_caption(result: dict) -> None:
     env = result["environment"]
-    st.caption(w.md_escape(f"Measured {env['time']} with torch {env['torch']}, {env['torch_threads']} thread(s), "
+    when = str(env["time"]).replace("T", " ")
+    st.caption(w.md_escape(f"Measured {when} with torch {env['torch']}, {env['torch_threads']} thread(s), "
                            f"{env['cpu_count']} CPU(s), load average {env['loadavg'][0]}. "
                            + result.get("load_note", bench.load_note(env))))
 
@@ -57,6 +59,7 @@ def _models_table(result: dict) -> None:
         st.info("No per-model measurements in this run.")
         return
     st.dataframe(df, hide_index=True, width="stretch", column_config={
+        "model": st.column_config.TextColumn(width="medium"),
         "params (no emb.)": st.column_config.NumberColumn(format="%d"),
         "params (total)": st.column_config.NumberColumn(format="%d"),
         "s / batch": st.column_config.NumberColumn(format="%.3f"),
@@ -93,10 +96,29 @@ def _checkpoints(ck: dict) -> None:
     if not ck.get("checkpoints"):
         st.info(f"No checkpoint was timed (none in {w.md_escape(ck.get('root', 'checkpoints'))}).")
         return
-    st.dataframe(pd.DataFrame(ck["checkpoints"]), hide_index=True, width="stretch")
+    df = pd.DataFrame(ck["checkpoints"])
+    if "test_accuracy" in df:
+        df["test_accuracy"] = df["test_accuracy"] * 100
+    df = df.rename(columns={"name": "checkpoint", "data": "data set", "test_accuracy": "test accuracy",
+                            "parameters_without_embeddings": "params (no emb.)", "load_seconds": "load s",
+                            "predict_ms": "ms / sentence", "predict_with_maps_ms": "ms with maps",
+                            "n_maps": "maps"})
+    st.dataframe(df, hide_index=True, width="stretch", column_config={
+        "test accuracy": st.column_config.NumberColumn(format="%.1f %%"),
+        "parameters": st.column_config.NumberColumn(format="%d"),
+        "params (no emb.)": st.column_config.NumberColumn(format="%d"),
+        "load s": st.column_config.NumberColumn(format="%.3f"),
+        "ms / sentence": st.column_config.NumberColumn(format="%.1f"),
+        "ms with maps": st.column_config.NumberColumn(format="%.1f")})
     st.caption(w.md_escape(f"All {ck['n']} checkpoints on one sentence: {ck['all_predict_ms']:.1f} ms after "
                            "warm-up (the Compare page); 'with maps' is one sentence with its internals "
                            "(the Inspect page)."))
+    timed = {r.get("name") for r in ck["checkpoints"]}
+    valid, _ = cache.checkpoints(str(cache.checkpoint_root()))
+    new = sorted(i.name for i in valid if i.name not in timed)
+    if new:
+        st.info(f"Not in this stored run: {w.md_escape(', '.join(new))} (saved after it). Time them with "
+                "`python -m textcls bench --json docs/bench.json`.", icon=":material/update:")
 
 
 st.title("Benchmarks")
@@ -129,6 +151,9 @@ with t_acc:
             column_config={"ours": st.column_config.NumberColumn(format="%.1f"),
                            "paper": st.column_config.NumberColumn(format="%.2f"),
                            "Δ": st.column_config.NumberColumn(format="%+.1f")})
+        with st.expander("Why each number differs from the paper's", expanded=len(sel) <= 8):
+            st.markdown("\n".join(f"- **{w.md_escape(r['setting'])} / {w.md_escape(r['data'])}**: "
+                                   f"{w.md_escape(r['gap'] or 'nothing recorded')}" for r in sel))
         if any(r["paper"] is not None for r in sel):
             w.show_figure(bench.accuracy_figure(sel, f"{table}: ours vs the paper"), "bench_acc")
         loads = [r["loadavg"] for r in rows if r["loadavg"] is not None]
@@ -177,7 +202,9 @@ with t_lama:
 
 with t_here:
     st.markdown("Re-measure on the machine that runs this app: random-weight models, a quick run "
-                "(3 timed calls per figure). Other work on the machine inflates the times; the load is shown.")
+                "(3 timed calls per figure). Other work on the machine inflates the times; the load is shown. "
+                "Every model with ACT Table 5 and the training step takes one to a few minutes on a laptop "
+                "CPU; fewer models or no training step is quicker.")
     labels = [m.label for m in bench.default_models()]
     with st.form("bench_form"):
         chosen = st.multiselect("Models", labels, default=labels, key="bench_models")
@@ -191,10 +218,15 @@ with t_here:
         if not chosen and not do_t5:
             st.warning("Choose at least one model or ACT Table 5.")
         else:
-            with st.spinner("Measuring…"):
+            with st.status("Measuring…", expanded=False) as status:
+                t0 = time.perf_counter()
+
+                def say(msg: str) -> None:
+                    status.update(label=f"Measuring ({time.perf_counter() - t0:.0f} s so far): {msg}…")
                 st.session_state["bench_here"] = bench.run_bench(
                     quick=True, models=chosen or [], seq_len=int(seq_len), act_t5=do_t5, lama=False,
-                    checkpoints=None, memory=do_train, training=do_train)
+                    checkpoints=None, memory=do_train, training=do_train, progress=say)
+                status.update(label=f"Measured in {time.perf_counter() - t0:.0f} s", state="complete")
     here = st.session_state.get("bench_here")
     if here is not None:
         _env_caption(here)

@@ -25,6 +25,18 @@ def shaded(tokens, weights, label: str | None = None) -> None:
     st.html(viz.token_highlight_html(list(tokens), weights, label=label))
 
 
+WINDOW = 60     # tokens drawn at a time for a long text (tick labels stay readable)
+
+
+def long_text_window(n: int, key: str) -> tuple[int, int] | None:
+    """A slider over a long text's tokens; None when the whole text fits."""
+    if n <= WINDOW:
+        return None
+    start = st.slider(f"Long text ({n} tokens): first token shown", 1, n - WINDOW + 1, 1, key=key,
+                      help=f"The figures show {WINDOW} tokens at a time; the CSV/JSON exports have them all.")
+    return (start - 1, WINDOW)
+
+
 def read_aloud(key: str) -> None:
     with st.container(border=True):
         st.markdown(":material/record_voice_over: **To read aloud**")
@@ -61,6 +73,8 @@ def pick_source(models: tuple[str, ...], key: str, texts: list[str]):
         return untrained(models[0], texts)
     return None
 
+
+MAX_LINES = 40
 
 tab_act, tab_neg, tab_hcan, tab_gate = st.tabs(
     ["Activations through 10 layers", "Negation and intensity", "HCAN's two branches", "AGCNN's gates"])
@@ -101,7 +115,10 @@ with tab_neg:
                                 format_func=lambda k: w.ckpt_label(by[k]))
         lines = st.text_area("Inputs, one per line", value="\n".join(lab.NEGATION_SENTENCES), height=200,
                              key="lab_neg_lines")
-        sents = w.split_lines(lines)[:40]
+        all_lines = w.split_lines(lines)
+        sents = all_lines[:MAX_LINES]
+        if len(all_lines) > MAX_LINES:
+            st.caption(f"{len(all_lines)} inputs; the first {MAX_LINES} are shown.")
         sources = {}
         for n in chosen:
             pred = w.load(by[n])
@@ -128,13 +145,15 @@ with tab_hcan:
     if src is not None and text:
         (inst,) = src.instances([text])
         if inst.n == 0:
-            st.warning("No words to show.")
+            st.warning("The text has no tokens this model reads (nothing is left after tokenisation); type a "
+                        "sentence with words.")
         else:
             word = st.selectbox("Word whose attention rows to show", list(range(inst.n)), key="lab_hcan_word",
                                 format_func=lambda i, toks=inst.tokens: f"{i + 1}: {toks[i]}")
             try:
                 res = lab.hcan_branches(src.model, inst, int(word))
-                w.show_figure(F.branches_figure(res), "lab_branches")
+                w.show_figure(F.branches_figure(res, window=long_text_window(inst.n, "lab_hcan_win")),
+                              "lab_branches")
                 w.show_figure(F.branch_rows_figure(res), "lab_branch_rows")
                 st.dataframe(pd.DataFrame({"token": inst.tokens, "branch b flips the sign (share of channels)":
                                            res["sign_flip_share"], "mean |H_b|": res["gate_b"]}), hide_index=True)
@@ -150,6 +169,10 @@ with tab_gate:
     text = w.clean_text(text)
     if src is not None and text:
         (inst,) = src.instances([text])
+        if inst.n == 0:
+            st.warning("The text has no tokens this model reads (nothing is left after tokenisation); type a "
+                       "sentence with words.")
+            st.stop()
         try:
             res = lab.gate_suppression(src.model, inst, labels=src.labels)
             labels = src.labels or [str(i) for i in range(len(res["probs"]))]
@@ -158,7 +181,9 @@ with tab_gate:
             w.show_figure(F.probability_shift(labels, res["probs"], res["probs_gates_open"],
                                               "Gated (as trained) vs all gates open",
                                               names=("gated", "gates = 1")), "lab_gate_probs")
-            w.show_figure(F.gate_profile_figure(res), "lab_gate_profile")
+            n_pos = max((len(v) for v in res["profile"].values()), default=0)
+            w.show_figure(F.gate_profile_figure(res, window=long_text_window(n_pos, "lab_gate_win")),
+                          "lab_gate_profile")
             table = pd.DataFrame(res["rows"]).rename(columns={
                 "mean_gate": "mean gate", "suppressed": "share < 1", "closed": "share = 0",
                 "kept_mass": "feature mass kept", "picks_moved": "max-pool picks moved"})

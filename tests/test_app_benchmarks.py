@@ -44,6 +44,8 @@ def test_page_shows_stored_results(monkeypatch, stored):
     assert set(acc["setting"]) == {"CNN-rand", "AGCNN-NLReLU-rand"}
     assert sorted(acc["paper"]) == [91.2, 92.5]
     assert acc["why the numbers differ"].str.contains("SMOKE TEST").all()
+    gaps = [m.value for m in at.markdown if "SMOKE TEST" in m.value]     # the full reasons, not a cut-off cell
+    assert len(gaps) == 1 and gaps[0].count("\n- ") == len(acc) - 1
     speed = next(f for f in frames if "params (no emb.)" in f.columns)
     assert list(speed["model"]) == ["kim_cnn", "lama", "lama + ctx"]
     t5 = next(f for f in frames if "s / batch (paper, GPU)" in f.columns)
@@ -83,3 +85,27 @@ def test_remeasure_button_runs_a_quick_bench(monkeypatch, stored):
     assert "act_t5" not in here
     assert any(list(f["model"]) == ["kim_cnn"] for f in _frames(at) if "params (no emb.)" in f.columns
                and len(f) == 1)
+
+
+def test_stored_checkpoint_timings_name_checkpoints_saved_since(monkeypatch, stored, tmp_path):
+    """A checkpoint saved after the stored run is named, with the command that times it."""
+    import torch
+
+    import textcls
+    from textcls.checkpoint import save_checkpoint
+    from textcls.text import Tokenizer, TokenizerConfig
+
+    tok = Tokenizer.build(["good film", "bad film"], TokenizerConfig())
+    torch.manual_seed(0)
+    model = textcls.create_model("kim_cnn", vocab_size=len(tok.vocab), num_labels=2, preset="small").eval()
+    save_checkpoint(tmp_path / "ckpts" / "newer_tiny", model, tok, ["negative", "positive"], meta={})
+    result = json.loads((stored / "bench.json").read_text())
+    result["checkpoints"] = {"root": "checkpoints", "sentence": "x", "errors": [], "all_predict_ms": 1.0, "n": 1,
+                             "checkpoints": [{"name": "older", "model": "kim_cnn", "data": "sst2",
+                                              "test_accuracy": 0.8, "parameters": 10, "predict_ms": 1.0}]}
+    (tmp_path / "bench.json").write_text(json.dumps(result))
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(tmp_path / "ckpts"))
+    at = _app(monkeypatch, stored / "results.json", tmp_path / "bench.json")
+    table = next(f for f in _frames(at) if "ms / sentence" in f.columns and "checkpoint" in f.columns)
+    assert list(table["checkpoint"]) == ["older"] and list(table["test accuracy"]) == [80.0]
+    assert any("newer_tiny" in i.value.replace("\\", "") and "textcls bench" in i.value for i in at.info)

@@ -100,7 +100,27 @@ def test_attribute_page_counterfactual_and_slice(run_page):
     at.button(key="FormSubmitter:attr_slice-Run").click().run()
     assert not at.exception
     frame = next(d.value for d in at.dataframe if "aopc comprehensiveness" in d.value.columns)
-    assert "random" in set(frame["method"]) and (frame["n"] == 5).all()
+    assert {"Random ranking", "Leave-one-out"} <= set(frame["method"]) and (frame["n"] == 5).all()
+
+
+def test_attribute_page_hostile_and_long_input(run_page):
+    """Markup stays text, unknown words are named, and a long text is windowed (the grid stays readable)."""
+    at = run_page("pages/attribute.py")
+    at.multiselect(key="attr_ckpts").set_value(["kim_cnn_tiny", "lama_tiny"])
+    at.multiselect(key="attr_methods").set_value(["attention", "grad_x_input"])
+    at.text_input(key="attr_text").input("<script>alert(1)</script><b>bold</b> qwzx good")
+    at.button(key="FormSubmitter:attr_form-Explain").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    shown = "".join(h.proto.body for h in at.get("html"))
+    assert "<b>" not in shown and "<script>" not in shown and "&#60;b&#62;" in shown
+    assert "tokens are not in this model's vocabulary" in texts(at)
+    long = " ".join(CORPUS * 12)                                     # 108 known tokens
+    at.text_input(key="attr_text").input(long)
+    at.button(key="FormSubmitter:attr_form-Explain").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.slider(key="attr_win").max > 1
+    grid = next(c for c in at.get("plotly_chart") if "tokens 1-60 of" in c.proto.spec)
+    assert grid is not None
 
 
 def test_attribute_page_without_checkpoints(run_page, tmp_path):
@@ -149,3 +169,12 @@ def test_figures_carry_their_numbers():
     assert F.agreement_heatmap(agr, "topk_overlap").table["topk_overlap"].isna().sum() == 2
     with pytest.raises(ValueError, match="no rows"):
         F.activation_figure(rows, "N(0, 9)")
+    win = F.reasons_grid([("m · IG", [0.5, -1.0, 0.25, 2.0])], ["a", "b", "c", "d"], window=(1, 2))
+    assert list(win.table["token"]) == ["b", "c"] and list(win.fig.data[0].x) == [1, 2]
+    assert "tokens 2-3 of 4" in win.title
+    np.testing.assert_allclose(win.table["normalised"], [-0.5, 0.125])     # normalised over the whole text
+    long = [{"model": "m", "sentence": "good " * 500 + end, "p_positive": p, "label": "x"}
+            for end, p in (("a", 0.2), ("b", 0.7))]
+    neg = F.negation_figure(long)
+    assert len(neg.fig.data[0].x) == 2 and max(len(t) for t in neg.fig.layout.xaxis.ticktext) <= 28
+    assert list(neg.table["sentence"]) == [r["sentence"] for r in long]          # the table keeps every word

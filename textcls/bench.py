@@ -667,8 +667,8 @@ def lama_f4_figure(f4: dict[str, Any]):
     for key, name, color, dash in series:
         fig.add_trace(go.Scatter(x=f4["heads"], y=f4[key], name=name, mode="lines+markers",
                                  line=dict(color=color, dash=dash)))
-    fig.update_layout(height=380, xaxis_title="number of heads m", yaxis_title="attention-layer parameters",
-                      yaxis_type="log", legend=dict(orientation="h", y=-0.2))
+    fig.update_layout(height=400, xaxis_title="number of heads m", yaxis_title="attention-layer parameters",
+                      yaxis_type="log", legend=dict(orientation="h", y=-0.3, yanchor="top"))
     table = pd.DataFrame({"heads": f4["heads"], **{name: f4[key] for key, name, _, _ in series}})
     return _figure_out("lama-f4", "LAMA Fig. 4: attention parameters vs heads", fig, table, f4["note"])
 
@@ -703,7 +703,8 @@ def accuracy_figure(rows: Sequence[dict[str, Any]], title: str = "Accuracy: ours
     fig.add_trace(go.Bar(x=names, y=[r["ours"] for r in rows], name="ours", marker_color="#2c7fb8",
                          error_y=dict(type="data", array=err, visible=True)))
     fig.add_trace(go.Bar(x=names, y=[r["paper"] for r in rows], name="paper", marker_color="#bbbbbb"))
-    fig.update_layout(barmode="group", height=420, yaxis_title="accuracy (%)", legend=dict(orientation="h", y=-0.3))
+    fig.update_layout(barmode="group", height=420, yaxis_title="accuracy (%)",
+                      legend=dict(orientation="h", x=1, xanchor="right", y=1.02, yanchor="bottom"))
     table = pd.DataFrame([{k: r[k] for k in ("key", "setting", "data", "ours", "sd", "se", "paper", "delta")}
                           for r in rows])
     return _figure_out("accuracy-" + "-".join(sorted({r["suite"] for r in rows}))[:60], esc(title), fig, table,

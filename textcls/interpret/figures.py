@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..viz import FONT, FigureOut, esc
+from ..viz import FONT, FigureOut, esc, short
 
 PALETTE = ["#c0392b", "#2c7fb8", "#27ae60", "#8e44ad", "#e67e22", "#16a085", "#7f8c8d", "#d35400"]
 
@@ -23,6 +23,20 @@ def _layout(fig: go.Figure, title: str, height: int, top: int = 45, **kw) -> Non
                       margin=dict(l=10, r=10, t=top, b=10), plot_bgcolor="white", font=dict(family=FONT), **kw)
     fig.update_xaxes(automargin=True)
     fig.update_yaxes(automargin=True, title_standoff=8)
+
+
+def token_window(n: int, window: tuple[int, int] | None) -> tuple[int, int]:
+    """(lo, hi) of the tokens a `window=(start, size)` shows of n tokens; a start too close to the end shows the
+    last `size` tokens. None = all tokens."""
+    if window is None:
+        return 0, n
+    size = max(1, int(window[1]))
+    lo = max(0, min(int(window[0]), n - size))
+    return lo, min(n, lo + size)
+
+
+def _window_title(title: str, lo: int, hi: int, n: int) -> str:
+    return title if (lo, hi) == (0, n) else f"{title} (tokens {lo + 1}-{hi} of {n})"
 
 
 UNIFORM_DARKEST = 4.0   # an unsigned score with 4x its uniform share (1/n) of the row's total is darkest
@@ -58,12 +72,8 @@ def reasons_grid(rows: Sequence[tuple[str, Sequence[float]]], tokens: Sequence[s
     names = [r[0] for r in rows]
     z = np.array([normalise_row(r[1]) for r in rows]) if rows else np.zeros((0, n))
     raw = np.array([np.asarray(r[1], dtype=float) for r in rows]) if rows else z
-    lo, hi = 0, n
-    if window is not None:
-        lo = max(0, min(int(window[0]), max(0, n - 1)))
-        hi = min(n, lo + max(1, int(window[1])))
-        if (lo, hi) != (0, n):
-            title = f"{title} (tokens {lo + 1}-{hi} of {n})"
+    lo, hi = token_window(n, window)
+    title = _window_title(title, lo, hi, n)
     idx = list(range(lo, hi))
     shown = tokens[lo:hi]
     fig = go.Figure(go.Heatmap(
@@ -144,13 +154,14 @@ def probability_shift(labels: Sequence[str], before: Sequence[float], after: Seq
 def activation_figure(rows: Sequence[dict], weights: str, stat: str = "variance",
                       title: str | None = None) -> FigureOut:
     """AG-F2: mean or variance of the activations per layer, one line per activation (log axis when all
-    values are positive)."""
+    values of this statistic are positive, under every weight setting in `rows`, so the panels compare)."""
     sel = [r for r in rows if r["weights"] == weights]
     if not sel:
         raise ValueError(f"no rows for weights {weights!r}")
     title = title or f"{stat.capitalize()} of the activations per layer, weights {weights}"
     fig = go.Figure()
-    vals = np.array([r[stat] for r in sel], dtype=float)
+    # the axis is chosen from every weight setting's rows, so the figures of one statistic compare
+    vals = np.array([r[stat] for r in rows], dtype=float)
     log = bool(np.all(vals > 0))
     # values of both signs spanning many orders of magnitude: a signed log axis, sign(y) log10(1 + |y|)
     slog = not log and np.abs(vals).max() > 1e3
@@ -164,7 +175,7 @@ def activation_figure(rows: Sequence[dict], weights: str, stat: str = "variance"
     ytitle = stat + (" (log scale)" if log else " (sign(y) log10(1 + |y|))" if slog else "")
     fig.update_yaxes(type="log" if log else "linear", title=ytitle, exponentformat="power")
     fig.update_xaxes(title="layer", dtick=1)
-    _layout(fig, title, 360, legend=dict(orientation="h", y=-0.2))
+    _layout(fig, title, 380, legend=dict(orientation="h", y=-0.3, yanchor="top"))
     return FigureOut(f"ag-f2_{stat}_{weights}", title, fig,
                      pd.DataFrame([{k: r[k] for k in ("activation", "weights", "layer", stat)} for r in sel]))
 
@@ -175,26 +186,37 @@ def negation_figure(rows: Sequence[dict], title: str = "p(positive) as the wordi
     z = np.full((len(models), len(sents)), np.nan)
     for r in rows:
         z[models.index(r["model"]), sents.index(r["sentence"])] = r["p_positive"]
-    fig = go.Figure(go.Heatmap(z=z, x=[esc(s) for s in sents], y=[esc(m) for m in models], zmin=0, zmax=1,
+    # numeric columns with shortened tick labels: a long input cannot stretch the figure, and two inputs that
+    # shorten alike stay two columns; the hover shows more of the input, the table all of it
+    hover = [[esc(short(s, 160)) for s in sents]] * len(models)
+    fig = go.Figure(go.Heatmap(z=z, x=list(range(len(sents))), y=[esc(m) for m in models], zmin=0, zmax=1,
                                zmid=0.5, colorscale="RdBu_r", text=[[f"{v:.2f}" for v in row] for row in z],
                                texttemplate="%{text}", colorbar=dict(title="p(positive)", thickness=12),
-                               hovertemplate="%{y}<br>%{x}: %{z:.3f}<extra></extra>"))
+                               customdata=hover, hovertemplate="%{y}<br>%{customdata}: %{z:.3f}<extra></extra>"))
+    fig.update_xaxes(tickvals=list(range(len(sents))), ticktext=[esc(short(s, 28)) for s in sents],
+                     tickangle=0 if len(sents) <= 8 else -35, showgrid=False, zeroline=False)
     fig.update_yaxes(autorange="reversed", automargin=True)
     _layout(fig, title, int(140 + 36 * len(models)))
     return FigureOut("negation", title, fig, pd.DataFrame([{k: r[k] for k in ("model", "sentence", "p_positive",
                                                                                "label")} for r in rows]))
 
 
-def branches_figure(res: dict[str, Any], title: str = "HCAN's two branches and their product") -> FigureOut:
+def branches_figure(res: dict[str, Any], title: str = "HCAN's two branches and their product",
+                    window: tuple[int, int] | None = None) -> FigureOut:
+    """Per token the lengths of branch a, branch b and their product; `window=(start, size)` draws only those
+    tokens of a long text (the table keeps every token)."""
     tokens = res["tokens"] or [str(i) for i in range(len(res["norm_a"]))]
+    lo, hi = token_window(len(tokens), window)
+    title = _window_title(title, lo, hi, len(tokens))
+    idx = list(range(lo, hi))
     fig = go.Figure()
     for k, (key, name) in enumerate((("norm_a", "|H_a| (branch a, ELU values)"),
                                      ("norm_b", "|H_b| (branch b, tanh values)"),
                                      ("norm_product", "|H_a * H_b| (product)"))):
-        fig.add_trace(go.Bar(x=list(range(len(tokens))), y=res[key], name=esc(name), marker_color=PALETTE[k]))
-    fig.update_xaxes(tickvals=list(range(len(tokens))), ticktext=[esc(t) for t in tokens], tickangle=-45)
+        fig.add_trace(go.Bar(x=idx, y=np.asarray(res[key])[lo:hi], name=esc(name), marker_color=PALETTE[k]))
+    fig.update_xaxes(tickvals=idx, ticktext=[esc(t) for t in tokens[lo:hi]], tickangle=-45)
     fig.update_yaxes(title="vector length")
-    _layout(fig, title, 360, barmode="group", legend=dict(orientation="h", y=-0.35))
+    _layout(fig, title, 400, barmode="group", legend=dict(orientation="h", y=-0.35))
     table = pd.DataFrame({"token": tokens, "norm_a": res["norm_a"], "norm_b": res["norm_b"],
                           "norm_product": res["norm_product"], "sign_flip_share": res["sign_flip_share"]})
     return FigureOut("hcan_branches", title, fig, table)
@@ -204,27 +226,34 @@ def branch_rows_figure(res: dict[str, Any], title: str | None = None) -> FigureO
     """One word's self-attention rows in branch a and branch b (HCAN Fig. 5)."""
     toks = res["row_tokens"] or [str(i) for i in range(len(res["row_a"]))]
     word = (res["tokens"] or [str(res["word"])] * (res["word"] + 1))[res["word"]]
-    title = title or f"Where '{word}' looks, in each branch"
+    title = title or f"Where '{word}' looks, in each branch (attention weights, mean over heads)"
     fig = go.Figure()
     for k, key in enumerate(("row_a", "row_b")):
         fig.add_trace(go.Bar(x=list(range(len(toks))), y=res[key], name="branch " + key[-1],
                              marker_color=PALETTE[k]))
     fig.update_xaxes(tickvals=list(range(len(toks))), ticktext=[esc(t) for t in toks], tickangle=-45)
-    fig.update_yaxes(title="attention weight (mean over heads)")
-    _layout(fig, title, 320, barmode="group", legend=dict(orientation="h", y=-0.35))
+    fig.update_yaxes(title="attention weight")
+    _layout(fig, title, 400, barmode="group", legend=dict(orientation="h", y=-0.35))
     return FigureOut("hcan_rows", title, fig, pd.DataFrame({"token": toks, "branch_a": res["row_a"],
                                                             "branch_b": res["row_b"]}))
 
 
-def gate_profile_figure(res: dict[str, Any], title: str = "Mean gate value per position") -> FigureOut:
+def gate_profile_figure(res: dict[str, Any], title: str = "Mean gate value per position",
+                        window: tuple[int, int] | None = None) -> FigureOut:
+    """Per gate map the mean gate at each n-gram position; `window=(start, size)` draws only those positions of
+    a long text (the table keeps every position)."""
     names = list(res["profile"])
     n = max((len(v) for v in res["profile"].values()), default=0)
     tokens = res["tokens"] or [str(i) for i in range(n)]
     z = np.array([np.pad(res["profile"][k], (0, n - len(res["profile"][k]))) for k in names])
-    fig = go.Figure(go.Heatmap(z=z, x=list(range(n)), y=[esc(k) for k in names], colorscale="Greens", zmin=0,
+    lo, hi = token_window(n, window)
+    title = _window_title(title, lo, hi, n)
+    idx = list(range(lo, hi))
+    fig = go.Figure(go.Heatmap(z=z[:, lo:hi], x=idx, y=[esc(k) for k in names], colorscale="Greens", zmin=0,
                                colorbar=dict(title="mean gate", thickness=12),
                                hovertemplate="%{y}<br>position %{x}: %{z:.3f}<extra></extra>"))
-    fig.update_xaxes(tickvals=list(range(n)), ticktext=[esc(t) for t in tokens[:n]], tickangle=-45)
+    fig.update_xaxes(tickvals=idx, ticktext=[esc(t) for t in tokens[lo:hi]], tickangle=-45, showgrid=False,
+                     zeroline=False)
     fig.update_yaxes(autorange="reversed", automargin=True)
     _layout(fig, title, int(140 + 22 * len(names)))
     table = pd.DataFrame([{"gate": k, "position": i, "token": tokens[i] if i < len(tokens) else "",
@@ -235,4 +264,5 @@ def gate_profile_figure(res: dict[str, Any], title: str = "Mean gate value per p
 
 
 __all__ = ["reasons_grid", "agreement_heatmap", "erasure_figure", "probability_shift", "activation_figure",
-           "negation_figure", "branches_figure", "branch_rows_figure", "gate_profile_figure", "normalise_row"]
+           "negation_figure", "branches_figure", "branch_rows_figure", "gate_profile_figure", "normalise_row",
+           "token_window"]
