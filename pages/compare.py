@@ -49,8 +49,16 @@ def single(text: str) -> None:
     if not any(p.tokens for p in preds.values()):
         st.warning("None of the models found a word in this text (it is empty after tokenisation); the "
                    "predictions below are what each model says about an empty input.")
+    unknown = {}
+    for n, p in preds.items():
+        pred = w.load(by_name[n])
+        unknown[n] = None if pred is None else w.count_unknown(pred, p.tokens)
+    meaningless = w.unknown_warning({n: (unknown[n], len(p.tokens)) for n, p in preds.items()})
     major, groups = w.agreement({n: p.label for n, p in preds.items()})
-    if len(groups) == 1:
+    if len(groups) == 1 and meaningless:
+        st.warning(f"All {len(preds)} checkpoints say **{w.md_escape(major)}**, but they read only unknown words: "
+                   "this is their bias, not a judgement of the text.", icon=":material/warning:")
+    elif len(groups) == 1:
         st.success(f"All {len(preds)} checkpoints agree: **{w.md_escape(major)}**.", icon=":material/check_circle:")
     else:
         st.warning("The checkpoints disagree - " + "; ".join(
@@ -64,7 +72,8 @@ def single(text: str) -> None:
             p = preds[n]
             with col:
                 w.label_card(n, by_name[n].model, by_name[n].data, p.label, p.probabilities[p.label],
-                             None if len(groups) == 1 else p.label == major, p.truncated, len(p.tokens))
+                             None if len(groups) == 1 else p.label == major, p.truncated, len(p.tokens),
+                             n_unknown=unknown.get(n))
     item = w.prob_figure([(n, p.probabilities) for n, p in preds.items()], title="Probability of each label")
     w.show_figure(item, "cmp_probs")
 
@@ -95,10 +104,21 @@ def single(text: str) -> None:
 
 
 def batch(texts: list[str], gold: list[str] | None = None) -> None:
+    keep = [r for r, t in enumerate(texts) if t.strip()]
+    rownum = [r + 1 for r in keep]                     # the row numbers of the input, empty rows skipped
+    if len(keep) < len(texts):
+        n_empty = len(texts) - len(keep)
+        st.caption(f"{n_empty:,} empty text{'s' if n_empty > 1 else ''} skipped (not classified, not counted).")
+        texts = [texts[r] for r in keep]
+        gold = [gold[r] for r in keep] if gold else None
+    if not texts:
+        st.error("Every text is empty; nothing to compare.")
+        return
     if len(texts) > w.MAX_BATCH:
         st.warning(f"{len(texts):,} texts; the first {w.MAX_BATCH:,} are compared.")
         texts = texts[: w.MAX_BATCH]
         gold = gold[: w.MAX_BATCH] if gold else None
+        rownum = rownum[: w.MAX_BATCH]
     texts = [t[: w.MAX_CHARS] for t in texts]
     labels: dict[str, list[str]] = {}
     confs: dict[str, list[float]] = {}
@@ -117,7 +137,7 @@ def batch(texts: list[str], gold: list[str] | None = None) -> None:
         majority.append(major)
         agree.append(len(groups[major]) / len(names))
         disagree.append(len(groups) > 1)
-    df = pd.DataFrame({"#": np.arange(1, len(texts) + 1), "text": texts, "majority": majority,
+    df = pd.DataFrame({"#": rownum, "text": texts, "majority": majority,
                        "agreement": agree, "disagree": disagree})
     if gold:
         df["gold"] = gold
@@ -130,9 +150,22 @@ def batch(texts: list[str], gold: list[str] | None = None) -> None:
     c2.metric("models disagree on", f"{n_dis:,}", help=f"{100 * n_dis / len(texts):.0f} % of the texts")
     c3.metric("all agree on", f"{len(texts) - n_dis:,}")
     if gold:
-        acc = {n: float(np.mean([a == b for a, b in zip(labels[n], gold)])) for n in names}
-        st.markdown("**Accuracy on this file** (gold column): " + " · ".join(
-            f"{w.md_escape(n)} {100 * a:.1f} %" for n, a in acc.items()))
+        known = set().union(*(by_name[n].labels for n in names))
+        strange = [g for g in gold if g not in known]
+        if strange:
+            examples = ", ".join(f"“{w.md_escape(viz.short(g, 40)) if g else '(empty)'}”"
+                                 for g in list(dict.fromkeys(strange))[:5])
+            st.warning(f"{len(strange):,} row(s) have a gold label the checkpoints do not know ({examples}); "
+                       "they are left out of the accuracy. Known labels: "
+                       f"{w.md_escape(', '.join(sorted(known)))}.", icon=":material/warning:")
+        acc = {}
+        for n in names:
+            ok = [a == b for a, b in zip(labels[n], gold) if b in by_name[n].labels]
+            if ok:
+                acc[n] = (float(np.mean(ok)), len(ok))
+        if acc:
+            st.markdown("**Accuracy on this file** (gold column): " + " · ".join(
+                f"{w.md_escape(n)} {100 * a:.1f} % of {k:,}" for n, (a, k) in acc.items()))
     only = st.toggle("Show only the texts where models disagree", value=False, key="cmp_only_dis")
     view = df[df["disagree"]] if only else df
 
@@ -143,7 +176,7 @@ def batch(texts: list[str], gold: list[str] | None = None) -> None:
                                                                max_value=1) for n in names}
     shown = view.head(1000)
     data = shown.style.apply(paint, axis=1) if len(shown) <= 1000 else shown
-    st.dataframe(data, hide_index=True, width="stretch", height=min(600, 40 + 35 * len(shown)),
+    st.dataframe(data, hide_index=True, width="stretch", height=min(600, max(110, 40 + 35 * len(shown))),
                  column_config={"text": st.column_config.TextColumn(width="large"),
                                 "agreement": st.column_config.ProgressColumn(format="percent", min_value=0,
                                                                              max_value=1),

@@ -265,6 +265,9 @@ with tab_c:
             tag = {("train_loss", "epoch"): " (LAMA Fig. 5)", ("dev_accuracy", "elapsed"): " (HCAN Fig. 3)"}
             item = viz.training_curves(hist_runs, y=y, x=x, key=f"curves_{y}_vs_{x}",
                                        title=f"{viz.CURVE_TITLES[y]} vs {viz.CURVE_TITLES[x]}{tag.get((y, x), '')}")
+            # the legend goes above the plot (horizontal): below it, it sat on the x-axis title
+            item.fig.update_layout(margin=dict(t=95), title=dict(y=0.985, yanchor="top"),
+                                   legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0))
             curve_items.append(item)
             with cols[k % len(cols)]:
                 w.show_figure(item, f"eval_curve_{y}_{x}")
@@ -350,7 +353,12 @@ with tab_d:
                                     help="The 300 most frequent words (occurrences in brackets); the default is "
                                          "frequent word with the highest mean weight.") if common else None
                 typed = r2.text_input("…or type any word", key="eval_f2_typed").strip().lower()
-                word = typed or word
+                if len(typed.split()) > 1:
+                    st.info(f"Type one word: “{w.md_escape(viz.short(typed, 60))}” is "
+                            f"{len(typed.split()):,} words.")
+                    word = None
+                else:
+                    word = typed or word
                 by = r3.radio("Label", ["gold", "pred"], key="eval_f2_by",
                               format_func=lambda b: "gold" if b == "gold" else "predicted")
                 s1, s2 = st.columns(2)
@@ -359,12 +367,12 @@ with tab_d:
                 if word:
                     dist = cv.word_weights(cw_, word, by=by, relative=relative)
                     if not dist:
-                        st.info(f"“{w.md_escape(word)}” does not occur in these texts.")
+                        st.info(f"The word “{w.md_escape(viz.short(word, 60))}” does not occur in these texts.")
                     else:
                         hist = cv.weight_histogram(dist, bins=int(bins))
                         item = viz.word_weight_figure(hist, word, relative=relative,
                                                       key=f"lama-f2_{ck}_{viz.safe_filename(word)}",
-                                                      title=f"Weight of “{word}” by {by} label · {ck} (LAMA Fig. 2)")
+                                                      title=f"Weight of “{viz.short(word, 40)}” by {by} label · {ck} (LAMA Fig. 2)")
                         w.show_figure(item, f"eval_f2_{ck}")
                         summ = cv.weight_summary(dist)
                         st.dataframe(summ, hide_index=True, width="content")

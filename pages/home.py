@@ -53,26 +53,42 @@ else:
     if go or text:
         text = w.clean_text(text, what="sentence")
         if text is not None:
-            out = []
+            out, counts = [], {}
             for i in valid:
                 preds = w.safe_predict(i, [text])
                 if preds:
                     p = preds[0]
-                    out.append({"checkpoint": i.name, "model": i.model, "prediction": p.label,
-                                "confidence": 100 * p.probabilities[p.label], "tokens": len(p.tokens),
-                                "truncated": p.truncated})
+                    pred = w.load(i)
+                    unk = None if pred is None else w.count_unknown(pred, p.tokens)
+                    counts[i.name] = (unk, len(p.tokens))
+                    out.append({"checkpoint": i.name, "model": i.model, "data set": i.data or "—",
+                                "prediction": p.label, "confidence": 100 * p.probabilities[p.label],
+                                "tokens": len(p.tokens), "unknown words": unk, "truncated": p.truncated})
             if out:
                 df = pd.DataFrame(out)
-                major, groups = w.agreement(dict(zip(df["checkpoint"], df["prediction"])))
-                if len(groups) == 1:
-                    st.success(f"All {len(df)} checkpoints say **{w.md_escape(major)}**.")
-                else:
-                    st.warning("The checkpoints disagree: " + "; ".join(
-                        f"{len(v)} {'says' if len(v) == 1 else 'say'} **{w.md_escape(k)}**"
-                        for k, v in groups.items()) + ". Open Compare to see where and why.")
+                meaningless = w.unknown_warning(counts)
+                # One verdict per data set: checkpoints of different tasks have different labels.
+                for data, part in df.groupby("data set", sort=False):
+                    major, groups = w.agreement(dict(zip(part["checkpoint"], part["prediction"])))
+                    head = f"**{w.md_escape(data)}**: "
+                    if len(groups) == 1:
+                        msg = (f"all {len(part)} say **{w.md_escape(major)}**" if len(part) > 1
+                               else f"{w.md_escape(part['checkpoint'].iloc[0])} says **{w.md_escape(major)}**")
+                        if meaningless:
+                            st.warning(head + msg + " - but only because of the models' bias (every word is "
+                                       "unknown).")
+                        else:
+                            st.success(head + msg + ".")
+                    else:
+                        st.warning(head + "the checkpoints disagree: " + "; ".join(
+                            f"{len(v)} {'says' if len(v) == 1 else 'say'} **{w.md_escape(k)}**"
+                            for k, v in sorted(groups.items(), key=lambda kv: -len(kv[1])))
+                            + ". Open Compare to see where and why.")
                 st.dataframe(df, hide_index=True, width="stretch",
                              column_config={"confidence": st.column_config.ProgressColumn(
-                                 format="%.1f %%", min_value=0, max_value=100)})
+                                 format="%.1f %%", min_value=0, max_value=100),
+                                 "unknown words": st.column_config.NumberColumn(
+                                     help="tokens not in the checkpoint's vocabulary (read as unknown)")})
 
 st.subheader("Where next")
 for f, title, icon, what in LINKS:

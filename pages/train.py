@@ -19,7 +19,7 @@ from pages.common import cache, widgets as w
 from textcls import data as tdata
 from textcls import viz
 from textcls.training import PAPER_TRAINING, TrainConfig
-from textcls.training_jobs import FINISHED, JobError, changed_overrides, config_fields, file_columns
+from textcls.training_jobs import FINISHED, JobError, changed_overrides, config_fields, file_columns, parse_field
 
 JOBS_KEY = "train_jobs"            # this session's job ids, oldest first
 SEEN_KEY = "train_jobs_seen"       # finished jobs whose checkpoint has been announced to the other pages
@@ -40,6 +40,38 @@ REGISTRY = cache.job_registry()
 jobs: list[str] = st.session_state.setdefault(JOBS_KEY, [])
 seen: set = st.session_state.setdefault(SEEN_KEY, set())
 root = cache.checkpoint_root()
+
+
+MSG_LIMIT = 200    # characters of a message that echoes the user's input
+
+
+def say(message: object, limit: int = MSG_LIMIT) -> str:
+    """A message for st.error & co.: shortened (a long user value must not fill the page) and markdown/HTML-escaped."""
+    return w.md_escape(viz.short(str(message), limit))
+
+
+def size_problems(fields_, values_: dict) -> list[str]:
+    """Integer sizes/counts that cannot work: below 1 where the paper's value is a positive size, below 0 where the
+    paper's value is 0 ("0 = off" switches such as local_window). Checked before any run starts."""
+    out = []
+    for f in fields_:
+        if f.name not in values_ or f.kind not in ("int", "ints"):
+            continue
+        ref = [f.paper, f.default] if f.kind == "int" else [*(f.paper or ()), *(f.default or ())]
+        lowest = 1 if any(isinstance(x, int) and x >= 1 for x in ref) else 0
+        raw = values_[f.name]
+        if f.kind == "int":
+            vals = [raw]
+        else:
+            try:
+                vals = list(parse_field(f, raw))
+            except ValueError:
+                continue            # reported by changed_overrides
+        bad = [v for v in vals if isinstance(v, (int, float)) and v < lowest]
+        if bad:
+            need = "at least 1" if lowest == 1 else "0 or more"
+            out.append(f"{f.name} must be {need} (got {viz.short(', '.join(str(int(v)) for v in bad), 40)}).")
+    return out
 
 
 def guess(columns: list[str], wanted: tuple[str, ...], avoid: str | None = None) -> int:
@@ -81,7 +113,7 @@ def bundle_summary(bundle, limit: int | None = None) -> None:
     rows = [{"split": k, "rows": v["rows"], **({"used": min(v["rows"], limit)} if limit else {}), **v["labels"]}
             for k, v in s["splits"].items()]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="content")
-    st.caption(f"{len(bundle.labels)} labels: {w.md_escape(', '.join(bundle.labels[:12]))}"
+    st.caption(f"{len(bundle.labels)} labels: {say(', '.join(bundle.labels[:12]))}"
                f"{' …' if len(bundle.labels) > 12 else ''}" + (f" · {w.md_escape(bundle.task)}" if bundle.task else "")
                + (f" · training uses a seeded sample of at most {limit:,} rows per split" if limit else ""))
 
@@ -108,7 +140,7 @@ if source == "Bundled data set":
         try:
             bundle = cache.dataset(name)
         except (tdata.DataError, ValueError) as e:
-            st.error(f"This data set cannot be read: {w.md_escape(e)}")
+            st.error(f"This data set cannot be read: {say(e, 600)}")
         else:
             bundle_summary(bundle, limit)
             data_arg, data_name = name, name
@@ -121,7 +153,7 @@ elif source == "Upload a file":
         try:
             cols = file_columns(path)
         except (tdata.DataError, ValueError) as e:
-            st.error(f"This file cannot be read: {w.md_escape(str(e).replace(str(path), path.name))}",
+            st.error(f"This file cannot be read: {say(str(e).replace(str(path), path.name), 600)}",
                      icon=":material/error:")
         else:
             c1, c2 = st.columns(2)
@@ -134,12 +166,12 @@ elif source == "Upload a file":
                 try:
                     bundle = cache.dataset(str(path), text_column=text_col, label_column=label_col)
                 except (tdata.DataError, ValueError) as e:
-                    st.error(f"This file cannot be used: {w.md_escape(str(e).replace(str(path), path.name))}",
+                    st.error(f"This file cannot be used: {say(str(e).replace(str(path), path.name), 600)}",
                              icon=":material/error:")
                 else:
                     if len(bundle.labels) < 2:
-                        st.error(f"The label column {w.md_escape(label_col)} has only one value "
-                                 f"({w.md_escape(bundle.labels[0])}); a classifier needs at least two.")
+                        st.error(f"The label column {say(label_col, 80)} has only one value "
+                                 f"({say(bundle.labels[0], 80)}); a classifier needs at least two.")
                     else:
                         bundle_summary(bundle, limit)
                         if limit:
@@ -159,7 +191,7 @@ else:
     hub_label = c2.text_input("Label column", value="label", key="tr_hub_label").strip() or "label"
     if hub_id:
         if not HUB_RE.match(hub_id.removeprefix("hf:")):
-            st.error("A hub id looks like `owner/name` or `name` (letters, digits, `_.-`), optionally `:config`.")
+            st.error("A hub id looks like owner/name or name (letters, digits, \\_ . -), optionally :config.")
         else:
             data_arg = "hf:" + hub_id.removeprefix("hf:")
             data_name = hub_id.removeprefix("hf:").split(":")[0].split("/")[-1]
@@ -262,6 +294,7 @@ def start() -> None:
     problems = []
     if data_arg is None:
         problems.append("Choose a data set first (step 1).")
+    problems.extend(size_problems(fields, values))
     try:
         overrides = changed_overrides(fields, values)
     except ValueError as e:
@@ -271,7 +304,7 @@ def start() -> None:
         overrides["embedding_mode"] = mode
     if not NAME_RE.match(out_name or ""):
         problems.append("The checkpoint name must start with a letter or digit and use only letters, digits, "
-                        "`_`, `.` and `-` (at most 80 characters).")
+                        "_ . and - (at most 80 characters).")
     out = root / out_name if out_name else None
     if out is not None and out.exists() and not replace:
         problems.append(f"A checkpoint called {out_name} exists already: tick “Replace if it exists” or choose "
@@ -292,7 +325,7 @@ def start() -> None:
             problems.append(f"These settings do not make a valid {model}: {type(e).__name__}: {e}")
     if problems:
         for p in problems:
-            st.error(w.md_escape(p) if "`" not in p else p)
+            st.error(say(p), icon=":material/error:")
         return
     try:
         jid = REGISTRY.submit(data=data_arg, model=model, preset=preset, variant=variant, overrides=overrides,
@@ -300,7 +333,7 @@ def start() -> None:
                               limit=limit if isinstance(data_arg, str) else None, train_overrides=train_over,
                               paper_training=bool(use_paper and paper), seed=int(seed), **data_kw)
     except JobError as e:
-        st.error(w.md_escape(e))
+        st.error(say(e), icon=":material/error:")
         return
     jobs.append(jid)
     st.session_state["train_current"] = jid
@@ -354,7 +387,7 @@ def runs() -> None:
         current = order[0]
     s = snaps[current]
     with st.container(border=True):
-        st.markdown(f"{STATUS_ICON.get(s.status, '')} **{w.md_escape(describe(s))}** · {s.status}")
+        st.markdown(f"{STATUS_ICON.get(s.status, '')} **{say(describe(s))}** · {s.status}")
         if s.status == "running":
             eta = ""
             if s.step and s.total_steps and s.elapsed > 0:
@@ -387,7 +420,7 @@ def runs() -> None:
         elif s.status == "stopped":
             st.warning(w.md_escape(s.message), icon=":material/stop_circle:")
         elif s.status == "failed":
-            st.error(f"{w.md_escape(s.error)}  \n{w.md_escape(s.message)}", icon=":material/error:")
+            st.error(f"{say(s.error, 600)}  \n{say(s.message, 600)}", icon=":material/error:")
             if s.traceback:
                 with st.expander("Details"):
                     st.code(s.traceback, language="text")

@@ -165,6 +165,103 @@ def test_compare_hostile_text_gives_a_message_or_a_result_never_markup(app, text
         assert "<script>" not in body and "<img" not in body and "](http" not in body and "$x$" not in body
 
 
+# ---------------------------------------------------------------- verdict per task, unknown words, file rows
+
+UNKNOWN = "qwzx vbnmk plokij"
+
+
+@pytest.fixture(scope="session")
+def mixed_dir(ckpt_dir, tmp_path_factory) -> Path:
+    """Two tasks: two copies of the 'tiny' (negative/positive) checkpoints and one 3-label 'qa' checkpoint."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("mixed_tasks")
+    for name in ("kim_cnn_tiny", "act_tiny"):
+        shutil.copytree(ckpt_dir[0] / name, root / name)
+    tok = Tokenizer.build(CORPUS, TokenizerConfig())
+    torch.manual_seed(7)
+    model = textcls.create_model("kim_cnn", vocab_size=len(tok.vocab), num_labels=3, preset="small").eval()
+    save_checkpoint(root / "kim_cnn_qa", model, tok, ["ABBR", "HUM", "NUM"], meta={"data": {"name": "qa"}})
+    return root
+
+
+def verdicts(at) -> list[str]:
+    return [x.value for x in at.success] + [x.value for x in at.warning if x.value.startswith("**")]
+
+
+def test_home_verdict_is_one_line_per_data_set(mixed_dir, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(mixed_dir))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.text_input(key="home_text").input(SENTENCE)
+    at.button[0].click().run()
+    assert not at.exception
+    lines = verdicts(at)
+    assert sorted(v.split(":")[0] for v in lines) == ["**qa**", "**tiny**"]      # one verdict per data set
+    tiny = next(v for v in lines if v.startswith("**tiny**"))
+    qa = next(v for v in lines if v.startswith("**qa**"))
+    assert not any(lab in tiny for lab in ("ABBR", "HUM", "NUM"))               # labels of one task only
+    assert "negative" not in qa and "positive" not in qa
+    assert ("all 2 say" in tiny) or ("disagree" in tiny)
+    assert "kim\\_cnn\\_qa says" in qa
+    table = at.dataframe[-1].value
+    assert dict(zip(table["checkpoint"], table["data set"])) == {"kim_cnn_tiny": "tiny", "act_tiny": "tiny",
+                                                                  "kim_cnn_qa": "qa"}
+
+
+def test_home_all_unknown_words_make_the_prediction_meaningless(app, ckpt_dir):
+    at = app()
+    at.text_input(key="home_text").input(UNKNOWN)
+    at.button[0].click().run()
+    assert not at.exception
+    assert not at.success                                                       # no green "all agree"
+    assert any("meaningless" in x.value and "bias" in x.value for x in at.warning)
+    table = at.dataframe[-1].value
+    assert (table["unknown words"] == table["tokens"]).all() and (table["tokens"] == 3).all()
+    # a known sentence with one unknown word: counted, but not called meaningless
+    at.text_input(key="home_text").input("the food was great qwzx")
+    at.button[0].click().run()
+    table = at.dataframe[-1].value
+    assert (table["unknown words"] == 1).all()
+    assert not any("meaningless" in x.value for x in at.warning)
+    assert any("1 of 5" in x.value for x in at.warning)
+
+
+def test_compare_all_unknown_words_warn_on_every_card(app, ckpt_dir):
+    at = app("pages/compare.py")
+    at.text_area(key="cmp_text").input(UNKNOWN)
+    at.button[0].click().run()
+    assert not at.exception
+    assert not at.success
+    assert any("meaningless" in x.value for x in at.warning)
+    assert sum("3 of 3 unknown" in c.value for c in at.caption) == len(ckpt_dir[1])
+    at.text_area(key="cmp_text").input("the food was great")                    # every word known: no warning
+    at.button[0].click().run()
+    assert not any("unknown" in x.value for x in at.warning)
+    assert not any("unknown" in c.value for c in at.caption)
+
+
+def test_compare_file_skips_empty_texts_and_unknown_gold_labels(app, ckpt_dir):
+    at = app("pages/compare.py")
+    at.radio(key="cmp_mode").set_value("Upload a CSV or TXT file").run()
+    csv = "text,label\n,negative\nthe food was great,positive\nthe service was slow,<b>neg</b>\n"
+    at.file_uploader(key="cmp_file").set_value(("hostile.csv", csv.encode(), "text/csv")).run()
+    assert not at.exception
+    df = at.dataframe[0].value
+    df = df.data if hasattr(df, "data") else df
+    assert list(df["text"]) == ["the food was great", "the service was slow"]   # the empty row is not classified
+    assert list(df["#"]) == [2, 3]                                              # rows keep their file numbers
+    assert [m.value for m in at.metric][0] == "2"
+    assert any("1 empty text skipped" in c.value for c in at.caption)
+    assert any("do not know" in x.value and "neg" in x.value for x in at.warning)
+    acc = next(m.value for m in at.markdown if "Accuracy on this file" in m.value)
+    for name in ckpt_dir[1]:                                                    # only the known gold row counts
+        right = df[name].iloc[0] == "positive"
+        assert f"{100.0 * right:.1f} % of 1" in acc.replace("\\", ""), (name, acc)
+
+
 # ---------------------------------------------------------------- Inspect
 
 def test_inspect_every_view_of_every_checkpoint_draws(app, ckpt_dir):

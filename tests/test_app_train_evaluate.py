@@ -116,6 +116,55 @@ def test_train_page_rejects_a_name_in_use_and_bad_settings(env):
     assert at.session_state["train_jobs"] == []
 
 
+def hyper(at: AppTest, name: str, model: str = "kim_cnn", preset: str = "small"):
+    """The hyper-parameter field `name` of the Train form (kim_cnn, "small" preset, no variant)."""
+    key = f"tr_f_{model}_{preset}_None_{name}"
+    found = [x for x in [*at.text_input, *at.number_input] if x.key == key]
+    assert found, f"no field {key}"
+    return found[0]
+
+
+def test_train_errors_escape_markdown_and_shorten_user_input(env):
+    at = app("pages/train.py")
+    at.radio(key="tr_emb").set_value(RANDOM)
+    at.run()
+    hostile = "3, 4, `a` ![x](https://example.com/x.png) [link](javascript:alert(3)) <b>bold</b>"
+    hyper(at, "windows").set_value(hostile)
+    button(at, "Start training").click()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    raw = " | ".join(str(e.value) for e in at.error)
+    assert "windows: expected numbers" in texts_of(at.error)
+    # every markdown / HTML character of the user's value is escaped: no image, link, code span or tag renders
+    for needle in ("![x]", "](https", "[link]", "`a`", "<b>"):
+        assert needle not in raw, (needle, raw)
+    assert "\\!\\[x\\]" in raw and "\\<b\\>" in raw
+    # a 100,000-character value is quoted shortened, not in full
+    hyper(at, "windows").set_value("9" * 50_000 + "x" * 50_000)
+    button(at, "Start training").click()
+    at.run()
+    msg = texts_of(at.error)
+    assert "windows: expected numbers" in msg and "…" in msg and len(msg) < 400
+    assert at.session_state["train_jobs"] == []
+
+
+@pytest.mark.parametrize("field, value, expected", [
+    ("n_filters", 0, "n_filters must be at least 1 (got 0)"),
+    ("embed_dim", -3, "embed_dim must be at least 1 (got -3)"),
+    ("windows", "2, 0", "windows must be at least 1 (got 0)"),
+])
+def test_train_rejects_non_positive_sizes_before_a_run(env, field, value, expected):
+    at = app("pages/train.py")
+    at.radio(key="tr_emb").set_value(RANDOM)
+    at.run()
+    hyper(at, field).set_value(value)
+    button(at, "Start training").click()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert expected in texts_of(at.error)
+    assert at.session_state["train_jobs"] == [] and not any(env.iterdir())   # no run started, nothing saved
+
+
 def test_malformed_and_good_uploads(env):
     at = app("pages/train.py")
     at.radio(key="tr_source").set_value("Upload a file")

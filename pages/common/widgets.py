@@ -220,7 +220,7 @@ def agreement(labels: dict[str, str]) -> tuple[str, dict[str, list[str]]]:
 
 
 def label_card(name: str, model: str, data: str, label: str, conf: float, agrees: bool | None,
-               truncated: bool = False, n_tokens: int | None = None) -> None:
+               truncated: bool = False, n_tokens: int | None = None, n_unknown: int | None = None) -> None:
     """A bordered card: checkpoint, predicted label, confidence, agreement mark (all text escaped)."""
     with st.container(border=True):
         st.markdown(f"**{md_escape(name)}**  \n{md_escape(model)}{' · ' + md_escape(data) if data else ''}")
@@ -231,6 +231,8 @@ def label_card(name: str, model: str, data: str, label: str, conf: float, agrees
         notes = []
         if n_tokens is not None:
             notes.append(f"{n_tokens} tokens")
+        if n_unknown:
+            notes.append(f"{n_unknown} of {n_tokens} unknown" if n_tokens is not None else f"{n_unknown} unknown")
         if truncated:
             notes.append("input truncated")
         if notes:
@@ -239,3 +241,33 @@ def label_card(name: str, model: str, data: str, label: str, conf: float, agrees
 
 def esc_html(text: object) -> str:
     return html.escape(str(text), quote=True)
+
+
+# ---------------------------------------------------------------- unknown words
+
+def count_unknown(predictor, tokens: Sequence[str]) -> int | None:
+    """How many of `tokens` the predictor's vocabulary does not know (the model reads them as `<unk>`), or None
+    when the predictor has no word vocabulary to check against. A literal "<pad>"/"<unk>" typed by the user is
+    unknown too (the tokenizer maps both to the unknown id)."""
+    stoi = getattr(getattr(getattr(predictor, "tokenizer", None), "vocab", None), "stoi", None)
+    if stoi is None:
+        return None
+    return sum(1 for t in tokens if stoi.get(t, 1) <= 1)
+
+
+def unknown_warning(counts: dict[str, tuple[int | None, int]]) -> bool:
+    """Warn about words the models do not know. counts: {checkpoint: (unknown tokens or None, tokens)}.
+    Returns True when every token is unknown to every model that read any (the predictions are then only the
+    models' bias); nothing is shown when every model knows every token."""
+    known = {n: (u, t) for n, (u, t) in counts.items() if u is not None and t > 0}
+    if not known or not any(u for u, _ in known.values()):
+        return False
+    detail = "; ".join(f"{md_escape(n)}: {u} of {t}" for n, (u, t) in known.items() if u)
+    if all(u == t for u, t in known.values()):
+        st.warning("**Every word of this text is unknown to every model** (not in its vocabulary), so the "
+                   "predictions are meaningless: they reflect only each model's bias, not the text. "
+                   f"Unknown tokens - {detail}.", icon=":material/report:")
+        return True
+    st.warning(f"Some words are not in the models' vocabularies and are read as unknown - {detail}. "
+               "Predictions on mostly unknown words say little about the text.", icon=":material/warning:")
+    return False
