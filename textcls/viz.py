@@ -932,12 +932,16 @@ def _act_t4(vi: ViewInput) -> list[FigureOut]:
                       caption=f"Weights: {src}. {SHADE_NOTE}", html=token_rows_html(rows, **kw))]
 
 
-def _act_controls(vi: ViewInput) -> list[Control]:
-    M, _, _ = _act_specs(vi.specs)
-    if M is None or M.name not in vi.maps:
+def _layer_head_controls(vi: ViewInput, spec: MapSpec | None) -> list[Control]:
+    """Layer and head pickers for a map whose first two axes are (layer, head); the last layer by default."""
+    if spec is None or spec.name not in vi.maps:
         return []
-    nl, nh = np.asarray(vi.maps[M.name]).shape[:2]
+    nl, nh = np.asarray(vi.maps[spec.name]).shape[:2]
     return [_ctrl("layer", nl, "layer ", "layer", default=nl - 1), _ctrl("head", nh, "head ", "head")]
+
+
+def _act_controls(vi: ViewInput) -> list[Control]:
+    return _layer_head_controls(vi, _act_specs(vi.specs)[0])
 
 
 @register_view("ACT-FM", "ACT Fig. 1: feature maps per head and layer",
@@ -1000,11 +1004,7 @@ def _tr_specs(specs):
 
 
 def _tr_controls(vi: ViewInput) -> list[Control]:
-    att, _ = _tr_specs(vi.specs)
-    if att is None or att.name not in vi.maps:
-        return []
-    nl, nh = np.asarray(vi.maps[att.name]).shape[:2]
-    return [_ctrl("layer", nl, "layer ", "layer", default=nl - 1), _ctrl("head", nh, "head ", "head")]
+    return _layer_head_controls(vi, _tr_specs(vi.specs)[0])
 
 
 @register_view("TR-ATT", "Transformer self-attention: matrix per layer/head, all-heads grid, cls row",
