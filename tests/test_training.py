@@ -167,6 +167,24 @@ def test_gradient_clipping_bounds_the_update():
     assert update_norm(0.01) == pytest.approx(0.01, rel=1e-3)
 
 
+def test_max_norm_bounds_each_class_weight_vector_and_adadelta_learns():
+    from textcls.training import output_layer
+    model = kim()
+    h = fit(model, TRAIN, None, TrainConfig(epochs=3, batch_size=16, lr=50.0, optimizer="sgd", momentum=0.0,
+                                            max_norm=0.5, device="cpu"))
+    w = output_layer(model).weight                                      # (C, F)
+    assert w.shape[0] == 2 and w.norm(dim=1).max() <= 0.5 + 1e-5
+    free = kim()
+    fit(free, TRAIN, None, TrainConfig(epochs=3, batch_size=16, lr=50.0, optimizer="sgd", momentum=0.0,
+                                       device="cpu"))
+    assert output_layer(free).weight.norm(dim=1).max() > 0.6          # without the constraint it grows
+    h = fit(kim(), TRAIN, None, TrainConfig(epochs=8, batch_size=16, lr=1.0, optimizer="adadelta", device="cpu"))
+    first, last = sum(h.step_losses[:6]) / 6, sum(h.step_losses[-6:]) / 6
+    assert last < first
+    with pytest.raises(ValueError, match="max_norm"):
+        TrainConfig(max_norm=0)
+
+
 def test_max_steps_and_bucketing():
     h = fit(kim(), TRAIN, DEV, TrainConfig(epochs=5, batch_size=16, max_steps=8, device="cpu"))
     assert h.steps == 8 and len(h.epochs) == 2 and "max_steps=8" in h.stopped_reason
@@ -208,6 +226,25 @@ def test_train_from_spec_writes_a_checkpoint_with_test_metrics(tmp_path, shared_
     [ck] = list_checkpoints(tmp_path)
     assert ck.model == "act" and ck.test_accuracy == r.metrics["test"]["accuracy"]
     assert len(pred.predict(["word " * 500])[0].tokens) == 64
+
+
+def test_extra_vocab_adds_glove_words_that_keep_their_vectors(shared_data):
+    from textcls.embeddings import glove_index, glove_vectors
+    plain = train_from_spec("trec", "kim_cnn", preset="small", epochs=1, data_root=shared_data, limit=60, seed=0)
+    r = train_from_spec("trec", "kim_cnn", preset="small", epochs=1, data_root=shared_data, limit=60, seed=0,
+                        extra_vocab=2000)
+    itos = r.tokenizer.vocab.itos
+    assert itos[: len(plain.tokenizer.vocab)] == plain.tokenizer.vocab.itos   # training words keep their ids
+    added = itos[len(plain.tokenizer.vocab):]
+    assert 0 < len(added) <= 2000 and len(set(itos)) == len(itos)
+    words, vectors = glove_vectors()
+    assert set(added) <= set(words[:2000])
+    emb = r.model.embed.weight if hasattr(r.model.embed, "weight") else next(r.model.embed.parameters())
+    for w in added[:20]:                                       # never in training: no gradient, GloVe vector kept
+        assert torch.allclose(emb[itos.index(w)].float(), torch.tensor(vectors[glove_index()[w]]), atol=1e-6)
+    with pytest.raises(ValueError, match="GloVe"):
+        train_from_spec("trec", "kim_cnn", preset="small", embeddings="random", epochs=1, data_root=shared_data,
+                        limit=20, extra_vocab=10)
 
 
 def test_train_from_spec_refuses_a_foreign_out_folder_before_training(tmp_path):

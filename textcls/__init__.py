@@ -2,19 +2,42 @@
 
 Public contract (see docs/architecture.md): list_models, create_model, ClassifierOutput, MapSpec,
 load_checkpoint, Predictor, Prediction.
+
+The public names are resolved lazily (PEP 562): `import textcls` does not import torch, so torch-free code
+(listing checkpoints, the dashboard's Home page) starts fast. The first access to a name imports its module.
 """
-from .outputs import AXES, KINDS, ClassifierOutput, MapSpec
-from .registry import create_model, get_entry, list_models, make_config, register_model
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
 
-from .checkpoint import CheckpointError, CheckpointInfo, list_checkpoints, load_checkpoint, save_checkpoint  # noqa: E402
-from .inference import Prediction, Predictor  # noqa: E402
-from .metrics import classification_report, evaluate  # noqa: E402
-from .training import EpochEvent, History, StepEvent, TrainConfig, fit, train_from_spec  # noqa: E402
+# public name -> submodule that defines it
+_LAZY = {
+    **dict.fromkeys(("AXES", "KINDS", "ClassifierOutput", "MapSpec"), "outputs"),
+    **dict.fromkeys(("create_model", "get_entry", "list_models", "make_config", "register_model"), "registry"),
+    **dict.fromkeys(("CheckpointError", "CheckpointInfo", "list_checkpoints", "load_checkpoint", "save_checkpoint"),
+                    "checkpoint"),
+    **dict.fromkeys(("Prediction", "Predictor"), "inference"),
+    **dict.fromkeys(("classification_report", "evaluate"), "metrics"),
+    **dict.fromkeys(("EpochEvent", "History", "StepEvent", "TrainConfig", "fit", "train_from_spec"), "training"),
+}
 
 __all__ = ["AXES", "KINDS", "ClassifierOutput", "MapSpec", "create_model", "get_entry", "list_models",
            "make_config", "register_model", "__version__",
            "CheckpointError", "CheckpointInfo", "list_checkpoints", "load_checkpoint", "save_checkpoint",
            "Prediction", "Predictor", "classification_report", "evaluate",
            "EpochEvent", "History", "StepEvent", "TrainConfig", "fit", "train_from_spec"]
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # cache: later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

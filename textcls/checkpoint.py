@@ -12,6 +12,10 @@ crash never leaves half a checkpoint; an existing checkpoint is replaced only on
 (it is moved aside, the new folder renamed in, then the old one deleted). A folder that exists and is not a
 checkpoint is never replaced. Loading never unpickles: safetensors only. Anything wrong with a folder raises
 `CheckpointError` whose message names the folder and the problem.
+
+Listing (`list_checkpoints`, `checkpoint_info`, `read_config`) reads only JSON and the safetensors header and
+never imports torch or the models, so it is fast; whether the model name is a registered model is checked
+when the checkpoint is loaded.
 """
 from __future__ import annotations
 
@@ -26,9 +30,10 @@ import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:  # torch is imported where it is used: listing checkpoints must not import it
+    import torch
 
 FORMAT = "textcls-checkpoint"
 FORMAT_VERSION = 1
@@ -195,6 +200,8 @@ def check_target(path: str | Path) -> Path:
 def save_checkpoint(path: str | Path, model: torch.nn.Module, tokenizer, labels, meta: dict[str, Any] | None = None,
                     history=None, float16: bool = False) -> Path:
     """Write a checkpoint folder at `path` (atomically; see the module docstring). Returns the path."""
+    import torch
+
     from . import __version__
 
     path = Path(path)
@@ -310,6 +317,7 @@ def _model_entry(path: Path, cfg: dict[str, Any]):
 
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu"):
     """Load a checkpoint folder into a `Predictor` (model in eval mode on `device`; "auto" picks cuda)."""
+    import torch
     from safetensors.torch import load_file
 
     from .inference import Predictor
@@ -396,11 +404,11 @@ def load_history(path: str | Path):
 
 
 def checkpoint_info(path: str | Path) -> CheckpointInfo:
-    """Summary of one checkpoint folder, validated without loading the weights (config, files, model name,
-    a complete safetensors file). Raises CheckpointError when invalid."""
+    """Summary of one checkpoint folder, validated without loading the weights or importing torch (config,
+    files, a complete safetensors file, a readable vocab.json). Raises CheckpointError when invalid. The model
+    name is checked against the registry by `load_checkpoint` (the registry imports every model)."""
     path = Path(path)
     cfg = read_config(path)
-    _model_entry(path, cfg)
     safetensors_header(path / "model.safetensors")
     _read_json(path / "vocab.json", "vocab.json")
     metrics = cfg.get("metrics") if isinstance(cfg.get("metrics"), dict) else {}

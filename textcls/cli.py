@@ -166,7 +166,8 @@ def cmd_train(args) -> int:
     try:
         result = train_from_spec(bundle, args.model, preset=args.preset, variant=args.variant, overrides=overrides,
                                  embeddings=emb, epochs=args.epochs, out=out, callbacks=[progress],
-                                 min_freq=args.min_freq, max_vocab=args.max_vocab, tokenizer_overrides=tok,
+                                 min_freq=args.min_freq, max_vocab=args.max_vocab,
+                                 extra_vocab=args.extra_vocab, tokenizer_overrides=tok,
                                  train_overrides=train_over, paper_training=args.paper_training, seed=args.seed,
                                  float16=args.float16, limit=args.limit, data_spec=args.data)
     finally:
@@ -360,6 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     t.add_argument("--min-freq", type=int, default=1, help="keep words seen at least this often")
     t.add_argument("--max-vocab", type=int, default=None, help="vocabulary size cap (specials included)")
+    t.add_argument("--extra-vocab", type=int, default=0, metavar="N",
+                   help="also add the N most frequent GloVe words missing from the training texts (they keep "
+                        "their GloVe vectors, so test words unseen in training are not <unk>)")
     t.add_argument("--data-root", default=None, help="folder of the bundled data sets (default: TEXTCLS_DATA)")
     t.add_argument("--limit", type=int, default=None, help="use at most N examples per split (quick runs)")
     t.add_argument("--text-column", default="text", help="text column of a CSV/JSONL/Parquet file")

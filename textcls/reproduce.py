@@ -93,6 +93,7 @@ class Cell:
     epochs: int = 10
     train: dict[str, Any] = field(default_factory=dict)       # TrainConfig fields
     tokenizer: dict[str, Any] = field(default_factory=dict)   # TokenizerConfig fields
+    extra_vocab: int = 0             # most frequent GloVe words added to the vocabulary (train_from_spec)
     gaps: tuple[str, ...] = ()       # known reasons for a gap to the paper
 
     @property
@@ -105,7 +106,8 @@ class Cell:
         return {"model": self.model, "preset": self.preset, "variant": self.variant,
                 "overrides": _plain(self.overrides), "embeddings": self.embeddings, "data": self.data,
                 "train": _plain(self.train), "tokenizer": _plain(self.tokenizer), "epochs": int(epochs),
-                "limit": limit, "metric_split": self.metric_split}
+                "limit": limit, "metric_split": self.metric_split,
+                **({"extra_vocab": self.extra_vocab} if self.extra_vocab else {})}
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -318,7 +320,7 @@ def run_cell(cell: Cell, seed: int, *, epochs: int, limit: int | None = None, da
                           overrides=dict(cell.overrides), embeddings=cell.embeddings, epochs=epochs, out=None,
                           callbacks=callbacks, stop_event=stop_event, data_root=data_root, limit=limit,
                           tokenizer_overrides=dict(cell.tokenizer) or None, train_overrides=dict(cell.train),
-                          seed=seed)
+                          extra_vocab=cell.extra_vocab, seed=seed)
     h = res.history
     m = res.metrics
     if cell.metric_split not in m:
@@ -442,6 +444,8 @@ def gap_line(entry: dict[str, Any]) -> str:
         parts.append(f"{ep} CPU epoch(s){stopped} (paper: GPU training to convergence)")
         if sig.get("limit"):
             parts.append(f"--limit {sig['limit']}: a sample of at most {sig['limit']} texts per split")
+        if len(runs) < cell.get("runs", 1):
+            parts.append(f"{len(runs)} run(s) (paper: mean of {cell['runs']})")
         if any(r.get("diverged") for r in runs):
             parts.append("a run diverged")
     s = summarize(entry)

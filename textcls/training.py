@@ -206,7 +206,7 @@ def predict_encoded(model, enc: EncodedSplit, batch_size: int = 64) -> tuple[np.
 # ---------------------------------------------------------------- config, events, history
 
 
-OPTIMIZERS = ("adam", "sgd", "noam")
+OPTIMIZERS = ("adam", "sgd", "noam", "adadelta")
 
 
 @dataclass
@@ -214,7 +214,7 @@ class TrainConfig:
     epochs: int = 10
     batch_size: int = 32
     lr: float = 1e-3
-    optimizer: str = "adam"          # adam | sgd | noam
+    optimizer: str = "adam"          # adam | sgd | noam | adadelta (Kim 2014: lr 1.0, rho 0.95, eps 1e-6)
     seed: int = 0
     patience: int | None = None      # early stopping: epochs without dev-accuracy improvement; None = off
     restore_best: bool = True        # end with the weights of the best dev epoch
@@ -225,6 +225,7 @@ class TrainConfig:
     lr_decay: float = 0.9            # multiply the lr by this ...
     lr_decay_patience: int | None = None  # ... after this many epochs without dev improvement (ACT: 10)
     clip_norm: float | None = None   # gradient clipping (max global L2 norm); None = off
+    max_norm: float | None = None    # Kim 2014: rescale each class's output weight vector to L2 norm <= this
     max_steps: int | None = None     # stop after this many optimiser steps in all (quick runs)
     bucket: bool = True              # length-bucketed batches
     eval_batch_size: int = 128
@@ -242,8 +243,10 @@ class TrainConfig:
             v = getattr(self, name)
             if v is not None and int(v) < 1:
                 raise ValueError(f"{name} must be >= 1 or None, got {v}")
-        if self.clip_norm is not None and not self.clip_norm > 0:
-            raise ValueError(f"clip_norm must be > 0 or None, got {self.clip_norm}")
+        for name in ("clip_norm", "max_norm"):
+            v = getattr(self, name)
+            if v is not None and not v > 0:
+                raise ValueError(f"{name} must be > 0 or None, got {v}")
         if self.betas is not None:
             self.betas = tuple(float(b) for b in self.betas)
 
@@ -322,9 +325,21 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     return d
 
 
+def output_layer(model: torch.nn.Module) -> torch.nn.Linear | None:
+    """The last Linear layer that maps to the classes (the one Kim 2014's max-norm constraint applies to)."""
+    n = getattr(getattr(model, "config", None), "num_labels", None)
+    found = None
+    for m in model.modules():
+        if isinstance(m, torch.nn.Linear) and m.out_features == n:
+            found = m
+    return found
+
+
 def _make_optimizer(params, config: TrainConfig) -> torch.optim.Optimizer:
     if config.optimizer == "sgd":
         return torch.optim.SGD(params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
+    if config.optimizer == "adadelta":
+        return torch.optim.Adadelta(params, lr=config.lr, rho=0.95, eps=1e-6, weight_decay=config.weight_decay)
     betas = config.betas or ((0.9, 0.998) if config.optimizer == "noam" else (0.9, 0.999))
     eps = 1e-9 if config.optimizer == "noam" else 1e-8
     return torch.optim.Adam(params, lr=config.lr, betas=betas, eps=eps, weight_decay=config.weight_decay)
@@ -373,6 +388,12 @@ def fit(model: torch.nn.Module, train: EncodedSplit, dev: EncodedSplit | None = 
     gen = torch.Generator().manual_seed(config.seed)
     model.to(device)
     params = [p for p in model.parameters() if p.requires_grad]
+    max_norm_weight = None
+    if config.max_norm is not None:
+        layer = output_layer(model)
+        if layer is None:
+            raise ValueError("max_norm: the model has no Linear layer with num_labels outputs")
+        max_norm_weight = layer.weight
     if not params:
         raise ValueError("fit: the model has no trainable parameters")
     opt = _make_optimizer(params, config)
@@ -432,6 +453,9 @@ def fit(model: torch.nn.Module, train: EncodedSplit, dev: EncodedSplit | None = 
                     hist.diverged = True
                     break
             opt.step()
+            if max_norm_weight is not None:
+                with torch.no_grad():                                   # (C, F) rows: one per class
+                    max_norm_weight.copy_(torch.renorm(max_norm_weight, 2, 0, config.max_norm))
             step += 1
             epoch_steps += 1
             hist.step_losses.append(value)
@@ -539,11 +563,25 @@ def tokenizer_config_for(model_config, input_kind: str = "tokens", overrides: di
     return TokenizerConfig(**values)
 
 
+def extend_vocab(tokenizer, source, n: int):
+    """(tokenizer with the `n` most frequent GloVe words appended where missing, number appended)."""
+    from .text import Tokenizer, Vocab
+    if n < 0:
+        raise ValueError(f"extra_vocab must be >= 0, got {n}")
+    if str(source) != "glove":
+        raise ValueError("extra_vocab needs GloVe embeddings (embeddings='glove')")
+    from .embeddings import glove_vectors
+    words, _ = glove_vectors()
+    have = tokenizer.vocab.stoi
+    extra = [w for w in dict.fromkeys(w for w in words[:n] if isinstance(w, str) and w) if w not in have]
+    return Tokenizer(tokenizer.config, Vocab(tokenizer.vocab.itos + extra)), len(extra)
+
+
 def train_from_spec(data, model: str, *, preset: str | None = None, variant: str | None = None,
                     overrides: dict[str, Any] | None = None, embeddings: str | None = "glove",
                     epochs: int = 5, out: str | Path | None = None, callbacks: Iterable[Callback] = (),
                     stop_event: threading.Event | None = None, data_root=None, limit: int | None = None,
-                    min_freq: int = 1, max_vocab: int | None = None,
+                    min_freq: int = 1, max_vocab: int | None = None, extra_vocab: int = 0,
                     tokenizer_overrides: dict[str, Any] | None = None,
                     train_overrides: dict[str, Any] | None = None, paper_training: bool = False,
                     seed: int = 0, float16: bool = False, evaluate_test: bool = True,
@@ -558,6 +596,9 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
         or a path to a vectors file (see `embeddings.build_embedding_matrix`).
     train_overrides: TrainConfig fields (batch_size, lr, optimizer, patience, ...); with `paper_training` the
         paper's settings (PAPER_TRAINING) come first and train_overrides on top.
+    extra_vocab: also put the `extra_vocab` most frequent words of the pretrained vectors that the training
+        texts lack into the vocabulary (GloVe only). They get no gradient, so they keep their pretrained vectors
+        and unseen test words are not all `<unk>` (Kim 2014 builds the vocabulary over all texts for this).
     out: the checkpoint folder to write (replaced atomically), or None to write nothing.
     Returns a TrainResult; the checkpoint's config.json records data, metrics (test accuracy included),
     training settings, tokenizer settings and the history's stop reason.
@@ -591,6 +632,9 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
     labels = list(bundle.labels)
 
     tokenizer = Tokenizer.build(bundle.splits["train"].texts, tok_config, min_freq=min_freq, max_size=max_vocab)
+    added = 0
+    if extra_vocab:
+        tokenizer, added = extend_vocab(tokenizer, emb_source, int(extra_vocab))
 
     matrix, coverage = None, None
     if emb_source is not None:
@@ -635,7 +679,8 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
                          "seconds": history.elapsed},
             "preset": preset, "variant": variant, "overrides": overrides,
             "embeddings": {"source": embeddings or "random", "coverage": coverage},
-            "vocab": {"min_freq": min_freq, "max_size": max_vocab, "size": len(tokenizer.vocab)},
+            "vocab": {"min_freq": min_freq, "max_size": max_vocab, "size": len(tokenizer.vocab),
+                      "extra_vocab": int(extra_vocab), "extra_added": added},
             "library_version": __version__,
         }
         path = save_checkpoint(out, net, tokenizer, labels, meta=meta, history=history, float16=float16)

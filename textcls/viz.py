@@ -30,7 +30,7 @@ import unicodedata
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -38,7 +38,15 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from .outputs import MapSpec
+if TYPE_CHECKING:  # outputs imports torch; this module needs MapSpec only for annotations and two views
+    from .outputs import MapSpec
+
+
+def __getattr__(name: str):
+    if name == "MapSpec":  # `viz.MapSpec` still works, importing torch only when it is used (PEP 562)
+        from .outputs import MapSpec
+        return MapSpec
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 MAX_TOKENS = 200          # most tokens on one heatmap axis before paging / binning
 MAX_GRID_TOKENS = 60      # tokens per axis in each cell of the layer x head grid
@@ -1013,6 +1021,8 @@ def _tr_controls(vi: ViewInput) -> list[Control]:
                models=("transformer",), needs=lambda specs: _tr_specs(specs)[0] is not None,
                controls=_tr_controls)
 def _tr_att(vi: ViewInput) -> list[FigureOut]:
+    from .outputs import MapSpec
+
     att, cls = _tr_specs(vi.specs)
     A = np.asarray(vi.maps[att.name])
     nl, nh = A.shape[:2]
@@ -1092,6 +1102,8 @@ def _hcan_f4_controls(vi: ViewInput) -> list[Control]:
 
 def _hcan_self_rows(vi: ViewInput, hi: _Hier, tag: str) -> list[FigureOut]:
     """The chosen word's self-attention row in each branch, one row per head (HCAN Fig. 4 right / Fig. 5)."""
+    from .outputs import MapSpec
+
     si, wi = _flat_word(hi.sentences, int(vi.opts.get("token", 0)))
     words = hi.sentences[si] if si < len(hi.sentences) else []
     word = words[wi] if wi < len(words) else "?"
