@@ -66,6 +66,27 @@ def test_act_feature_map_is_the_convolution_and_local_output_is_filters_times_ma
     assert model.layers[0].conv_weight(1)[3, 2 % dk, 2 // dk] == 7.5
 
 
+@pytest.mark.parametrize("variant,padding", [(None, "right"), (None, "center"), ("no_attentive_conv", "right"),
+                                             ("single_head", "right"), ("no_global_rep", "right")])
+def test_act_fast_path_computes_the_same_function_as_the_literal_equations(variant, padding):
+    """Without maps, ACT folds W^O F~ and runs one grouped conv; logits and gradients equal the literal path."""
+    torch.manual_seed(0)
+    m = textcls.create_model("act", vocab_size=50, num_labels=3, preset="small", variant=variant,
+                             conv_padding=padding).eval()
+    ids = torch.randint(2, 50, (4, 9))
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    mask[1, 5:] = False
+    mask[2, 2:] = False
+    ids = ids.masked_fill(~mask, 0)
+    fast = m(ids, mask)
+    literal = m(ids, mask, return_maps=True)
+    assert torch.allclose(fast.logits, literal.logits, atol=1e-6)
+    g_fast = torch.autograd.grad(fast.logits.sum(), list(m.layers.parameters()), allow_unused=True)
+    g_lit = torch.autograd.grad(literal.logits.sum(), list(m.layers.parameters()), allow_unused=True)
+    for a, b in zip(g_fast, g_lit):
+        assert (a is None) == (b is None) and (a is None or torch.allclose(a, b, atol=1e-6))
+
+
 def test_act_argmax_picks_the_max_of_the_feature_map_and_pads_are_zero():
     model = small("act")
     ids, mask = batch()

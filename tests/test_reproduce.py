@@ -137,6 +137,30 @@ def test_a_failing_cell_is_recorded_and_the_others_run(tmp_path, shared_data):
     assert any("FAILED" in m for m in log)
 
 
+def test_a_run_written_meanwhile_by_another_process_is_kept(tmp_path, shared_data):
+    """Two `reproduce` processes may share one results file: each re-reads it under a lock before writing."""
+    good = R.select_cells(["smoke"], models=["kim_cnn"])[0]
+    twin = R.select_cells(["smoke"], models=["agcnn"])[0]
+    out = tmp_path / "r.json"
+    other = {"cell": {**twin.to_dict(), "order": 1},
+             "runs": [{"seed": 0, "accuracy": 0.5, "signature": twin.signature(1, 20), "n": {"test": 20},
+                       "epochs_run": 1}]}
+
+    def meanwhile(event):   # the first training step: another process stores its own cell and session
+        if not (tmp_path / "done").exists():
+            (tmp_path / "done").touch()
+            res = R.load_results(out)
+            res["cells"][twin.key] = other
+            res["sessions"].append({"id": "other", "ran": 1})
+            R.save_results(res, out)
+
+    res = R.reproduce([good], out=out, limit=20, data_root=shared_data, log=lambda m: None, callbacks=[meanwhile])
+    stored = json.loads(out.read_text())
+    assert set(stored["cells"]) == {good.key, twin.key} and stored["cells"][twin.key] == other
+    assert [x["id"] for x in stored["sessions"]][0] == "other" and stored["sessions"][-1]["ran"] == 1
+    assert res["cells"].keys() == stored["cells"].keys()
+
+
 def test_summarize_and_gap_line():
     cell = R.select_cells(["agcnn_t3"], data=["mr"], only=["*/cnn-static/*"])[0]
     sig = cell.signature(3, None)

@@ -20,6 +20,9 @@ Choices (the paper and models.md leave them open):
   Cat(q_j, ..., q_{j+n-1}) in eq. 2. `layer.conv_weight(i)` is a view of the same storage in Conv1d layout
   (m, d_k, n): `F.conv1d(Q_i^T, layer.conv_weight(i), layer.filter_bias[i])` gives M_i before the GELU.
   Initialised like nn.Conv1d (uniform +-1/sqrt(d_k n)).
+- Speed: a call without maps or edits computes the same function in a cheaper order (`ACTLayer._fast_forward`):
+  the convolution as one grouped Conv1d over all heads, and W^O F~_i folded into one (d, h m) matrix, so O_i is
+  never formed (associativity). With maps or edits the literal equations above run. Both are tested equal.
 - Window j covers tokens j..j+n-1 (n-1 zeros on the right); `conv_padding="center"` centres it instead.
 - W_o has a bias, W_p none (one bias suffices, the two are summed). p_j from a learned (P x d_p) table;
   inputs longer than P are refused with a clear error (they have no position).
@@ -221,8 +224,43 @@ class ACTLayer(nn.Module):
         w = q.unfold(2, self.n, 1)                                      # (B, h, L, d_k, n)
         return w.transpose(-1, -2).flatten(-2)                          # (B, h, L, n*d_k) offset-major
 
+    def grouped_conv_weight(self) -> torch.Tensor:
+        """All heads' F_i in grouped-Conv1d layout (h m, d_k, n): a reshaped copy of F~ (the same numbers)."""
+        h, nd, m = self.filters.shape
+        return self.filters.transpose(1, 2).reshape(h, m, self.n, self.dk).transpose(-1, -2).reshape(h * m, self.dk,
+                                                                                                     self.n)
+
+    def fused_output_weight(self) -> torch.Tensor:
+        """W^O with every head's F~_i folded in: (d, h m), so Cat_i(F~_i M_i) W^O = Cat_i(M_i) (W^O F~)."""
+        if self.mode != "attentive":
+            return self.wo.weight                                       # (d, h m): O_i = M_i already
+        wo = self.wo.weight.view(self.wo.out_features, self.h, -1)      # (d, h, n d_k)
+        return torch.einsum("dhj,hjm->dhm", wo, self.filters).flatten(1)  # (d, h m)
+
+    def _fast_forward(self, x: torch.Tensor, mask: torch.Tensor, need_g: bool
+                      ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The same function as `forward` without maps or edits, computed in a cheaper order: the convolution
+        as one grouped Conv1d over all heads (no window copies), and W^O F~_i folded into one (d, h m) matrix,
+        so O_i = F~_i M_i is never formed (associativity; equal up to float rounding - tested)."""
+        B, L, d = x.shape
+        q = rezero(self.wq(x), mask).transpose(1, 2)                    # (B, h d_k, L) channels head-major
+        left = (self.n - 1) // 2 if self.padding == "center" else 0
+        q = F.pad(q, (left, self.n - 1 - left))                         # (B, h d_k, L+n-1)
+        pre = F.conv1d(q, self.grouped_conv_weight(), self.filter_bias.flatten(), groups=self.h)  # (B, h m, L)
+        M = F.gelu(pre) * mask[:, None, :].to(x.dtype)                  # (B, h m, L) zero at pads
+        w = self.fused_output_weight()                                  # (d, h m)
+        y = F.linear(M.transpose(1, 2), w, self.wo.bias)                # (B, L, d)
+        x = rezero(self.norm(x + self.dropout(y)), mask)                # (B, L, d)
+        g = None
+        if need_g:
+            values, _ = masked_max(M, mask[:, None, :], dim=-1)         # (B, h m)
+            g = F.linear(values, w, self.wo.bias)                       # (B, d) = Cat_i(g_i) W^O
+        return x, g
+
     def forward(self, x: torch.Tensor, mask: torch.Tensor, probe: Probe, layer: int, need_g: bool
                 ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if not probe.active:
+            return self._fast_forward(x, mask, need_g)
         B, L, _ = x.shape
         mq = mask[:, None, :, None].to(x.dtype)                         # (B, 1, L, 1)
         q = rezero(self.wq(x), mask).view(B, L, self.h, self.dk).transpose(1, 2)  # (B, h, L, d_k)
