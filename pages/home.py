@@ -34,7 +34,11 @@ if not valid:
 else:
     rows = []
     for i in valid:
-        rows.append({"checkpoint": i.name, "model": i.model, "data set": i.data or "—",
+        data = i.info.get("data") if isinstance(i.info.get("data"), dict) else {}
+        trained_on = data.get("trained_on")
+        rows.append({"checkpoint": i.name, "model": i.model,
+                     "data set": (i.data or "—") + (f" (trained on {trained_on})"
+                                                    if trained_on and trained_on != i.data else ""),
                      "test accuracy": None if i.test_accuracy is None else 100 * i.test_accuracy,
                      "labels": ", ".join(i.labels), "parameters": i.info.get("num_parameters"),
                      "created": i.created[:16].replace("T", " ")})

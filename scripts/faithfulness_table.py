@@ -27,17 +27,26 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="first N test sentences (0 = all)")
     ap.add_argument("--data-root", default=None)
     ap.add_argument("--out", default=str(REPO / "docs" / "faithfulness.md"))
+    ap.add_argument("--models", default=None,
+                    help="comma-separated models to (re-)measure; the other rows are kept from the JSON beside --out")
     args = ap.parse_args(argv)
+    only = set(args.models.split(",")) if args.models else None
+    stored = Path(args.out).with_suffix(".json")
+    kept = json.loads(stored.read_text()) if only and stored.is_file() else []
     texts = load_data("sst2", root=args.data_root).splits["test"].texts
     texts = texts[: args.limit] if args.limit else texts
     rows = []
     for info in list_checkpoints(REPO / "checkpoints"):
         if info.data != "sst2":
             continue
+        if only is not None and info.model not in only:
+            rows += [r for r in kept if r["checkpoint"] == info.name]
+            continue
         t0 = time.time()
         rep = evaluate_slice(load_checkpoint(info.path), texts, methods=("attention", "random", "leave_one_out"))
         by = {r["method"]: r for r in rep.rows}
-        rows.append({"checkpoint": info.name, "n": len(texts), "seconds": round(time.time() - t0, 1),
+        rows.append({"checkpoint": info.name, "created": info.created, "n": len(texts),
+                     "seconds": round(time.time() - t0, 1),
                      "attention": by.get("attention"), "random": by.get("random"), "model": rep.model_row})
         print(json.dumps(rows[-1], default=str)[:400], flush=True)
     Path(args.out).with_suffix(".json").write_text(json.dumps(rows, indent=1, default=str))

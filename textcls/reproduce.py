@@ -189,8 +189,11 @@ def _lama_imdb() -> list[Cell]:
     ]
 
 
-ACT_TRAIN = {"optimizer": "sgd", "lr": 0.01, "momentum": 0.9, "lr_decay": 0.9, "lr_decay_patience": 10,
-             "batch_size": 100}
+# The ACT paper trains with SGD (lr 0.01, momentum 0.9, x0.9 after 10 epochs without improvement) for many GPU
+# epochs; on this CPU budget (5 epochs) Adam converges where SGD at 0.01 has barely started. Both models of a
+# comparison get the same optimiser, so ACT vs Transformer stays like for like.
+ACT_TRAIN = {"optimizer": "adam", "lr": 1e-3, "batch_size": 100, "patience": 2, "clip_norm": 5.0}
+GAP_ACT_OPT = "Adam 1e-3 for 5 CPU epochs (paper: SGD 0.01, momentum 0.9, many GPU epochs)"
 
 
 def _act_mini() -> list[Cell]:
@@ -200,8 +203,8 @@ def _act_mini() -> list[Cell]:
             cells.append(Cell(
                 suite="act_mini", table="ACT Table 2 (mini sets)", setting=setting, data=data, model=model,
                 preset=preset, paper=ACT_TABLE2[(model, data)], column=col,
-                paper_note=f"full {col} benchmark - not comparable", runs=5, epochs=10, train=dict(ACT_TRAIN),
-                gaps=(GAP_MINI, "50-d GloVe projected to d_w = 300 (paper: 300-d GloVe)")))
+                paper_note=f"full {col} benchmark - not comparable", runs=5, epochs=5, train=dict(ACT_TRAIN),
+                gaps=(GAP_MINI, "50-d GloVe projected to d_w = 300 (paper: 300-d GloVe)", GAP_ACT_OPT)))
     return cells
 
 
@@ -210,10 +213,10 @@ def _act_ablation() -> list[Cell]:
             ("- global rep.", "no_global_rep"), ("- position embed.", "no_position")]
     return [Cell(suite="act_ablation", table="ACT Table 3 (ablation, dev accuracy)", setting=s,
                  data="ag_news_mini", model="act", variant=v, paper=ACT_TABLE3_YELPF_DEV[s], column="dev",
-                 paper_note="Yelp F. dev", metric_split="dev", epochs=10, train=dict(ACT_TRAIN),
+                 paper_note="Yelp F. dev", metric_split="dev", epochs=5, train=dict(ACT_TRAIN),
                  gaps=("paper: Yelp F. dev (5-way reviews), ours: ag_news_mini dev - compare the drops from "
                        "the ACT row, not the levels",
-                       "50-d GloVe projected to d_w = 300"))
+                       "50-d GloVe projected to d_w = 300", GAP_ACT_OPT))
             for s, v in rows]
 
 
