@@ -43,7 +43,8 @@ else:
                      "labels": ", ".join(i.labels), "parameters": i.info.get("num_parameters"),
                      "created": i.created[:16].replace("T", " ")})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
-                 column_config={"test accuracy": st.column_config.NumberColumn(format="%.1f %%"),
+                 column_config={"data set": st.column_config.TextColumn(width="medium"),
+                                "test accuracy": st.column_config.NumberColumn(format="%.1f %%"),
                                 "parameters": st.column_config.NumberColumn(format="%d")})
     st.caption(f"{len(valid)} checkpoint(s) in {w.md_escape(root)} (set TEXTCLS\\_CHECKPOINTS to use another "
                "folder). Test accuracy is on the held-out test split of the data set each was trained on.")
