@@ -115,6 +115,9 @@ def test_usage_errors_exit_2(args, message, capsys):
     (["--lr", "-1"], "lr must be"),
     (["--model", "act", "--preset", "small", "--max-len", "100"], "max_positions"),
     (["--data", "/no/such/file.csv"], "file.csv"),
+    (["--max-norm", "0"], "max_norm must be"),
+    (["--extra-vocab", "-3"], "--extra-vocab must be >= 0"),
+    (["--extra-vocab", "10", "--embeddings", "random"], "needs --embeddings glove"),
 ])
 def test_bad_train_input_exits_2(extra, message, tmp_path, shared_data, capsys):
     base = {"--model": "kim_cnn", "--data": "sst2", "--epochs": "1", "--out": str(tmp_path / "o")}

@@ -146,7 +146,7 @@ def cmd_train(args) -> int:
             tok["max_len"] = args.max_len
         tokenizer_config_for(model_config, entry.input_kind, tok)
         train_over = {k: v for k, v in dict(batch_size=args.batch_size, lr=args.lr, optimizer=args.optimizer,
-                                             patience=args.patience, clip_norm=args.clip,
+                                             patience=args.patience, clip_norm=args.clip, max_norm=args.max_norm,
                                              max_steps=args.max_steps, device=args.device).items()
                       if v is not None}
         TrainConfig(epochs=args.epochs, seed=args.seed, **train_over)
@@ -156,6 +156,10 @@ def cmd_train(args) -> int:
             raise UsageError(f"--embeddings must be glove, random or an existing file; no file {emb!r}")
         if args.limit is not None and args.limit < 1:
             raise UsageError("--limit must be >= 1")
+        if args.extra_vocab < 0:
+            raise UsageError("--extra-vocab must be >= 0")
+        if args.extra_vocab and emb != "glove":
+            raise UsageError("--extra-vocab adds GloVe words: it needs --embeddings glove")
         out = check_target(args.out)
         bundle = load_data(args.data, root=args.data_root, limit=args.limit, seed=args.seed,
                            text_column=args.text_column, label_column=args.label_column)
@@ -353,9 +357,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--max-len", type=int, default=None, help="tokens kept per text (tokenizer max_len)")
     t.add_argument("--batch-size", type=int, default=None, help="batch size (default 32)")
     t.add_argument("--lr", type=float, default=None, help="learning rate (default 1e-3; noam: the peak)")
-    t.add_argument("--optimizer", choices=("adam", "sgd", "noam"), default=None, help="optimiser (default adam)")
+    t.add_argument("--optimizer", choices=("adam", "sgd", "noam", "adadelta"), default=None,
+                   help="optimiser (default adam; adadelta with --lr 1 is Kim 2014's)")
     t.add_argument("--patience", type=int, default=None, help="early stopping after N epochs without dev gain")
     t.add_argument("--clip", type=float, default=None, help="gradient clipping: max global norm")
+    t.add_argument("--max-norm", type=float, default=None,
+                   help="Kim 2014: rescale each class's output weight vector to at most this L2 norm (e.g. 3)")
     t.add_argument("--max-steps", type=int, default=None, help="stop after this many optimiser steps")
     t.add_argument("--paper-training", action="store_true", help="use the paper's optimiser settings")
     t.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
