@@ -231,6 +231,14 @@ mode = e2.selectbox("Embeddings during training", modes, key=f"tr_mode_{emb}_{mo
                     index=modes.index(cfg_mode) if cfg_mode in modes else 0,
                     help="static: frozen; non-static: fine-tuned; multichannel: one frozen and one fine-tuned copy; "
                          "rand: random vectors, trained.")
+extra_vocab = 0
+if emb == GLOVE:
+    extra_vocab = int(e1.number_input(
+        "Extra GloVe words in the vocabulary", min_value=0, max_value=400_000, value=30_000, step=10_000,
+        key="tr_extra_vocab",
+        help="The most frequent GloVe words that the training texts lack join the vocabulary with their GloVe "
+             "vectors, so words unseen in training are not all unknown later. 30,000 was best on dev in our "
+             "tuning (docs/tuning.md); each 10,000 words add about 1 MB to the checkpoint. 0 = training words only."))
 
 # ---------------------------------------------------------------- 3. hyper-parameters and training settings
 
@@ -331,7 +339,8 @@ def start() -> None:
         jid = REGISTRY.submit(data=data_arg, model=model, preset=preset, variant=variant, overrides=overrides,
                               embeddings="glove" if emb == GLOVE else "random", epochs=int(epochs), out=out,
                               limit=limit if isinstance(data_arg, str) else None, train_overrides=train_over,
-                              paper_training=bool(use_paper and paper), seed=int(seed), **data_kw)
+                              paper_training=bool(use_paper and paper), seed=int(seed), extra_vocab=extra_vocab,
+                              **data_kw)
     except JobError as e:
         st.error(say(e), icon=":material/error:")
         return

@@ -102,6 +102,23 @@ def test_train_page_runs_stops_and_saves_a_checkpoint(env):
     assert at.dataframe[0].value["checkpoint"].tolist() == ["tiny_run"]
 
 
+def test_train_page_passes_the_extra_glove_vocabulary(env):
+    at = app("pages/train.py")
+    at.number_input(key="tr_limit").set_value(100)
+    at.run()
+    at.selectbox(key="tr_model").set_value("kim_cnn")
+    at.run()
+    at.number_input(key="tr_extra_vocab").set_value(2000)
+    at.number_input(key="tr_epochs").set_value(1)
+    next(t for t in at.text_input if t.label == "Checkpoint name").set_value("glove_run")
+    button(at, "Start training").click()
+    at.run()
+    assert not at.error, texts_of(at.error)
+    wait_for(at, lambda a: (env / "glove_run" / "config.json").exists(), what="the saved checkpoint")
+    vocab = load_checkpoint(env / "glove_run").info["vocab"]
+    assert vocab["extra_vocab"] == 2000 and 0 < vocab["extra_added"] <= 2000
+
+
 def test_train_page_rejects_a_name_in_use_and_bad_settings(env):
     at = app("pages/train.py")
     (env / "taken").mkdir()

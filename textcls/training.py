@@ -597,8 +597,9 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
     train_overrides: TrainConfig fields (batch_size, lr, optimizer, patience, ...); with `paper_training` the
         paper's settings (PAPER_TRAINING) come first and train_overrides on top.
     extra_vocab: also put the `extra_vocab` most frequent words of the pretrained vectors that the training
-        texts lack into the vocabulary (GloVe only). They get no gradient, so they keep their pretrained vectors
-        and unseen test words are not all `<unk>` (Kim 2014 builds the vocabulary over all texts for this).
+        texts lack into the vocabulary (GloVe only). They get no gradient, so (without weight decay) they keep
+        their pretrained vectors and unseen test words are not all `<unk>` (Kim 2014 builds the vocabulary over
+        all texts for this).
     out: the checkpoint folder to write (replaced atomically), or None to write nothing.
     Returns a TrainResult; the checkpoint's config.json records data, metrics (test accuracy included),
     training settings, tokenizer settings and the history's stop reason.
