@@ -511,7 +511,9 @@ def run_bench(*, quick: bool = False, models: Sequence[str] | None = None, seq_l
     env_end = environment()
     result["environment_end"] = {"time": env_end["time"], "loadavg": env_end["loadavg"]}
     result["seconds"] = time.perf_counter() - t0
-    result["load_note"] = load_note({**env_start, "loadavg": [max(env_start["loadavg"][0], env_end["loadavg"][0])]})
+    # the 1-minute load at the end includes this benchmark's own threads: only the excess is other processes
+    others_end = max(0.0, env_end["loadavg"][0] - env_start.get("torch_threads", 1))
+    result["load_note"] = load_note({**env_start, "loadavg": [max(env_start["loadavg"][0], others_end)]})
     return result
 
 
