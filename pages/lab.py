@@ -37,6 +37,11 @@ def long_text_window(n: int, key: str) -> tuple[int, int] | None:
     return (start - 1, WINDOW)
 
 
+def no_tokens_warning() -> None:
+    st.warning("The text has no tokens this model reads (nothing is left after tokenisation); type a sentence "
+               "with words.")
+
+
 def read_aloud(key: str) -> None:
     with st.container(border=True):
         st.markdown(":material/record_voice_over: **To read aloud**")
@@ -145,8 +150,7 @@ with tab_hcan:
     if src is not None and text:
         (inst,) = src.instances([text])
         if inst.n == 0:
-            st.warning("The text has no tokens this model reads (nothing is left after tokenisation); type a "
-                        "sentence with words.")
+            no_tokens_warning()
         else:
             word = st.selectbox("Word whose attention rows to show", list(range(inst.n)), key="lab_hcan_word",
                                 format_func=lambda i, toks=inst.tokens: f"{i + 1}: {toks[i]}")
@@ -170,8 +174,7 @@ with tab_gate:
     if src is not None and text:
         (inst,) = src.instances([text])
         if inst.n == 0:
-            st.warning("The text has no tokens this model reads (nothing is left after tokenisation); type a "
-                       "sentence with words.")
+            no_tokens_warning()
             st.stop()
         try:
             res = lab.gate_suppression(src.model, inst, labels=src.labels)

@@ -470,6 +470,17 @@ def esc_html(text: Any) -> str:
     return str(text).translate(_HTML_ENTITIES)
 
 
+def _highlight_row(label: str, tokens: Sequence[str], weights: Sequence[float], window: tuple[int, int] | None,
+                   max_tokens: int) -> tuple[list[str], np.ndarray, int, int]:
+    """One highlight row checked and cut: (tokens as str, one weight per token, shown range lo..hi)."""
+    tokens = [str(t) for t in tokens]
+    w = np.asarray(weights, dtype=float)
+    if w.shape[0] < len(tokens):
+        raise ValueError(f"{len(tokens)} tokens but {w.shape[0]} weights for row {label!r}")
+    lo, hi = _window(len(tokens), window, max_tokens)
+    return tokens, w[: len(tokens)], lo, hi
+
+
 def token_highlight_html(tokens: Sequence[str], weights: Sequence[float], *, label: str | None = None,
                          window: tuple[int, int] | None = None, max_tokens: int = MAX_HIGHLIGHT_TOKENS,
                          stretch: bool = False) -> str:
@@ -486,12 +497,7 @@ def token_rows_html(rows: Sequence[tuple[str, Sequence[str], Sequence[float]]], 
     if title:
         parts.append(f'<div style="font-size:15px;margin:2px 0 6px 0;color:#333">{esc_html(title)}</div>')
     for label, tokens, weights in rows:
-        tokens = [str(t) for t in tokens]
-        w = np.asarray(weights, dtype=float)
-        if w.shape[0] < len(tokens):
-            raise ValueError(f"{len(tokens)} tokens but {w.shape[0]} weights for row {label!r}")
-        w = w[: len(tokens)]
-        lo, hi = _window(len(tokens), window, max_tokens)
+        tokens, w, lo, hi = _highlight_row(label, tokens, weights, window, max_tokens)
         shade, scale = _shade(w, stretch)
         if label:
             parts.append(f'<div style="font-weight:600;font-size:13px;margin:8px 0 2px 0">{esc_html(label)}</div>')
@@ -536,12 +542,7 @@ def token_highlight_rows(rows: Sequence[tuple[str, Sequence[str], Sequence[float
     ann: list[dict] = []          # row labels only (few): per-token annotations would be slow to build
     bx, bbase, by, bcol, bfg, btext, bhover = [], [], [], [], [], [], []
     for label, tokens, weights in rows:
-        tokens = [str(t) for t in tokens]
-        w = np.asarray(weights, dtype=float)
-        if w.shape[0] < len(tokens):
-            raise ValueError(f"{len(tokens)} tokens but {w.shape[0]} weights for row {label!r}")
-        w = w[: len(tokens)]
-        lo, hi = _window(len(tokens), window, max_tokens)
+        tokens, w, lo, hi = _highlight_row(label, tokens, weights, window, max_tokens)
         if (lo, hi) != (0, len(tokens)):
             notes.append(f"tokens {lo + 1}-{hi} of {len(tokens)}")
         shade, scale = _shade(w, stretch)
