@@ -6,6 +6,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from pages.common import APP_RAN, DEEP_LINK
+
 ROOT = Path(__file__).resolve().parent
 PAGES = [
     ("pages/home.py", "Home", ":material/home:"),
@@ -18,6 +20,13 @@ PAGES = [
     ("pages/benchmarks.py", "Benchmarks", ":material/speed:"),
 ]
 
-st.set_page_config(page_title="textcls", page_icon=":material/text_fields:", layout="wide")
-st.navigation([st.Page(f, title=t, icon=i, default=(n == 0))
-               for n, (f, t, i) in enumerate(PAGES) if (ROOT / f).is_file()]).run()
+# A local file (sent inline as a data: URL): a ":material/...:" page icon makes the browser fetch it from
+# fonts.gstatic.com, and the app must make no request outside the machine.
+st.set_page_config(page_title="textcls", page_icon=str(ROOT / "static" / "textcls.svg"), layout="wide")
+nav = st.navigation([st.Page(f, title=t, icon=i, default=(n == 0))
+                     for n, (f, t, i) in enumerate(PAGES) if (ROOT / f).is_file()])
+st.session_state[APP_RAN] = True
+deep_link = st.session_state.pop(DEEP_LINK, None)   # a first request that was a deep link (pages/common)
+if deep_link:
+    st.switch_page(deep_link)
+nav.run()

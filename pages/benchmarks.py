@@ -16,8 +16,10 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from pages.common import cache, widgets as w
+from pages.common import cache, inside_app, widgets as w
 from textcls import bench, reproduce
+
+inside_app(__file__)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -140,7 +142,7 @@ def _checkpoints(ck: dict) -> None:
                            "warm-up (the Compare page); 'with maps' is one sentence with its internals "
                            "(the Inspect page)."))
     timed = {r.get("name") for r in ck["checkpoints"]}
-    valid, _ = cache.checkpoints(str(cache.checkpoint_root()))
+    valid, _ = cache.checkpoints()
     new = sorted(i.name for i in valid if i.name not in timed)
     if new:
         st.info(f"Not in this stored run: {w.md_escape(', '.join(new))} (saved after it). Time them with "

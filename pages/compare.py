@@ -1,4 +1,8 @@
-"""Compare: one sentence or many, every selected checkpoint side by side, agreement and disagreement."""
+"""Compare: one sentence or many, every selected checkpoint side by side, agreement and disagreement.
+
+Predictions come from the cached wrappers (per checkpoint and text, shared by every session): a sentence asked
+before answers at once. While models load or answer, a progress bar (or, for one slow step, a spinner) names the
+checkpoint being run."""
 from __future__ import annotations
 
 import io
@@ -7,8 +11,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from pages.common import widgets as w
+from pages.common import inside_app, widgets as w
 from textcls import viz
+
+inside_app(__file__)
 
 st.title("Compare models")
 st.caption("Every selected checkpoint on the same input: what each predicts, how sure it is, where they disagree "
@@ -40,10 +46,13 @@ def says(n: int) -> str:
 
 def single(text: str) -> None:
     preds = {}
-    for i in infos:
-        r = w.safe_predict_maps(i, text)
+    prog = w.Progress(len(infos))
+    for k, i in enumerate(infos):
+        with prog.step(f"{w.md_escape(i.name)} ({k + 1} of {len(infos)})…"):
+            r = w.safe_predict_maps(i, text)
         if r is not None:
             preds[i.name] = r
+    prog.close()
     if not preds:
         return
     if not any(p.tokens for p in preds.values()):
@@ -74,7 +83,8 @@ def single(text: str) -> None:
                 w.label_card(n, by_name[n].model, by_name[n].data, p.label, p.probabilities[p.label],
                              None if len(groups) == 1 else p.label == major, p.truncated, len(p.tokens),
                              n_unknown=unknown.get(n))
-    item = w.prob_figure([(n, p.probabilities) for n, p in preds.items()], title="Probability of each label")
+    item = viz.probabilities_figure([(n, p.probabilities) for n, p in preds.items()],
+                                    title="Probability of each label")
     w.show_figure(item, "cmp_probs")
 
     st.subheader("What each model looked at")
@@ -122,12 +132,14 @@ def batch(texts: list[str], gold: list[str] | None = None) -> None:
     texts = [t[: w.MAX_CHARS] for t in texts]
     labels: dict[str, list[str]] = {}
     confs: dict[str, list[float]] = {}
-    with st.spinner(f"Classifying {len(texts):,} texts with {len(infos)} checkpoint(s)…"):
-        for i in infos:
+    prog = w.Progress(len(infos))
+    for k, i in enumerate(infos):
+        with prog.step(f"Classifying {len(texts):,} texts with {w.md_escape(i.name)} ({k + 1} of {len(infos)})…"):
             preds = w.safe_predict(i, texts)
-            if preds is not None:
-                labels[i.name] = [p.label for p in preds]
-                confs[i.name] = [p.probabilities[p.label] for p in preds]
+        if preds is not None:
+            labels[i.name] = [p.label for p in preds]
+            confs[i.name] = [p.probabilities[p.label] for p in preds]
+    prog.close()
     if not labels:
         return
     names = list(labels)

@@ -10,12 +10,14 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from pages.common import cache, widgets as w
+from pages.common import cache, inside_app, widgets as w
 from textcls import corpus_views as cv
 from textcls import data as tdata
 from textcls import viz
 from textcls.checkpoint import CheckpointError, load_history
 from textcls.metrics import classification_report, default_ignore_label
+
+inside_app(__file__)
 
 BIG_SPLIT = 5000            # larger splits are sampled by default (the whole split is one click away)
 INSPECT = "pages/inspect.py"
@@ -54,18 +56,28 @@ infos = [by_name[n] for n in chosen]
 bundled = tdata.list_datasets()
 options = list(dict.fromkeys([s for s in (data_spec(i) for i in infos) if s and
                               (s in bundled or Path(s).exists())] + bundled))
-if not options:
-    st.warning("No data set to evaluate on: the checkpoints' own data is not available here and no bundled data "
-               f"set was found in {w.md_escape(tdata.data_root())}.")
-    st.stop()
-c1, c2, c3 = st.columns([2, 1, 1])
-spec = c1.selectbox("Data set", options, key="eval_data",
-                    format_func=lambda s: s if s in bundled else f"{Path(s).name} (file)")
-try:
-    bundle = cache.dataset(spec)
-except (tdata.DataError, ValueError) as e:
-    st.error(f"This data set cannot be read: {w.md_escape(e)}")
-    st.stop()
+source = st.radio("Evaluate on", ["A data set", "Your labelled file"], horizontal=True, key="eval_source",
+                  index=0 if options else 1)
+if source == "A data set":
+    if not options:
+        st.warning("No data set to evaluate on: the checkpoints' own data is not available here and no data set "
+                   f"was found in {w.md_escape(', '.join(map(str, tdata.data_roots())))}. Upload your own "
+                   "labelled file instead.")
+        st.stop()
+    c1, c2, c3 = st.columns([2, 1, 1])
+    spec = c1.selectbox("Data set", options, key="eval_data",
+                        format_func=lambda s: s if s in bundled else f"{Path(s).name} (file)")
+    try:
+        bundle = cache.dataset(spec)
+    except (tdata.DataError, ValueError) as e:
+        st.error(f"This data set cannot be read: {w.md_escape(e)}")
+        st.stop()
+else:
+    bundle = w.labelled_file("eval", "all of it is evaluated (as the test split)", as_split="test")
+    if bundle is None:
+        st.stop()
+    spec = bundle.name
+    c2, c3 = st.columns(2)
 splits = list(bundle.splits)
 split_name = c2.selectbox("Split", splits, index=splits.index("test") if "test" in splits else len(splits) - 1,
                           key="eval_split")

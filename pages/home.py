@@ -6,7 +6,9 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from pages.common import cache, widgets as w
+from pages.common import cache, inside_app, widgets as w
+
+inside_app(__file__)
 
 ROOT = Path(__file__).resolve().parents[1]
 LINKS = [
@@ -25,18 +27,17 @@ st.title("textcls")
 st.markdown("Small, interpretable text classifiers - Kim CNN, AGCNN, ACT, a Transformer encoder, HCAN and LAMA - "
             "with their internals one click away.")
 
-root = cache.checkpoint_root()
-valid, invalid = cache.checkpoints(str(root))
+valid, invalid = cache.checkpoints()
 
 st.subheader("Checkpoints")
 if not valid:
-    w.no_checkpoints_message(root, invalid)
+    w.no_checkpoints_message(invalid)
 else:
     rows = []
     for i in valid:
         data = i.info.get("data") if isinstance(i.info.get("data"), dict) else {}
         trained_on = data.get("trained_on")
-        rows.append({"checkpoint": i.name, "model": i.model,
+        rows.append({"checkpoint": i.name, "from": "shipped" if i.shipped else "yours", "model": i.model,
                      "data set": (i.data or "—") + (f" (trained on {trained_on})"
                                                     if trained_on and trained_on != i.data else ""),
                      "test accuracy": None if i.test_accuracy is None else 100 * i.test_accuracy,
@@ -46,8 +47,10 @@ else:
                  column_config={"data set": st.column_config.TextColumn(width="medium"),
                                 "test accuracy": st.column_config.NumberColumn(format="%.1f %%"),
                                 "parameters": st.column_config.NumberColumn(format="%d")})
-    st.caption(f"{len(valid)} checkpoint(s) in {w.md_escape(root)} (set TEXTCLS\\_CHECKPOINTS to use another "
-               "folder). Test accuracy is on the held-out test split of the data set each was trained on.")
+    roots = cache.checkpoint_roots()
+    st.caption(f"{len(valid)} checkpoint(s): shipped ones from {w.md_escape(roots[0])} (read-only; "
+               f"TEXTCLS\\_CHECKPOINTS), yours from {w.md_escape(roots[-1])} (TEXTCLS\\_HOME), where the Train page "
+               "saves. Test accuracy is on the held-out test split of the data set each was trained on.")
     w.show_invalid(invalid)
 
     st.subheader("Try a sentence")

@@ -2,13 +2,20 @@
 
 The views come from `textcls.viz` (a registry keyed by model name; each view declares the maps it needs and
 the controls it takes), so this page knows no model: any model gets at least the generic view.
+
+Only the selected view of each checkpoint is built, and its figures are cached per (checkpoint, text, view,
+controls) across reruns and sessions, so switching back to a view is instant. Each checkpoint's panel is a
+fragment: changing its view or a control reruns that panel only, not the page.
 """
 from __future__ import annotations
 
 import streamlit as st
 
+from pages.common import cache, inside_app
 from pages.common import widgets as w
 from textcls import viz
+
+inside_app(__file__)
 
 st.title("Inspect a model")
 st.caption("A model's own tensors on your text - attention, feature maps, gates - drawn as in its paper, with the "
@@ -89,6 +96,7 @@ def control_widget(c: viz.Control, key: str):
     return st.selectbox(c.label, c.options, index=idx, key=key, format_func=labels.get)
 
 
+@st.fragment
 def render(slot: int, info, pred, r, specs) -> None:
     p = r.probabilities[r.label]
     st.markdown(f"#### {w.md_escape(info.name)}")
@@ -128,9 +136,10 @@ def render(slot: int, info, pred, r, specs) -> None:
         if window is not None:
             opts["aggregate"] = st.toggle("Average long token axes into bins instead of a window", value=False,
                                           key=f"insp_agg_{slot}_{info.name}")
-    vi.opts = opts
     try:
-        figs = viz.build_view(vid, vi)
+        with st.spinner("Drawing the view…"):
+            figs = cache.view_figures(info.path, text, vid, model=info.model, title=info.name,
+                                      config=dict(info.info.get("model_config", {})), opts=opts)
     except Exception as e:  # noqa: BLE001 - a view that cannot draw this input says so, the page goes on
         st.error(f"This view could not be drawn for this input: {type(e).__name__}: {e}")
         return

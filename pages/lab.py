@@ -7,13 +7,15 @@ import streamlit as st
 import torch
 
 import textcls
-from pages.common import widgets as w
+from pages.common import inside_app, widgets as w
 from textcls import viz
 from textcls.interpret import figures as F
 from textcls.interpret import lab
 from textcls.interpret import Source, as_source
-from textcls.models.base import ACTIVATIONS
+from textcls.models.layers import ACTIVATIONS
 from textcls.text import Tokenizer, TokenizerConfig
+
+inside_app(__file__)
 
 st.title("Lab")
 st.caption("Small experiments that show how the models' parts behave. Each starts with a short text to read "
@@ -50,7 +52,7 @@ def read_aloud(key: str) -> None:
 
 def checkpoints_of(models: tuple[str, ...]):
     from pages.common import cache
-    valid, _ = cache.checkpoints(str(cache.checkpoint_root()))
+    valid, _ = cache.checkpoints()
     return [i for i in valid if i.model in models]
 
 
@@ -110,7 +112,7 @@ with tab_act:
 with tab_neg:
     read_aloud("negation")
     from pages.common import cache
-    valid, _ = cache.checkpoints(str(cache.checkpoint_root()))
+    valid, _ = cache.checkpoints()
     binary = [i for i in valid if len(i.labels) == 2] or valid
     if not binary:
         st.info("This demo needs trained checkpoints (sentiment, two classes): train one on the Train page.")

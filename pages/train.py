@@ -1,6 +1,6 @@
 """Train: pick data, a model and its hyper-parameters, and train it in the background with live curves.
 
-The run is a `textcls.training_jobs` job (a worker thread, never this script's thread); this session keeps only
+The run is a `textcls.jobs` job (a worker thread, never this script's thread); this session keeps only
 the job ids (st.session_state["train_jobs"]), and a fragment polls the job's state every second while it runs.
 When a run ends its checkpoint is in the checkpoint folder and the cached listing is refreshed, so it shows on
 every page at once.
@@ -8,26 +8,25 @@ every page at once.
 from __future__ import annotations
 
 import re
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 import textcls
-from pages.common import cache, widgets as w
+from pages.common import cache, inside_app, widgets as w
 from textcls import data as tdata
 from textcls import viz
 from textcls.training import PAPER_TRAINING, TrainConfig
-from textcls.training_jobs import FINISHED, JobError, changed_overrides, config_fields, file_columns, parse_field
+from textcls.forms import changed_overrides, config_fields, size_problems
+from textcls.jobs import FINISHED, JobError
+
+inside_app(__file__)
 
 JOBS_KEY = "train_jobs"            # this session's job ids, oldest first
 SEEN_KEY = "train_jobs_seen"       # finished jobs whose checkpoint has been announced to the other pages
-UPLOAD_TYPES = ["csv", "tsv", "jsonl", "ndjson", "json", "parquet", "gz"]
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
 HUB_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)?(:[A-Za-z0-9_.-]+)?$")
-TEXT_GUESS = ("text", "sentence", "review", "content", "document", "body", "question")
-LABEL_GUESS = ("label", "labels", "class", "category", "target", "sentiment", "y")
 GLOVE, RANDOM = "GloVe 50d (pretrained)", "random"
 OPTIMIZERS = ("adam", "sgd", "noam")
 
@@ -39,7 +38,7 @@ st.caption("Choose a data set, a model and its hyper-parameters (the paper's val
 REGISTRY = cache.job_registry()
 jobs: list[str] = st.session_state.setdefault(JOBS_KEY, [])
 seen: set = st.session_state.setdefault(SEEN_KEY, set())
-root = cache.checkpoint_root()
+root = cache.user_checkpoints()     # the user's folder: training never writes into the repository
 
 
 MSG_LIMIT = 200    # characters of a message that echoes the user's input
@@ -50,59 +49,10 @@ def say(message: object, limit: int = MSG_LIMIT) -> str:
     return w.md_escape(viz.short(str(message), limit))
 
 
-def size_problems(fields_, values_: dict) -> list[str]:
-    """Integer sizes/counts that cannot work: below 1 where the paper's value is a positive size, below 0 where the
-    paper's value is 0 ("0 = off" switches such as local_window). Checked before any run starts."""
-    out = []
-    for f in fields_:
-        if f.name not in values_ or f.kind not in ("int", "ints"):
-            continue
-        ref = [f.paper, f.default] if f.kind == "int" else [*(f.paper or ()), *(f.default or ())]
-        lowest = 1 if any(isinstance(x, int) and x >= 1 for x in ref) else 0
-        raw = values_[f.name]
-        if f.kind == "int":
-            vals = [raw]
-        else:
-            try:
-                vals = list(parse_field(f, raw))
-            except ValueError:
-                continue            # reported by changed_overrides
-        bad = [v for v in vals if isinstance(v, (int, float)) and v < lowest]
-        if bad:
-            need = "at least 1" if lowest == 1 else "0 or more"
-            out.append(f"{f.name} must be {need} (got {viz.short(', '.join(str(int(v)) for v in bad), 40)}).")
-    return out
-
-
-def guess(columns: list[str], wanted: tuple[str, ...], avoid: str | None = None) -> int:
-    low = [c.lower() for c in columns]
-    for want in wanted:
-        if want in low and columns[low.index(want)] != avoid:
-            return low.index(want)
-    for i, c in enumerate(columns):
-        if c != avoid:
-            return i
-    return 0
-
-
-def save_upload(up) -> Path:
-    """The uploaded file on disk under its own (sanitised) name, in this session's temporary folder."""
-    folder = st.session_state.get("_tr_upload_dir")
-    if not folder or not Path(folder).is_dir():
-        folder = tempfile.mkdtemp(prefix="textcls-upload-")
-        st.session_state["_tr_upload_dir"] = folder
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(up.name).name).strip("._") or "upload.csv"
-    path = Path(folder) / name
-    data = up.getvalue()
-    if not path.exists() or path.read_bytes() != data:
-        path.write_bytes(data)
-    return path
-
-
 def unique_name(base: str) -> str:
-    """base, or base_2, base_3, ... : the first name not taken in the checkpoint folder."""
+    """base, or base_2, base_3, ... : the first name not taken in any checkpoint folder (shipped or yours)."""
     name, k = base, 1
-    while (root / name).exists():
+    while any((r / name).exists() for r in cache.checkpoint_roots()):
         k += 1
         name = f"{base}_{k}"
     return name
@@ -134,7 +84,8 @@ limit = int(limit) or None
 if source == "Bundled data set":
     names = tdata.list_datasets()
     if not names:
-        st.warning(f"No bundled data set found in {w.md_escape(tdata.data_root())} (set TEXTCLS\\_DATA).")
+        st.warning("No bundled data set found in "
+                   f"{w.md_escape(', '.join(map(str, tdata.data_roots())))} (set TEXTCLS\\_DATA).")
     else:
         name = st.selectbox("Data set", names, index=names.index("sst2") if "sst2" in names else 0, key="tr_data")
         try:
@@ -145,40 +96,18 @@ if source == "Bundled data set":
             bundle_summary(bundle, limit)
             data_arg, data_name = name, name
 elif source == "Upload a file":
-    up = st.file_uploader("A CSV, TSV, JSON lines / JSON or Parquet file with a text column and a label column "
-                          "(optionally .gz); it is split 80/10/10 into train/dev/test.", type=UPLOAD_TYPES,
-                          key="tr_upload")
-    if up is not None:
-        path = save_upload(up)
-        try:
-            cols = file_columns(path)
-        except (tdata.DataError, ValueError) as e:
-            st.error(f"This file cannot be read: {say(str(e).replace(str(path), path.name), 600)}",
-                     icon=":material/error:")
+    bundle = w.labelled_file("tr", "it is split 80/10/10 into train/dev/test")
+    if bundle is not None:
+        if len(bundle.labels) < 2:
+            st.error(f"The label column has only one value ({say(bundle.labels[0], 80)}); a classifier needs at "
+                     "least two.")
         else:
-            c1, c2 = st.columns(2)
-            text_col = c1.selectbox("Text column", cols, index=guess(cols, TEXT_GUESS), key="tr_text_col")
-            label_col = c2.selectbox("Label column", cols, index=guess(cols, LABEL_GUESS, avoid=text_col),
-                                     key="tr_label_col")
-            if text_col == label_col:
-                st.error("The text column and the label column must differ.")
-            else:
-                try:
-                    bundle = cache.dataset(str(path), text_column=text_col, label_column=label_col)
-                except (tdata.DataError, ValueError) as e:
-                    st.error(f"This file cannot be used: {say(str(e).replace(str(path), path.name), 600)}",
-                             icon=":material/error:")
-                else:
-                    if len(bundle.labels) < 2:
-                        st.error(f"The label column {say(label_col, 80)} has only one value "
-                                 f"({say(bundle.labels[0], 80)}); a classifier needs at least two.")
-                    else:
-                        bundle_summary(bundle, limit)
-                        if limit:
-                            bundle = tdata.DataBundle(bundle.name, list(bundle.labels),
-                                                      {k: s.sample(limit, 0) for k, s in bundle.splits.items()},
-                                                      bundle.task, bundle.source, dict(bundle.meta))
-                        data_arg, data_name = bundle, bundle.name
+            bundle_summary(bundle, limit)
+            if limit:
+                bundle = tdata.DataBundle(bundle.name, list(bundle.labels),
+                                          {k: s.sample(limit, 0) for k, s in bundle.splits.items()},
+                                          bundle.task, bundle.source, dict(bundle.meta))
+            data_arg, data_name = bundle, bundle.name
 else:
     why = tdata.hub_offline_reason()
     if why:
@@ -293,7 +222,7 @@ with st.form("tr_form"):
     default_name = unique_name(re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{model}_{data_name or 'data'}"
                                       f"{'_' + preset if preset else ''}{'_' + variant if variant else ''}")[:60])
     out_name = n1.text_input("Checkpoint name", value=default_name, key=f"tr_name_{default_name}",
-                             help=f"Saved as a folder in {root}.").strip()
+                             help=f"Saved as a folder in {root} (your folder; set TEXTCLS_HOME to move it).").strip()
     replace = n2.checkbox("Replace if it exists", value=False, key="tr_replace")
     submitted = st.form_submit_button("Start training", type="primary", icon=":material/play_arrow:")
 

@@ -20,6 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from textcls.files import atomic_write  # noqa: E402  (after the path set-up)
+
 BASE_TRAIN = {"optimizer": "adam", "lr": 1e-3, "batch_size": 50, "patience": 3}
 
 # name -> (what it changes, train_from_spec keyword arguments on top of the reproduction's AGCNN Table 3 cell)
@@ -126,10 +128,8 @@ def main() -> int:
                     fcntl.flock(lock, fcntl.LOCK_EX)
                     rows = json.loads(out.read_text()) if out.exists() else []
                     rows.append(r)
-                    tmp = out.with_suffix(".tmp")
-                    tmp.write_text(json.dumps(rows, indent=1))
-                    os.replace(tmp, out)
-                    out.with_suffix(".md").write_text(render(rows))
+                    atomic_write(out, json.dumps(rows, indent=1))
+                    atomic_write(out.with_suffix(".md"), render(rows))
     return 0
 
 

@@ -1,4 +1,5 @@
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -6,6 +7,13 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("TEXTCLS_TEST_DATA", REPO.parent / "shared" / "data"))
+
+# Hermetic paths: the suite never reads a user's data/checkpoint settings and never writes into the user's folder
+# or the repository (the Train page and the CLI write to TEXTCLS_HOME).
+for _var in ("TEXTCLS_DATA", "TEXTCLS_CHECKPOINTS"):
+    os.environ.pop(_var, None)
+os.environ["TEXTCLS_HOME"] = tempfile.mkdtemp(prefix="textcls-test-home-")
+os.environ["TEXTCLS_CACHE"] = tempfile.mkdtemp(prefix="textcls-test-cache-")
 
 # OMP_NUM_THREADS, when set, wins (2 threads on an oversubscribed machine run ~30x slower than 1)
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "0") or 0) or max(1, min(2, os.cpu_count() or 1)))
@@ -17,8 +25,24 @@ def _seed():
     yield
 
 
+@pytest.fixture(autouse=True)
+def _user_home(tmp_path, monkeypatch):
+    """Each test gets an empty user folder, so nothing one test trains is listed on another's pages."""
+    monkeypatch.setenv("TEXTCLS_HOME", str(tmp_path / "textcls-home"))
+
+
+@pytest.fixture(scope="session")
+def bundled_data() -> Path:
+    """The data embedded in the package (sst2, sst2_phrases, trec): present in every clone."""
+    from textcls.paths import BUNDLED_DATA
+    assert (BUNDLED_DATA / "sst2" / "dataset.json").is_file(), f"embedded data missing at {BUNDLED_DATA}"
+    return BUNDLED_DATA
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    if not (SHARED_DATA / "sst2" / "dataset.json").exists():
-        pytest.fail(f"bundled data not found at {SHARED_DATA} (set TEXTCLS_TEST_DATA)")
+    """The larger collection (../shared/data, or TEXTCLS_TEST_DATA): tests that need it skip without it."""
+    if not (SHARED_DATA / "imdb" / "dataset.json").exists():
+        pytest.skip(f"the larger data collection is not at {SHARED_DATA} (set TEXTCLS_TEST_DATA); "
+                    "present in CI, not in a bare clone")
     return SHARED_DATA

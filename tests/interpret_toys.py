@@ -5,7 +5,8 @@ import math
 import torch
 import torch.nn as nn
 
-from textcls.models.base import BaseConfig, TextClassifier, WordEmbedding, masked_softmax, rezero
+from textcls.models.base import BaseConfig, TextClassifier
+from textcls.models.layers import WordEmbedding, masked_softmax, rezero
 from textcls.outputs import MapSpec
 from textcls.text import PAD, UNK, Tokenizer, TokenizerConfig, Vocab
 

@@ -6,9 +6,10 @@ import torch
 import torch.nn.functional as F
 
 import textcls
-from textcls.models.act import ACT, CenterLoss, GlobalAttention
-from textcls.models.base import masked_softmax
-from textcls.models.transformer import Transformer, act_baseline_config
+from textcls.models.act import ACT
+from textcls.models.layers import CenterLoss, GlobalAttention, masked_softmax
+from textcls.models.transformer import Transformer
+from textcls.registry import make_config
 from textcls.outputs import ClassifierOutput
 
 VOCAB, LABELS = 50, 3
@@ -200,7 +201,7 @@ def test_parameter_counts_at_the_act_paper_configuration():
     assert abs(n_base - 3.38e6) / 3.38e6 < 0.03, n_base
     # embeddings are excluded, and only they
     assert act.num_parameters(include_embeddings=True) - n_act == 100 * 300
-    cfg = act_baseline_config()
+    cfg = make_config("transformer", preset="act_baseline")
     assert (cfg.n_layers, cfg.n_heads, cfg.d_model, cfg.d_ff, cfg.pooling, cfg.fc_dim) == (3, 6, 300, 1200,
                                                                                            "global", 100)
     assert isinstance(base.global_attention, GlobalAttention)

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 import textcls
 from textcls.models.agcnn import AGCNNConfig, same_padding
-from textcls.models.base import nlrelu
+from textcls.models.layers import nlrelu
 
 VOCAB, LABELS = 50, 3
 LENGTHS = (9, 5, 1)  # example 0 unpadded, example 2 shorter than every window > 1

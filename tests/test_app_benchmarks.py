@@ -12,9 +12,9 @@ PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "benchmarks.py")
 
 
 @pytest.fixture(scope="module")
-def stored(tmp_path_factory, shared_data):
+def stored(tmp_path_factory, bundled_data):
     d = tmp_path_factory.mktemp("bench_page")
-    R.reproduce(R.select_cells(["smoke"]), out=d / "results.json", limit=20, data_root=shared_data,
+    R.reproduce(R.select_cells(["smoke"]), out=d / "results.json", limit=20, data_root=bundled_data,
                 log=lambda m: None)
     result = bench.run_bench(quick=True, preset="small", models=["kim_cnn", "lama"], seq_len=6, batch_size=2,
                              train_batch_size=2, epoch_examples=4, vocab_size=30, act_t5=True, lama=True,

@@ -290,6 +290,32 @@ def test_inspect_paper_view_is_the_default_and_has_token_axes(app, ckpt_dir):
         assert word in spec
 
 
+def test_inspect_builds_only_the_selected_view_and_caches_it(app, monkeypatch):
+    """Only the selected view is drawn (the others cost nothing), and switching back to a view is a cache hit."""
+    from textcls import viz
+
+    built = []
+    real = viz.build_view
+
+    def spy(view_id, vi):
+        built.append(view_id)
+        return real(view_id, vi)
+    monkeypatch.setattr(viz, "build_view", spy)
+    at = app("pages/inspect.py")
+    at.selectbox(key="insp_ckpt").set_value("transformer_tiny").run()
+    at.text_area(key="insp_text").input("the staff were friendly but the food was slow .")   # not drawn before
+    built.clear()
+    at.button[0].click().run()
+    assert not at.exception
+    assert built == ["TR-ATT"]                                          # the selected view only
+    at.selectbox(key="insp_view_0_transformer_tiny").select_index(1).run()
+    other = at.selectbox(key="insp_view_0_transformer_tiny").value
+    assert other != "TR-ATT" and built == ["TR-ATT", other]
+    at.selectbox(key="insp_view_0_transformer_tiny").select_index(0).run()
+    assert not at.exception and len(charts(at)) == 3
+    assert built == ["TR-ATT", other]                                   # back to a view: cached, not rebuilt
+
+
 def test_inspect_two_checkpoints_side_by_side_with_shared_reasons_figure(app, ckpt_dir):
     at = app("pages/inspect.py")
     at.selectbox(key="insp_ckpt").set_value("act_tiny").run()

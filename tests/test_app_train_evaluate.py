@@ -21,12 +21,16 @@ RANDOM = "random"
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch, shared_data):
-    ck = tmp_path / "ckpts"
-    ck.mkdir()
-    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(ck))
+def env(tmp_path, monkeypatch, bundled_data):
+    """The user's checkpoint folder ($TEXTCLS_HOME/checkpoints), where the Train page saves; the shipped folder
+    (TEXTCLS_CHECKPOINTS) is an empty tmp_path/shipped that must stay empty."""
+    (tmp_path / "shipped").mkdir()
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(tmp_path / "shipped"))
+    monkeypatch.setenv("TEXTCLS_HOME", str(tmp_path / "home"))
+    ck = tmp_path / "home" / "checkpoints"
+    ck.mkdir(parents=True)
     monkeypatch.setenv("TEXTCLS_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("TEXTCLS_DATA", str(shared_data))
+    monkeypatch.setenv("TEXTCLS_DATA", str(bundled_data))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     st.cache_data.clear()
     return ck
@@ -91,6 +95,7 @@ def test_train_page_runs_stops_and_saves_a_checkpoint(env):
     at.button(key=f"tr_stop_{jid}").click()
     wait_for(at, lambda a: any("Stopped by you" in str(x.value) for x in a.warning), what="the stop")
     saved = env / "tiny_run"
+    assert not any((env.parents[1] / "shipped").iterdir())       # the shipped folder is never written
     p = load_checkpoint(saved)                                  # a complete checkpoint, best weights so far
     assert p.model.registry_name == "kim_cnn" and p.info["data"]["limit"] == 300
     assert p.info["training"]["stopped_reason"].startswith("stopped by user")
@@ -213,19 +218,19 @@ def test_malformed_and_good_uploads(env):
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory, shared_data):
+def trained(tmp_path_factory, bundled_data):
     root = tmp_path_factory.mktemp("eval_ckpts")
     for model in ("kim_cnn", "lama"):
         train_from_spec("sst2", model, preset="small", embeddings="random", epochs=2, limit=200,
-                        data_root=shared_data, out=root / f"{model}_tiny", train_overrides={"batch_size": 25})
+                        data_root=bundled_data, out=root / f"{model}_tiny", train_overrides={"batch_size": 25})
     return root
 
 
 @pytest.fixture
-def eval_app(trained, tmp_path, monkeypatch, shared_data):
+def eval_app(trained, tmp_path, monkeypatch, bundled_data):
     monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(trained))
     monkeypatch.setenv("TEXTCLS_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("TEXTCLS_DATA", str(shared_data))
+    monkeypatch.setenv("TEXTCLS_DATA", str(bundled_data))
     st.cache_data.clear()
     at = app("pages/evaluate.py")
     at.selectbox(key="eval_split").set_value("dev")
@@ -236,10 +241,10 @@ def eval_app(trained, tmp_path, monkeypatch, shared_data):
     return at
 
 
-def test_evaluate_metrics_match_the_library(eval_app, trained, shared_data):
+def test_evaluate_metrics_match_the_library(eval_app, trained, bundled_data):
     at = eval_app
     assert at.multiselect(key="eval_ckpts").value == ["kim_cnn_tiny", "lama_tiny"]
-    dev = load_data("sst2", root=shared_data).splits["dev"].sample(120, seed=0)
+    dev = load_data("sst2", root=bundled_data).splits["dev"].sample(120, seed=0)
     summary = at.dataframe[0].value.set_index("checkpoint")
     per_class = at.dataframe[1].value
     for name in ("kim_cnn_tiny", "lama_tiny"):
@@ -337,3 +342,26 @@ def test_hub_data_set_offline_fails_with_a_message(env):
     msg = texts_of(at.error)
     assert "DataError" in msg and "HF_HUB_OFFLINE" in msg and "nothing new was saved" in msg
     assert not any(env.iterdir())
+
+
+def test_evaluate_on_the_users_own_file(trained, tmp_path, monkeypatch):
+    """Evaluate accepts an uploaded labelled file (columns chosen), evaluates all of it, and reports a malformed
+    file by its line, like Train."""
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(trained))
+    st.cache_data.clear()
+    at = app("pages/evaluate.py")
+    at.radio(key="eval_source").set_value("Your labelled file")
+    at.run()
+    at.file_uploader(key="eval_upload").set_value(("mine.csv", b"review,y\ngreat,positive\nbad,row,x\n", "text/csv"))
+    at.run()
+    assert not at.exception and "mine.csv, line 3: expected 2 fields" in texts_of(at.error)
+    dev = load_data("sst2").splits["dev"].sample(30, seed=0)
+    rows = "".join(f'"{t}",{["negative", "positive"][y]}\n' for t, y in zip(dev.texts, dev.labels))
+    at.file_uploader(key="eval_upload").set_value(("mine.csv", ("review,y\n" + rows).encode(), "text/csv"))
+    at.run()
+    assert not at.exception and not at.error, texts_of(at.error)
+    assert at.selectbox(key="eval_text_col").value == "review" and at.selectbox(key="eval_label_col").value == "y"
+    summary = at.dataframe[0].value.set_index("checkpoint")
+    rep = evaluate(load_checkpoint(trained / "kim_cnn_tiny"), dev)
+    assert summary.loc["kim_cnn_tiny", "examples"] == 30
+    assert summary.loc["kim_cnn_tiny", "accuracy"] == pytest.approx(rep["accuracy"])

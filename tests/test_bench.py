@@ -131,10 +131,10 @@ def test_load_note_flags_a_loaded_machine():
     assert "quiet" in bench.load_note({"loadavg": [0.1], "cpu_count": 2})
 
 
-def test_bench_checkpoints(tmp_path, shared_data):
+def test_bench_checkpoints(tmp_path, bundled_data):
     from textcls.training import train_from_spec
     train_from_spec("trec", "kim_cnn", preset="small", embeddings="random", epochs=1, out=tmp_path / "ck" / "a",
-                    data_root=shared_data, limit=20, train_overrides={"max_steps": 1})
+                    data_root=bundled_data, limit=20, train_overrides={"max_steps": 1})
     (tmp_path / "ck" / "broken").mkdir()
     out = bench.bench_checkpoints(tmp_path / "ck", warmup=0, repeats=1)
     assert [c["name"] for c in out["checkpoints"]] == ["a"]
@@ -156,4 +156,65 @@ def test_cli_bench(tmp_path, capsys):
     assert data["act_t5"]["batch_size"] == 2 and data["lama_f4"]["heads"]
     assert main(["bench", "--models", "nope"]) == 2
     assert main(["bench", "--seq-len", "0"]) == 2
+    assert "error" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- latency and the thread policy (--latency)
+
+
+def _tiny_checkpoint(root, bundled_data, name="tiny-sst2"):
+    from textcls.training import train_from_spec
+    train_from_spec("sst2", "kim_cnn", preset="small", embeddings="random", epochs=1, out=root / name,
+                    data_root=bundled_data, limit=20, train_overrides={"max_steps": 1})
+    return root
+
+
+def test_busy_load_starts_and_always_stops_its_processes():
+    import os
+    with pytest.raises(RuntimeError):
+        with bench.BusyLoad(1, settle=0.05) as busy:
+            pids = busy.pids
+            assert len(pids) == 1 and busy.procs[0].poll() is None          # spinning
+            raise RuntimeError("interrupted")
+    assert busy.pids == []
+    for pid in pids:                                                       # terminated and reaped
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    with bench.BusyLoad(0) as none:
+        assert none.pids == []
+    with pytest.raises(ValueError):
+        bench.BusyLoad(-1)
+
+
+def test_bench_latency_structure(tmp_path, bundled_data):
+    root = _tiny_checkpoint(tmp_path / "ck", bundled_data)
+    (root / "other-trec").mkdir()                                          # not matching the pattern
+    r = bench.bench_latency(root, thread_settings=[2, 1, 1], warmup=0, repeats=1, ig_repeats=1)
+    assert r["models"] == ["tiny-sst2"] and r["threads"] == [1, 2] and r["load"] == 0
+    assert [(x["load"], x["threads"]) for x in r["rows"]] == [(0, 1), (0, 2)]
+    for x in r["rows"]:
+        assert x["torch_threads"] == x["threads"] and x["predict_ms"] > 0 and x["ig_ms"] > 0
+        assert isinstance(x["policy"], list) and x["busy_pids"] == []
+    text = bench.format_latency(r)
+    assert "predict ms" in text and "IG ms" in text and "idle" in text and "tiny-sst2" in text
+    json.dumps(r)
+    r0 = bench.bench_latency(root, pattern="nothing-*", repeats=1)
+    assert r0["models"] == [] and r0["rows"] == [] and "No checkpoint" in bench.format_latency(r0)
+    with pytest.raises(ValueError):
+        bench.bench_latency(root, load=-1)
+
+
+def test_cli_bench_latency(tmp_path, capsys, bundled_data):
+    root = _tiny_checkpoint(tmp_path / "ck", bundled_data)
+    out = tmp_path / "lat.json"
+    rc = main(["bench", "--latency", "--quick", "--no-ig", "--checkpoints", str(root), "--latency-threads", "1",
+               "--json", str(out)])
+    printed = capsys.readouterr().out
+    assert rc == 0 and "predict ms" in printed and "thread policy" in printed
+    data = json.loads(out.read_text())
+    assert [(x["load"], x["threads"]) for x in data["rows"]] == [(0, 1)] and "ig_ms" not in data["rows"][0]
+    assert main(["bench", "--latency", "--load", "-1", "--checkpoints", str(root)]) == 2
+    assert main(["bench", "--latency", "--latency-threads", "0", "--checkpoints", str(root)]) == 2
+    assert main(["bench", "--latency", "--checkpoints", str(tmp_path / "missing")]) == 2
+    assert main(["bench", "--load", "2"]) == 2                              # --load needs --latency
     assert "error" in capsys.readouterr().err

@@ -21,11 +21,11 @@ def run(*args, env_extra=None, input=None):
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory, shared_data):
+def trained(tmp_path_factory, bundled_data):
     root = tmp_path_factory.mktemp("cks")
     out = root / "kim_sst2"
     r = run("train", "--model", "kim_cnn", "--data", "sst2", "--epochs", 1, "--out", out, "--limit", 200,
-            "--preset", "small", "--data-root", shared_data)
+            "--preset", "small", "--data-root", bundled_data)
     assert r.returncode == 0, r.stderr
     return root, out, r
 
@@ -41,10 +41,10 @@ def test_train_writes_a_checkpoint_and_reports_progress_on_stderr(trained):
     assert 0 <= cfg["metrics"]["test_accuracy"] <= 1
 
 
-def test_evaluate_json_matches_the_recorded_test_accuracy(trained, shared_data):
+def test_evaluate_json_matches_the_recorded_test_accuracy(trained, bundled_data):
     root, out, _ = trained
     r = run("evaluate", out, "--data", "sst2", "--split", "test", "--json", "--limit", 200,
-            "--data-root", shared_data)
+            "--data-root", bundled_data)
     assert r.returncode == 0, r.stderr
     rep = json.loads(r.stdout)
     assert {"accuracy", "macro_f1", "per_class", "confusion"} <= set(rep)
@@ -119,11 +119,11 @@ def test_usage_errors_exit_2(args, message, capsys):
     (["--extra-vocab", "-3"], "--extra-vocab must be >= 0"),
     (["--extra-vocab", "10", "--embeddings", "random"], "needs --embeddings glove"),
 ])
-def test_bad_train_input_exits_2(extra, message, tmp_path, shared_data, capsys):
+def test_bad_train_input_exits_2(extra, message, tmp_path, bundled_data, capsys):
     base = {"--model": "kim_cnn", "--data": "sst2", "--epochs": "1", "--out": str(tmp_path / "o")}
     for k, v in zip(extra[::2], extra[1::2]):
         base[k] = v
-    args = ["train", "--data-root", str(shared_data)] + [x for kv in base.items() for x in kv]
+    args = ["train", "--data-root", str(bundled_data)] + [x for kv in base.items() for x in kv]
     assert main(args) == 2
     assert message in one_error_line(capsys)
     assert not (tmp_path / "o").exists()
@@ -141,9 +141,9 @@ def test_bad_checkpoints_exit_2(tmp_path, capsys):
     assert "config.json is not valid JSON" in one_error_line(capsys)
 
 
-def test_evaluate_unknown_split_exits_2(trained, shared_data, capsys):
+def test_evaluate_unknown_split_exits_2(trained, bundled_data, capsys):
     _, out, _ = trained
-    assert main(["evaluate", str(out), "--split", "validation", "--data-root", str(shared_data)]) == 2
+    assert main(["evaluate", str(out), "--split", "validation", "--data-root", str(bundled_data)]) == 2
     assert "no split 'validation'" in one_error_line(capsys)
 
 
@@ -154,12 +154,29 @@ def test_list_reports_invalid_checkpoints(trained, capsys):
     assert "kim_sst2" in out and "kim_cnn" in out and "sst2" in out
 
 
-def test_out_folder_that_is_not_a_checkpoint_is_refused_before_training(tmp_path, shared_data, capsys):
+def test_out_folder_that_is_not_a_checkpoint_is_refused_before_training(tmp_path, bundled_data, capsys):
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "a.txt").write_text("keep")
     args = ["train", "--model", "kim_cnn", "--data", "sst2", "--epochs", "1", "--out", str(notes),
-            "--data-root", str(shared_data)]
+            "--data-root", str(bundled_data)]
     assert main(args) == 2
     assert "not a textcls checkpoint" in one_error_line(capsys)
     assert os.listdir(notes) == ["a.txt"]
+
+
+def test_train_without_out_writes_to_the_user_folder_and_list_shows_it(tmp_path, monkeypatch, capsys):
+    """A bare `train` never writes into the repository: the checkpoint goes to $TEXTCLS_HOME/checkpoints and is
+    listed beside the shipped ones."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("TEXTCLS_HOME", str(home))
+    before = sorted(p.name for p in (REPO / "checkpoints").iterdir())
+    assert main(["train", "--model", "kim_cnn", "--data", "trec", "--epochs", "1", "--limit", "40", "--preset",
+                 "small", "--embeddings", "random", "--quiet"]) == 0
+    made = list((home / "checkpoints").iterdir())
+    assert len(made) == 1 and made[0].name.startswith("kim_cnn-trec-"), made
+    assert f"saved {made[0]}" in capsys.readouterr().out
+    assert sorted(p.name for p in (REPO / "checkpoints").iterdir()) == before
+    assert main(["list", "--json"]) == 0
+    listed = {c["name"] for c in json.loads(capsys.readouterr().out)["checkpoints"]}
+    assert made[0].name in listed and "act-sst2" in listed

@@ -11,7 +11,8 @@ import torch
 
 from textcls import corpus_views as cv
 from textcls.inference import Predictor
-from textcls.models.base import BaseConfig, TextClassifier, WordEmbedding, masked_softmax
+from textcls.models.base import BaseConfig, TextClassifier
+from textcls.models.layers import WordEmbedding, masked_softmax
 from textcls.models.kim_cnn import KimCNN, KimCNNConfig
 from textcls.outputs import MapSpec
 from textcls.registry import create_model

@@ -2,15 +2,20 @@
 import csv
 import gzip
 import json
+import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from textcls import data as D
 from textcls import embeddings as E
-from textcls.data import DataBundle, DataError, Split, data_root, list_datasets, load_data
+from textcls.data import DataBundle, DataError, Split, data_root, data_roots, list_datasets, load_data
+from textcls.paths import BUNDLED_DATA
 from textcls.text import Tokenizer, Vocab
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
@@ -26,8 +31,8 @@ def _no_network(monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def sst2_rows(shared_data):
-    with open(shared_data / "sst2" / "dev.csv", newline="", encoding="utf-8") as f:
+def sst2_rows(bundled_data):
+    with gzip.open(bundled_data / "sst2" / "dev.csv.gz", "rt", newline="", encoding="utf-8") as f:
         return list(csv.reader(f))[1:41]       # 40 (text, label-name) rows
 
 
@@ -52,57 +57,82 @@ def make_bundle(folder, labels=("neg", "pos"), splits=None, gz=False):
 
 # ------------------------------------------------------------------------------------------------ root and names
 
-def test_data_root_precedence(monkeypatch, tmp_path, shared_data):
+def test_data_root_precedence(monkeypatch, tmp_path):
     monkeypatch.setenv("TEXTCLS_DATA", str(tmp_path / "env"))
     assert data_root(tmp_path / "explicit") == tmp_path / "explicit"
     assert data_root() == tmp_path / "env"
+    assert data_roots() == [tmp_path / "env", BUNDLED_DATA]            # the embedded data is always searched last
+    monkeypatch.setenv("TEXTCLS_DATA", os.pathsep.join([str(tmp_path / "a"), str(tmp_path / "b")]))
+    assert data_roots() == [tmp_path / "a", tmp_path / "b", BUNDLED_DATA]
     monkeypatch.delenv("TEXTCLS_DATA")
-    assert data_root() == D.REPO.parent / "shared" / "data"
-    monkeypatch.setattr(D, "REPO", tmp_path / "repo")
-    assert str(data_root()) == "data"
+    assert data_root() == BUNDLED_DATA and data_roots() == [BUNDLED_DATA]
 
 
-def test_list_datasets(shared_data, tmp_path, monkeypatch):
-    names = list_datasets(shared_data)
-    assert {"sst2", "trec", "imdb", "semeval2010"} <= set(names) and names == sorted(names)
-    assert list_datasets(tmp_path) == []
-    assert list_datasets(tmp_path / "missing") == []
+def test_embedded_data_is_what_the_shipped_checkpoints_used(bundled_data):
+    """sst2, sst2_phrases and trec ship compressed inside the package (a few MB), so a bare clone works."""
+    assert list_datasets() == ["sst2", "sst2_phrases", "trec"]
+    size = sum(f.stat().st_size for f in bundled_data.rglob("*") if f.is_file())
+    assert size < 4_000_000 and all(f.suffix in (".gz", ".json", ".md") for f in bundled_data.rglob("*.*"))
+    for ck in (REPO / "checkpoints").glob("*/config.json"):
+        data = json.loads(ck.read_text()).get("data", {})
+        name = data.get("trained_on") or data.get("name")
+        assert name in list_datasets(), (ck.parent.name, name)
+
+
+def test_a_name_is_found_in_the_first_root_that_has_it(monkeypatch, tmp_path):
+    make_bundle(tmp_path / "trec")                                  # shadows the embedded trec
+    monkeypatch.setenv("TEXTCLS_DATA", str(tmp_path))
+    assert load_data("trec").labels == ["neg", "pos"]
+    assert load_data("sst2").labels == ["negative", "positive"]      # still found in the embedded data
+    monkeypatch.delenv("TEXTCLS_DATA")
+    assert len(load_data("trec").labels) == 6
+
+
+def test_list_datasets(bundled_data, tmp_path, monkeypatch):
+    names = list_datasets(bundled_data)
+    assert {"sst2", "trec"} <= set(names) and names == sorted(names)
+    assert list_datasets(tmp_path) == names                          # an empty root adds nothing
+    assert list_datasets(tmp_path / "missing") == names
     make_bundle(tmp_path / "toy")
     (tmp_path / "not_a_set").mkdir()
     monkeypatch.setenv("TEXTCLS_DATA", str(tmp_path))
-    assert list_datasets() == ["toy"]
+    assert list_datasets() == sorted(names + ["toy"])
+
+
+def test_list_datasets_of_the_large_collection(shared_data):
+    assert {"sst2", "trec", "imdb", "semeval2010"} <= set(list_datasets(shared_data))
 
 
 # ------------------------------------------------------------------------------------------------ bundled
 
 @pytest.mark.parametrize("name", ["sst2", "trec"])
-def test_bundled_matches_its_dataset_json(shared_data, name):
-    b = load_data(name, root=shared_data)
-    meta = json.loads((shared_data / name / "dataset.json").read_text())
+def test_bundled_matches_its_dataset_json(bundled_data, name):
+    b = load_data(name, root=bundled_data)
+    meta = json.loads((bundled_data / name / "dataset.json").read_text())
     assert isinstance(b, DataBundle) and b.name == name and b.labels == meta["labels"]
     assert b.task == meta["task"] and list(b.splits) == ["train", "dev", "test"]
     assert b.summary()["splits"] == meta["splits"]            # rows and per-label counts, every split
 
 
-def test_bundled_rows_are_the_file_rows(shared_data, sst2_rows):
-    dev = load_data("sst2", root=shared_data).splits["dev"]
+def test_bundled_rows_are_the_file_rows(bundled_data, sst2_rows):
+    dev = load_data("sst2", root=bundled_data).splits["dev"]
     assert dev.texts[:40] == [r[0] for r in sst2_rows]
     names = ["negative", "positive"]
     assert [names[i] for i in dev.labels[:40]] == [r[1] for r in sst2_rows]
 
 
-def test_limit_is_a_seeded_sample(shared_data):
-    full = load_data("sst2", root=shared_data).splits["train"]
-    a = load_data("sst2", root=shared_data, limit=50, seed=1)
-    b = load_data("sst2", root=shared_data, limit=50, seed=1)
-    c = load_data("sst2", root=shared_data, limit=50, seed=2)
+def test_limit_is_a_seeded_sample(bundled_data):
+    full = load_data("sst2", root=bundled_data).splits["train"]
+    a = load_data("sst2", root=bundled_data, limit=50, seed=1)
+    b = load_data("sst2", root=bundled_data, limit=50, seed=1)
+    c = load_data("sst2", root=bundled_data, limit=50, seed=2)
     assert all(len(s) == 50 for s in a.splits.values())
     assert a.splits["train"].texts == b.splits["train"].texts != c.splits["train"].texts
     pos = [full.texts.index(t) for t in a.splits["train"].texts]
     assert pos == sorted(pos)                                   # file order kept
     assert [full.labels[p] for p in pos] == a.splits["train"].labels
     with pytest.raises(ValueError, match="limit"):
-        load_data("sst2", root=shared_data, limit=0)
+        load_data("sst2", root=bundled_data, limit=0)
 
 
 def test_bundled_by_path_and_gz(tmp_path):
@@ -249,13 +279,13 @@ def test_file_columns_labels_and_errors(tmp_path):
 
 # ------------------------------------------------------------------------------------------------ the hub, offline
 
-def test_hub_offline_env_fails_at_once(monkeypatch, shared_data):
+def test_hub_offline_env_fails_at_once(monkeypatch, bundled_data):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     t0 = time.perf_counter()
     with pytest.raises(DataError, match=r"'ag_news'.*HF_HUB_OFFLINE is set \(offline\)"):
         load_data("hf:ag_news")
-    with pytest.raises(DataError, match=r"not a bundled data set in .*available: ag_news_mini.*offline"):
-        load_data("ag_news", root=shared_data)
+    with pytest.raises(DataError, match=r"not a bundled data set in .*available: sst2, sst2_phrases, trec.*offline"):
+        load_data("ag_news", root=bundled_data)
     assert time.perf_counter() - t0 < 1.0
 
 
@@ -322,8 +352,8 @@ def test_glove_matrix_rows_and_coverage():
     assert cov2 == cov and missing == ["qqzzxxw"]
 
 
-def test_glove_coverage_on_sst2(shared_data):
-    tok = Tokenizer.build(load_data("sst2", root=shared_data, limit=1000).splits["train"].texts)
+def test_glove_coverage_on_sst2(bundled_data):
+    tok = Tokenizer.build(load_data("sst2", root=bundled_data, limit=1000).splits["train"].texts)
     _, cov = E.build_embedding_matrix(tok.vocab, "glove")
     assert 0.9 < cov < 1.0
 

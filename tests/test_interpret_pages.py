@@ -57,32 +57,105 @@ def texts(at) -> str:
 
 # ---------------------------------------------------------------- Attribute
 
+def open_view(at, view: str):
+    """Open one tab of the Attribute page (its tabs track state: only the open one is computed)."""
+    at.session_state["attr_view"] = view
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
 def test_attribute_page_one_sentence_every_checkpoint(run_page):
     at = run_page("pages/attribute.py")
     assert not at.error, [e.value for e in at.error]
-    grid = at.get("plotly_chart")
-    assert len(grid) >= 4          # reasons grid, tau, top-k, erasure curves, intervention probabilities
+    # Reasons (open first): the grid, one card per checkpoint, IG convergence
+    assert len(at.get("plotly_chart")) == 1                                    # the reasons grid
+    assert "Reasons" in [t.label for t in at.tabs]
+    frames = [d.value for d in at.dataframe]
+    ig = next(f for f in frames if "converged" in f.columns)
+    assert len(ig) == len(MODELS)
+    body = texts(at)
+    for m in MODELS:
+        assert f"{m}_tiny" in body
+    # Agreement: Kendall tau and top-k overlap
+    open_view(at, "Agreement")
+    assert len(at.get("plotly_chart")) == 2
+    # Faithfulness: per explanation, per model, badges, erasure curves
+    open_view(at, "Faithfulness")
     frames = [d.value for d in at.dataframe]
     per_expl = next(f for f in frames if "AOPC comprehensiveness" in f.columns)
     assert sorted(set(per_expl["checkpoint"])) == sorted(f"{m}_tiny" for m in MODELS)
     assert set(per_expl["explanation"]) == {"Own attention", "Integrated gradients", "Gradient x input", "Occlusion"}
     per_model = next(f for f in frames if "IG |delta|" in f.columns)
     assert per_model.loc[per_model["checkpoint"] == "lama_tiny", "permuted attention: median TVD"].notna().all()
-    ig = next(f for f in frames if "converged" in f.columns)
-    assert len(ig) == len(MODELS)
     assert "-badge[" in texts(at)
-    cf = next(f for f in frames if "flips" in f.columns and "p before" in f.columns)
+    assert len(at.get("plotly_chart")) == 1                                    # erasure curves
+    # Interventions: probabilities before and after
+    open_view(at, "Interventions")
+    assert len(at.get("plotly_chart")) == 1
+    # Counterfactual: one row per checkpoint
+    open_view(at, "Counterfactual")
+    cf = next(d.value for d in at.dataframe if "flips" in d.value.columns and "p before" in d.value.columns)
     assert len(cf) == len(MODELS)
+
+
+def test_attribute_page_computes_only_the_open_view(run_page, monkeypatch):
+    """A tab that is not open costs nothing: its library functions are not called until it is opened."""
+    from textcls import interpret
+    from textcls.interpret import attributions, faithfulness, interventions
+
+    calls: dict[str, int] = {}
+
+    def counted(module, name):
+        fn = getattr(module, name)
+
+        def wrapper(*a, **kw):
+            calls[name] = calls.get(name, 0) + 1
+            return fn(*a, **kw)
+        monkeypatch.setattr(module, name, wrapper)
+
+    for module, name in ((attributions, "attribute_instances"), (faithfulness, "erasure_curves"),
+                         (faithfulness, "erasure_flip"), (faithfulness, "permutation_test"),
+                         (interventions, "counterfactual"), (interpret, "intervene")):
+        counted(module, name)
+    at = run_page("pages/attribute.py")
+    sentence = "the plot is dull , but the acting is not bad ."         # not asked before: no cached result
+    at.text_input(key="attr_text").input(sentence)
+    calls.clear()
+    at.button(key="FormSubmitter:attr_form-Explain").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert calls.get("attribute_instances", 0) >= len(MODELS)                 # Reasons: computed, shown
+    for name in ("erasure_curves", "erasure_flip", "permutation_test", "counterfactual", "intervene"):
+        assert name not in calls, (name, calls)                                 # the closed tabs: not run
+    calls.clear()
+    at.run()                                                                    # a rerun: everything cached
+    assert not calls, calls
+    open_view(at, "Faithfulness")
+    assert calls.get("erasure_curves") and calls.get("erasure_flip") and calls.get("permutation_test")
+    assert "counterfactual" not in calls and "intervene" not in calls and "attribute_instances" not in calls
+    open_view(at, "Counterfactual")
+    assert calls.get("counterfactual") == 1 and "intervene" not in calls
+    open_view(at, "Interventions")
+    assert calls.get("intervene") == 1
+    calls.clear()
+    open_view(at, "Faithfulness")                                               # a revisit is instant
+    assert not calls, calls
 
 
 def test_attribute_page_interventions(run_page):
     at = run_page("pages/attribute.py")
+    open_view(at, "Interventions")
     at.selectbox(key="attr_int_ckpt").set_value("agcnn_tiny").run()
     kinds = at.radio(key="attr_int_kind").options
     assert {"Force gates to 1", "Force gates to 0", "Zero a filter", "Swap the activation"} <= set(kinds)
     at.radio(key="attr_int_kind").set_value("Force gates to 0").run()
     assert not at.exception
     assert "every gate forced to 0" in texts(at)
+    open_view(at, "Reasons")                                                    # the choice survives a tab switch
+    open_view(at, "Interventions")
+    assert at.selectbox(key="attr_int_ckpt").value == "agcnn_tiny"
+    assert at.radio(key="attr_int_kind").value == "Force gates to 0"
     at.selectbox(key="attr_int_ckpt").set_value("lama_tiny").run()
     at.radio(key="attr_int_kind").set_value("Ablate a head").run()
     assert not at.exception and "head 0 (every layer) ablated" in texts(at)
@@ -90,11 +163,16 @@ def test_attribute_page_interventions(run_page):
 
 def test_attribute_page_counterfactual_and_slice(run_page):
     at = run_page("pages/attribute.py")
+    open_view(at, "Counterfactual")
     toks = CORPUS[0].split()
     at.selectbox(key="attr_cf_idx").set_value(toks.index("good"))
     at.text_input(key="attr_cf_repl").input("awful").run()
     assert not at.exception
     assert any(t.value.endswith("After:  " + CORPUS[0].replace("good", "awful")) for t in at.text)
+    open_view(at, "Faithfulness")
+    assert not at.get("number_input")                          # the data-set panel is closed: nothing built
+    at.session_state["attr_slice_open"] = True
+    at.run()
     at.number_input(key="attr_slice_n").set_value(5)
     at.selectbox(key="attr_slice_ckpt").set_value("kim_cnn_tiny")
     at.button(key="FormSubmitter:attr_slice-Run").click().run()

@@ -79,15 +79,15 @@ def test_select_cells_filters():
     assert {c.model for c in R.select_cells(["lama_imdb"], models=["lama"])} == {"lama"}
 
 
-def _run(tmp_path, shared_data, **kw):
+def _run(tmp_path, bundled_data, **kw):
     log = []
-    res = R.reproduce(R.select_cells(["smoke"]), out=tmp_path / "results.json", limit=30, data_root=shared_data,
+    res = R.reproduce(R.select_cells(["smoke"]), out=tmp_path / "results.json", limit=30, data_root=bundled_data,
                       log=log.append, **kw)
     return res, log
 
 
-def test_tiny_suite_end_to_end_then_resume(tmp_path, shared_data):
-    res, log = _run(tmp_path, shared_data)
+def test_tiny_suite_end_to_end_then_resume(tmp_path, bundled_data):
+    res, log = _run(tmp_path, bundled_data)
     out, md = tmp_path / "results.json", tmp_path / "results.md"
     assert out.is_file() and md.is_file()
     stored = json.loads(out.read_text())
@@ -106,13 +106,13 @@ def test_tiny_suite_end_to_end_then_resume(tmp_path, shared_data):
 
     # resuming: nothing to do, nothing changed
     before = out.read_text()
-    res2, log2 = _run(tmp_path, shared_data)
+    res2, log2 = _run(tmp_path, bundled_data)
     assert log2[0].startswith("0 run(s) to do, 2 already")
     assert json.loads(out.read_text())["cells"] == json.loads(before)["cells"]
     assert len(res2["sessions"]) == 1       # a session that ran nothing is not recorded
 
     # a second seed is added beside the first; changed settings replace stale runs
-    res3, log3 = _run(tmp_path, shared_data, runs=2)
+    res3, log3 = _run(tmp_path, bundled_data, runs=2)
     assert log3[0].startswith("2 run(s) to do, 2 already")
     assert res3["sessions"][-1]["skipped"] == 2 and res3["sessions"][-1]["ran"] == 2
     runs = res3["cells"]["smoke/cnn-rand/trec"]["runs"]
@@ -121,23 +121,23 @@ def test_tiny_suite_end_to_end_then_resume(tmp_path, shared_data):
     rows = {r["key"]: r for r in R.table_rows(res3)}
     assert rows["smoke/cnn-rand/trec"]["runs"] == 2 and rows["smoke/cnn-rand/trec"]["sd"] is not None
     assert "(2 runs)" in (tmp_path / "results.md").read_text()
-    res4, log4 = _run(tmp_path, shared_data, epochs=2)
+    res4, log4 = _run(tmp_path, bundled_data, epochs=2)
     assert log4[0].startswith("2 run(s) to do, 0 already")
     assert [r["signature"]["epochs"] for r in res4["cells"]["smoke/cnn-rand/trec"]["runs"]] == [2]
 
 
-def test_a_failing_cell_is_recorded_and_the_others_run(tmp_path, shared_data):
+def test_a_failing_cell_is_recorded_and_the_others_run(tmp_path, bundled_data):
     good = R.select_cells(["smoke"], models=["kim_cnn"])[0]
     bad = R.Cell(suite="smoke", table="Smoke test (not a reproduction)", setting="broken", data="no_such_data",
                  model="kim_cnn", preset="small", embeddings="random", epochs=1, gaps=("test",))
     log = []
-    res = R.reproduce([bad, good], out=tmp_path / "r.json", limit=20, data_root=shared_data, log=log.append)
+    res = R.reproduce([bad, good], out=tmp_path / "r.json", limit=20, data_root=bundled_data, log=log.append)
     assert list(res["cells"]) == [good.key]
     assert len(res["sessions"][-1]["failed"]) == 1 and "no_such_data" in res["sessions"][-1]["failed"][0]
     assert any("FAILED" in m for m in log)
 
 
-def test_a_run_written_meanwhile_by_another_process_is_kept(tmp_path, shared_data):
+def test_a_run_written_meanwhile_by_another_process_is_kept(tmp_path, bundled_data):
     """Two `reproduce` processes may share one results file: each re-reads it under a lock before writing."""
     good = R.select_cells(["smoke"], models=["kim_cnn"])[0]
     twin = R.select_cells(["smoke"], models=["agcnn"])[0]
@@ -154,7 +154,7 @@ def test_a_run_written_meanwhile_by_another_process_is_kept(tmp_path, shared_dat
             res["sessions"].append({"id": "other", "ran": 1})
             R.save_results(res, out)
 
-    res = R.reproduce([good], out=out, limit=20, data_root=shared_data, log=lambda m: None, callbacks=[meanwhile])
+    res = R.reproduce([good], out=out, limit=20, data_root=bundled_data, log=lambda m: None, callbacks=[meanwhile])
     stored = json.loads(out.read_text())
     assert set(stored["cells"]) == {good.key, twin.key} and stored["cells"][twin.key] == other
     assert [x["id"] for x in stored["sessions"]][0] == "other" and stored["sessions"][-1]["ran"] == 1
@@ -185,10 +185,10 @@ def test_load_results_rejects_a_corrupt_file(tmp_path):
         R.load_results(p)
 
 
-def test_cli_reproduce(tmp_path, shared_data, capsys):
+def test_cli_reproduce(tmp_path, bundled_data, capsys):
     out = tmp_path / "r.json"
     args = ["reproduce", "--suite", "smoke", "--model", "kim_cnn", "--limit", "20", "--out", str(out),
-            "--data-root", str(shared_data)]
+            "--data-root", str(bundled_data)]
     assert main(args) == 0
     printed = capsys.readouterr().out
     assert "smoke/cnn-rand/trec" in printed and "paper  91.2" in printed

@@ -1,5 +1,6 @@
 """Tokenisation, sentence splitting, vocabulary and batch encoding (textcls.text)."""
 import csv
+import gzip
 import json
 import time
 
@@ -11,8 +12,8 @@ from textcls.text import (PAD, UNK, Encoded, Tokenizer, TokenizerConfig, Vocab, 
 
 
 @pytest.fixture(scope="module")
-def sst2_texts(shared_data):
-    with open(shared_data / "sst2" / "train.csv", newline="", encoding="utf-8") as f:
+def sst2_texts(bundled_data):
+    with gzip.open(bundled_data / "sst2" / "train.csv.gz", "rt", newline="", encoding="utf-8") as f:
         rows = list(csv.reader(f))[1:301]
     return [r[0] for r in rows]
 
@@ -101,9 +102,9 @@ def test_split_sentences_rules():
         ["mr.", "smith", "left", "the", "u.s.", "in", "may", "...", "it", "rained", "!"], ["then", "?"]]
 
 
-def test_hierarchical_encode_agrees_with_split_sentences(shared_data):
+def test_hierarchical_encode_agrees_with_split_sentences(bundled_data):
     """The lazy splitter used by encode gives exactly HCAN's split_sentences, with its truncation."""
-    with open(shared_data / "semeval2010" / "dev.csv", newline="", encoding="utf-8") as f:
+    with gzip.open(bundled_data / "trec" / "dev.csv.gz", "rt", newline="", encoding="utf-8") as f:
         texts = [r[0] for r in list(csv.reader(f))[1:101]]
     texts = [" ".join(texts[i:i + 5]) for i in range(0, 100, 5)] + ["! ? . a", "no end", ""]
     cfg = TokenizerConfig(hierarchical=True, max_sentences=3, max_words=7)

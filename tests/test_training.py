@@ -212,9 +212,9 @@ def test_bad_inputs():
 # ---------------------------------------------------------------- with real data
 
 
-def test_train_from_spec_writes_a_checkpoint_with_test_metrics(tmp_path, shared_data):
+def test_train_from_spec_writes_a_checkpoint_with_test_metrics(tmp_path, bundled_data):
     from textcls.checkpoint import list_checkpoints, load_checkpoint
-    r = train_from_spec("sst2", "act", preset="small", embeddings="random", epochs=1, data_root=shared_data,
+    r = train_from_spec("sst2", "act", preset="small", embeddings="random", epochs=1, data_root=bundled_data,
                         limit=120, out=tmp_path / "act_sst2", seed=1)
     assert r.path == tmp_path / "act_sst2" and set(r.metrics) == {"dev", "test"}
     pred = load_checkpoint(r.path)
@@ -228,10 +228,10 @@ def test_train_from_spec_writes_a_checkpoint_with_test_metrics(tmp_path, shared_
     assert len(pred.predict(["word " * 500])[0].tokens) == 64
 
 
-def test_extra_vocab_adds_glove_words_that_keep_their_vectors(shared_data):
+def test_extra_vocab_adds_glove_words_that_keep_their_vectors(bundled_data):
     from textcls.embeddings import glove_index, glove_vectors
-    plain = train_from_spec("trec", "kim_cnn", preset="small", epochs=1, data_root=shared_data, limit=60, seed=0)
-    r = train_from_spec("trec", "kim_cnn", preset="small", epochs=1, data_root=shared_data, limit=60, seed=0,
+    plain = train_from_spec("trec", "kim_cnn", preset="small", epochs=1, data_root=bundled_data, limit=60, seed=0)
+    r = train_from_spec("trec", "kim_cnn", preset="small", epochs=1, data_root=bundled_data, limit=60, seed=0,
                         extra_vocab=2000)
     itos = r.tokenizer.vocab.itos
     assert itos[: len(plain.tokenizer.vocab)] == plain.tokenizer.vocab.itos   # training words keep their ids
@@ -243,7 +243,7 @@ def test_extra_vocab_adds_glove_words_that_keep_their_vectors(shared_data):
     for w in added[:20]:                                       # never in training: no gradient, GloVe vector kept
         assert torch.allclose(emb[itos.index(w)].float(), torch.tensor(vectors[glove_index()[w]]), atol=1e-6)
     with pytest.raises(ValueError, match="GloVe"):
-        train_from_spec("trec", "kim_cnn", preset="small", embeddings="random", epochs=1, data_root=shared_data,
+        train_from_spec("trec", "kim_cnn", preset="small", embeddings="random", epochs=1, data_root=bundled_data,
                         limit=20, extra_vocab=10)
 
 
@@ -258,12 +258,12 @@ STEPS = 300
 
 
 @pytest.fixture(scope="module")
-def sst2(shared_data):
+def sst2(bundled_data):
     """SST-2 encoded once for all models (flat and sentence-split), with a GloVe matrix for the vocabulary."""
     from textcls.data import load_data
     from textcls.embeddings import build_embedding_matrix
     from textcls.text import Tokenizer, TokenizerConfig
-    bundle = load_data("sst2", root=shared_data)
+    bundle = load_data("sst2", root=bundled_data)
     flat = Tokenizer.build(bundle.splits["train"].texts, TokenizerConfig(max_len=64), max_size=6000)
     hier = Tokenizer(TokenizerConfig(hierarchical=True), flat.vocab)
     matrix, coverage = build_embedding_matrix(flat.vocab, "glove")

@@ -142,14 +142,14 @@ def test_window_is_clamped_to_the_text():
 # ---------------------------------------------------------------- token highlight
 
 def test_token_highlight_shades_relative_to_uniform_share():
-    shade, scale = viz._shade(np.full(10, 0.1))
+    shade, scale = viz.shade_weights(np.full(10, 0.1))
     assert scale == "Reds" and np.allclose(shade, 0.0)              # uniform: nothing stands out
     w = np.array([0.7] + [0.3 / 9] * 9)
-    shade, _ = viz._shade(w)
+    shade, _ = viz.shade_weights(w)
     assert shade[0] == pytest.approx(1.0) and np.all(shade[1:] == 0)
-    stretched, _ = viz._shade(np.array([1.0, 1.1, 1.2]), stretch=True)
+    stretched, _ = viz.shade_weights(np.array([1.0, 1.1, 1.2]), stretch=True)
     np.testing.assert_allclose(stretched, [0, 0.5, 1.0])
-    signed, sc = viz._shade(np.array([-2.0, 1.0]))
+    signed, sc = viz.shade_weights(np.array([-2.0, 1.0]))
     assert sc == "RdBu_r" and signed.tolist() == [-1.0, 0.5]
 
 

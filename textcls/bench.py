@@ -1,8 +1,9 @@
 """Benchmarks: model size, speed and memory, the ACT paper's Table 5 and the LAMA paper's Fig. 4.
 
 `run_bench()` returns one JSON-able dict; `format_report()` turns it into the text tables that
-`python -m textcls bench [--quick] [--json OUT]` prints. Nothing here trains a model to convergence: weights
-are random (speed and size do not depend on them) unless shipped checkpoints are timed.
+`python -m textcls bench [--quick] [--json OUT]` prints (`bench_latency()` and `format_latency()`: the
+`--latency` table). Nothing here trains a model to convergence: weights are random (speed and size do not
+depend on them) unless shipped checkpoints are timed.
 
 What is measured, and how (the choices the papers leave open):
 - Parameters: `model.num_parameters(include_embeddings=...)` (the embedding tables are the only difference),
@@ -26,6 +27,11 @@ What is measured, and how (the choices the papers leave open):
   os.getloadavg(): on a shared machine every timing is inflated by the load, and the report says so.
 - Shipped checkpoints (`checkpoints/`): load time, one sentence through every checkpoint after a warm-up
   (the Compare page), and one sentence with its maps (the Inspect page) per checkpoint.
+- Latency and the thread policy (`bench --latency [--load N]`, `bench_latency`): one sentence through the six
+  shipped sst2 checkpoints and their integrated gradients, per torch thread count, on the machine as it is and
+  with N busy background processes (`python -c "while True: pass"`) that the command starts and always stops;
+  each row also says how many cores *other* processes used meanwhile (/proc/stat), since on a shared machine
+  that decides whether the row means what it says. It is how textcls/threads.py's defaults were chosen.
 """
 from __future__ import annotations
 
@@ -347,7 +353,7 @@ class SelfAttentiveAttention(nn.Module):
         self.ws2 = nn.Linear(d_a, heads, bias=False)
 
     def forward(self, h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        from .models.base import masked_softmax
+        from .models.layers import masked_softmax
         s = self.ws2(torch.tanh(self.ws1(h))).transpose(1, 2)          # (B, m, L)
         return masked_softmax(s, mask.unsqueeze(1))                     # (B, m, L)
 
@@ -363,7 +369,7 @@ class FixedHeadAttention(nn.Module):
         self.o = nn.Linear(heads * d_k, width, bias=False)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        from .models.base import masked_softmax
+        from .models.layers import masked_softmax
         B, L, _ = x.shape
         q, k, v = (p(x).view(B, L, self.h, self.dk).transpose(1, 2) for p in (self.q, self.k, self.v))
         a = masked_softmax(q @ k.transpose(-1, -2) / self.dk ** 0.5, mask[:, None, None, :])  # (B, h, L, L)
@@ -444,6 +450,208 @@ def bench_checkpoints(root: str | Path = "checkpoints", *, sentence: str = EXAMP
     return out
 
 
+# ---------------------------------------------------------------- latency under background load (threads)
+
+
+LATENCY_PATTERN = "*-sst2"
+
+
+BUSY_LOOP = ("import os\nparent = os.getppid()\ni = 0\nwhile True:\n    i += 1\n"
+             "    if i % 1000000 == 0 and os.getppid() != parent:\n        break\n")
+
+
+class BusyLoad:
+    """`n` busy background processes (`python -c "while True: pass"`, plus a parent check), started on entry
+    and always stopped (terminate, then kill) on exit - also on an exception or Ctrl-C; should this process be
+    killed outright, each stops by itself within a fraction of a second when it sees its parent gone.
+    `pids` lists them while they run."""
+
+    def __init__(self, n: int, settle: float = 0.5):
+        if n < 0:
+            raise ValueError(f"load must be >= 0 busy processes, got {n}")
+        self.n, self.settle, self.procs = n, settle, []
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.procs]
+
+    def __enter__(self) -> "BusyLoad":
+        import subprocess
+        try:
+            for _ in range(self.n):
+                self.procs.append(subprocess.Popen([sys.executable, "-c", BUSY_LOOP],
+                                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                                   stderr=subprocess.DEVNULL))
+            if self.procs:
+                time.sleep(self.settle)               # let them start spinning
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        import subprocess
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        self.procs = []
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def _cpu_seconds(pids: Sequence[int] = ()) -> tuple[float, float, float] | None:
+    """(wall clock, busy CPU seconds of the whole machine, CPU seconds of this process + `pids`) from /proc;
+    None where there is no /proc. The difference of two snapshots gives the CPU that *other* processes used."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [float(x) for x in f.readline().split()[1:]]
+        tick = os.sysconf("SC_CLK_TCK")
+        busy = (sum(fields[:8]) - fields[3] - (fields[4] if len(fields) > 4 else 0)) / tick   # minus idle, iowait
+        own = sum(os.times()[:2])
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    st = f.read().rsplit(")", 1)[1].split()
+                own += (float(st[11]) + float(st[12])) / tick                              # utime, stime
+            except (OSError, IndexError, ValueError):
+                pass
+        return time.perf_counter(), busy, own
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def _others_cores(a, b) -> float | None:
+    """CPU cores used on average by processes other than ours between two `_cpu_seconds` snapshots."""
+    if a is None or b is None or b[0] <= a[0]:
+        return None
+    return max(0.0, ((b[1] - a[1]) - (b[2] - a[2])) / (b[0] - a[0]))
+
+
+def latency_thread_settings() -> list[int]:
+    """The thread counts the latency benchmark compares: 1, torch's default, and the policy's counts."""
+    from . import threads
+    pol = threads.policy()
+    counts = {1, threads.torch_default_threads()} | {n for n in (pol.interactive, pol.batch) if isinstance(n, int)}
+    return sorted(counts)
+
+
+def bench_latency(root: str | Path = "checkpoints", *, pattern: str = LATENCY_PATTERN, load: int = 0,
+                  thread_settings: Sequence[int] | None = None, sentence: str = EXAMPLE_SENTENCE,
+                  warmup: int = 1, repeats: int = 7, ig: bool = True, ig_repeats: int = 3,
+                  progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """What a user waits for on a busy machine: one sentence through every checkpoint matching `pattern`
+    (default the six shipped sst2 models; predict, ms) and their integrated gradients (explain(...,
+    "integrated_gradients"), the Attribute page's default, ms), at each thread count, on an idle machine and -
+    with `load` > 0 - with `load` busy background processes that this function starts and stops.
+
+    Each figure is the median of `repeats` (IG: `ig_repeats`) timed passes over all models after `warmup`
+    untimed ones, with the calling thread's torch thread count set for the pass and restored afterwards.
+    Returns {"rows": [{"load", "threads", "policy", "predict_ms", "ig_ms", ...}], "models", "environment", ...};
+    `format_latency` prints it."""
+    from . import threads
+    from .checkpoint import CheckpointError, list_checkpoints, load_checkpoint
+    say = progress or (lambda msg: None)
+    if load < 0:
+        raise ValueError(f"load must be >= 0, got {load}")
+    counts = sorted(set(thread_settings)) if thread_settings else latency_thread_settings()
+    if not counts or min(counts) < 1:
+        raise ValueError(f"thread settings must be positive integers, got {thread_settings!r}")
+    import fnmatch
+    infos = [i for i in list_checkpoints(root) if fnmatch.fnmatch(i.name, pattern)]
+    predictors, errors = {}, []
+    for info in infos:
+        try:
+            predictors[info.name] = load_checkpoint(info.path)
+        except CheckpointError as e:
+            errors.append(f"{info.name}: {e}")
+    pol = threads.policy()
+    result: dict[str, Any] = {"root": str(root), "pattern": pattern, "models": list(predictors), "errors": errors,
+                              "sentence": sentence, "load": load, "threads": counts, "repeats": repeats,
+                              "ig_repeats": ig_repeats if ig else 0, "policy": pol.describe(),
+                              "policy_env": os.environ.get(threads.ENV), "policy_error": None, "rows": []}
+    try:
+        threads.parse_policy(result["policy_env"])
+    except ValueError as e:
+        result["policy_error"] = str(e)
+    result["environment"] = environment()
+    if not predictors:
+        return result
+
+    def predict_all():
+        for p in predictors.values():
+            p.predict([sentence])
+
+    def ig_all():
+        from .interpret import explain
+        for p in predictors.values():
+            explain(p, [sentence], "integrated_gradients")
+
+    t0 = time.perf_counter()
+    for n_busy in ([0, load] if load else [0]):
+        with BusyLoad(n_busy) as busy:
+            for n in counts:
+                say(f"{n_busy} busy process(es), {n} thread(s)")
+                auto = threads.auto_threads()             # what "auto" picks under this load
+                row: dict[str, Any] = {"load": n_busy, "threads": n, "busy_pids": busy.pids, "auto_picks": auto,
+                                       "policy": [k for k in threads.KINDS
+                                                  if pol.threads(k) == n or (pol.threads(k) == "auto" and auto == n)]}
+                snap = _cpu_seconds(busy.pids)
+                with threads.interactive(n):             # outermost scope: the library's own scopes defer to it
+                    row["torch_threads"] = torch.get_num_threads()
+                    t = time_call(predict_all, warmup=warmup, repeats=repeats)
+                    row["predict_ms"], row["predict_ms_max"] = 1000 * t["median"], 1000 * t["max"]
+                    if ig:
+                        t = time_call(ig_all, warmup=min(warmup, 1), repeats=ig_repeats)
+                        row["ig_ms"], row["ig_ms_max"] = 1000 * t["median"], 1000 * t["max"]
+                others = _others_cores(snap, _cpu_seconds(busy.pids))
+                row["other_cores"] = None if others is None else round(others, 2)
+                row["loadavg"] = environment()["loadavg"]
+                result["rows"].append(row)
+    result["seconds"] = time.perf_counter() - t0
+    return result
+
+
+def format_latency(result: dict[str, Any]) -> str:
+    """The latency table: one row per (background load, thread count)."""
+    env = result["environment"]
+    n = len(result["models"])
+    out = [f"textcls bench --latency - {env['time']}, torch {env['torch']}, {env['cpu_count']} CPU(s), "
+           f"load average {env['loadavg']} at the start",
+           f"thread policy: {result['policy']} ("
+           + (f"TEXTCLS_THREADS={result['policy_env']!r} is invalid, so the defaults" if result.get("policy_error")
+              else f"TEXTCLS_THREADS={result['policy_env']}" if result["policy_env"] else "the defaults") + ")"]
+    if not n:
+        out.append(f"No checkpoint matching {result['pattern']!r} in {result['root']}.")
+        out += [f"  skipped: {e}" for e in result.get("errors", [])]
+        return "\n".join(out)
+    out.append(f"{n} checkpoint(s) matching {result['pattern']!r} ({', '.join(result['models'])}), one sentence; "
+               f"median of {result['repeats']} passes (IG: {result['ig_repeats']}), ms for all {n} models")
+    out.append("")
+    headers = ["background load", "threads", "policy", "predict ms", "IG ms", "other CPU"]
+    rows = []
+    for r in result["rows"]:
+        rows.append([f"{r['load']} busy process(es)" if r["load"] else "idle", r["threads"],
+                     ", ".join(r["policy"]) or "-", f"{r['predict_ms']:.0f}",
+                     f"{r['ig_ms']:.0f}" if "ig_ms" in r else "-",
+                     "?" if r.get("other_cores") is None else f"{r['other_cores']:.1f}"])
+    out.append(_table(headers, rows))
+    out.append("policy: the kinds of work TEXTCLS_THREADS runs with this many threads under this load (auto: "
+               "the count it picked at the row's start)")
+    out.append("other CPU: cores used on average by processes other than the benchmark and its busy processes "
+               "while the row ran (on a shared machine: more than ~0.2 means the row is not what it says)")
+    out += [f"  skipped: {e}" for e in result.get("errors", [])]
+    if "seconds" in result:
+        out.append(f"({result['seconds']:.0f} s)")
+    return "\n".join(out)
+
+
 # ---------------------------------------------------------------- the whole run
 
 
@@ -506,8 +714,11 @@ def run_bench(*, quick: bool = False, models: Sequence[str] | None = None, seq_l
             train_steps=settings["train_steps"], vocab_size=vocab_size, memory=memory, training=training))
     if checkpoints is not None and Path(checkpoints).is_dir():
         say(f"checkpoints in {checkpoints}")
-        result["checkpoints"] = bench_checkpoints(checkpoints, warmup=settings["warmup"],
-                                                  repeats=settings["repeats"])
+        from . import threads as thread_policy
+        # one sentence is interactive work: the thread policy's count (TEXTCLS_THREADS), or --threads when given
+        with thread_policy.interactive(threads if threads is not None else "policy"):
+            result["checkpoints"] = bench_checkpoints(checkpoints, warmup=settings["warmup"],
+                                                      repeats=settings["repeats"])
     env_end = environment()
     result["environment_end"] = {"time": env_end["time"], "loadavg": env_end["loadavg"]}
     result["seconds"] = time.perf_counter() - t0
@@ -727,6 +938,18 @@ def add_arguments(p) -> None:
                    help="folder of checkpoints to time (default: checkpoints)")
     p.add_argument("--no-memory", action="store_true", help="skip the memory measurements")
     p.add_argument("--no-training", action="store_true", help="skip the training-step timings")
+    g = p.add_argument_group("latency (--latency): what a user waits for on a busy machine")
+    g.add_argument("--latency", action="store_true",
+                   help="only time one sentence through the shipped sst2 checkpoints (predict) and their integrated "
+                        "gradients, at each thread count (1, torch's default, TEXTCLS_THREADS'), idle and with --load")
+    g.add_argument("--load", type=int, default=0, metavar="N",
+                   help="with --latency: also measure with N busy background processes (started and stopped by "
+                        "the command), e.g. 2")
+    g.add_argument("--latency-threads", default=None, metavar="N,M",
+                   help="with --latency: the thread counts to compare (default: 1, torch's default and the policy's)")
+    g.add_argument("--pattern", default=LATENCY_PATTERN,
+                   help=f"with --latency: checkpoint folder names to time (default {LATENCY_PATTERN})")
+    g.add_argument("--no-ig", action="store_true", help="with --latency: skip integrated gradients")
 
 
 def cli_job(args) -> Callable[[], int]:
@@ -745,6 +968,10 @@ def cli_job(args) -> Callable[[], int]:
             raise ValueError(f"--models: unknown model(s) {unknown}; known: {', '.join(sorted(known))}")
     if args.json is not None and Path(args.json).is_dir():
         raise ValueError(f"--json {args.json} is a folder; give a file name")
+    if getattr(args, "latency", False):
+        return _latency_job(args)
+    if getattr(args, "load", 0) or getattr(args, "latency_threads", None):
+        raise ValueError("--load and --latency-threads go with --latency")
 
     def job() -> int:
         result = run_bench(quick=args.quick, models=models, seq_len=args.seq_len, batch_size=args.batch_size,
@@ -755,4 +982,33 @@ def cli_job(args) -> Callable[[], int]:
         if args.json:
             print(f"wrote {write_json(result, args.json)}")
         return 0
+    return job
+
+
+def _latency_job(args) -> Callable[[], int]:
+    if not Path(args.checkpoints).is_dir():
+        raise ValueError(f"--checkpoints {args.checkpoints}: no such folder")
+    if args.load < 0 or args.load > 64:
+        raise ValueError(f"--load must be between 0 and 64 busy processes, got {args.load}")
+    counts = None
+    if args.latency_threads:
+        try:
+            counts = sorted({int(x) for x in args.latency_threads.split(",") if x.strip()})
+        except ValueError:
+            counts = []
+        if not counts or min(counts) < 1:
+            raise ValueError(f"--latency-threads expects positive integers separated by commas, got "
+                             f"{args.latency_threads!r}")
+    elif args.threads is not None:
+        counts = [args.threads]
+    quick = args.quick
+
+    def job() -> int:
+        result = bench_latency(args.checkpoints, pattern=args.pattern, load=args.load, thread_settings=counts,
+                               repeats=3 if quick else 7, ig=not args.no_ig, ig_repeats=1 if quick else 3,
+                               progress=lambda m: print(f"... {m}", file=sys.stderr, flush=True))
+        print(format_latency(result))
+        if args.json:
+            print(f"wrote {write_json(result, args.json)}")
+        return 0 if result["models"] else 1
     return job

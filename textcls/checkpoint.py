@@ -32,6 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .files import atomic_write, fsync_dir
+from .paths import checkpoint_roots, shipped_checkpoints
+
 if TYPE_CHECKING:  # torch is imported where it is used: listing checkpoints must not import it
     import torch
 
@@ -59,6 +62,7 @@ class CheckpointInfo:
     valid: bool = True
     error: str | None = None
     info: dict[str, Any] = dataclasses.field(default_factory=dict)  # config.json
+    shipped: bool = False            # in the read-only shipped folder (paths.shipped_checkpoints)
 
 
 # ---------------------------------------------------------------- helpers
@@ -157,26 +161,6 @@ def _is_checkpoint_dir(path: Path) -> bool:
         return False
 
 
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _write_text(path: Path, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-
-
 def _vocab_to_obj(vocab):
     data = vocab.to_dict() if hasattr(vocab, "to_dict") else vocab.to_json()
     return json.loads(data) if isinstance(data, (str, bytes)) else data
@@ -246,18 +230,18 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module, tokenizer, labels,
     old: Path | None = None
     try:
         os.chmod(tmp, 0o755)
-        _write_text(tmp / "config.json", config_text)
-        _write_text(tmp / "vocab.json", vocab_text)
-        _write_text(tmp / "history.json", history_text)
+        for name_, text in (("config.json", config_text), ("vocab.json", vocab_text),
+                            ("history.json", history_text)):
+            atomic_write(tmp / name_, text)
         save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt", "textcls_model": name})
         with open(tmp / "model.safetensors", "rb") as f:
             os.fsync(f.fileno())
-        _fsync_dir(tmp)
+        fsync_dir(tmp)
         if path.exists():
             old = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}"
             os.rename(path, old)
         os.rename(tmp, path)
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         if old is not None and not path.exists():
@@ -441,4 +425,24 @@ def list_checkpoints(root: str | Path = "checkpoints", include_invalid: bool = F
         except CheckpointError as e:
             if include_invalid:
                 out.append(CheckpointInfo(name=p.name, path=p, valid=False, error=str(e)))
+    return out
+
+
+def list_all_checkpoints(include_invalid: bool = False) -> list[CheckpointInfo]:
+    """The shipped checkpoints, then the user's (paths.checkpoint_roots), each marked `shipped` or not.
+
+    A user checkpoint whose folder name is also a shipped one is listed as "NAME (yours)", so every listed
+    name is unique and both stay reachable.
+    """
+    out: list[CheckpointInfo] = []
+    seen: set[str] = set()
+    shipped_root = shipped_checkpoints()
+    for root in checkpoint_roots():
+        shipped = root == shipped_root
+        for info in list_checkpoints(root, include_invalid=include_invalid):
+            info.shipped = shipped
+            if info.name in seen:
+                info.name = f"{info.name} (yours)"
+            seen.add(info.name)
+            out.append(info)
     return out

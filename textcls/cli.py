@@ -5,6 +5,7 @@
     python -m textcls predict DIR "some text" [more texts | -] [--json]
     python -m textcls list [--checkpoints ROOT] [--json]
     python -m textcls bench [--quick] [--json OUT]
+    python -m textcls bench --latency [--load N] [--json OUT]   (thread policy: TEXTCLS_THREADS, textcls/threads.py)
     python -m textcls reproduce [--suite NAME] [--runs K] [--epochs N] [--limit N] [--out docs/results.json]
 
 Exit codes: 0 ok, 1 runtime failure (including a training run that diverged), 2 usage or bad input
@@ -160,6 +161,9 @@ def cmd_train(args) -> int:
             raise UsageError("--extra-vocab must be >= 0")
         if args.extra_vocab and emb != "glove":
             raise UsageError("--extra-vocab adds GloVe words: it needs --embeddings glove")
+        if args.out is None:
+            from .paths import new_run_dir
+            args.out = str(new_run_dir(args.model, args.data))
         out = check_target(args.out)
         bundle = load_data(args.data, root=args.data_root, limit=args.limit, seed=args.seed,
                            text_column=args.text_column, label_column=args.label_column)
@@ -277,8 +281,9 @@ def cmd_predict(args) -> int:
 
 
 def cmd_list(args) -> int:
-    from .checkpoint import list_checkpoints
+    from .checkpoint import list_all_checkpoints, list_checkpoints
     from .data import list_datasets
+    from .paths import checkpoint_roots
     from .registry import get_entry, list_models
 
     models = [{"name": n, "input": get_entry(n).input_kind, "presets": sorted(get_entry(n).presets),
@@ -288,7 +293,8 @@ def cmd_list(args) -> int:
         datasets = list_datasets(args.data_root)
     except (ValueError, FileNotFoundError) as e:
         raise UsageError(_one_line(e)) from None
-    cks = list_checkpoints(args.checkpoints, include_invalid=True)
+    cks = (list_checkpoints(args.checkpoints, include_invalid=True) if args.checkpoints
+           else list_all_checkpoints(include_invalid=True))
     if args.json:
         print(json.dumps({"models": models, "datasets": datasets,
                           "checkpoints": [{"name": c.name, "path": str(c.path), "model": c.model, "data": c.data,
@@ -302,7 +308,8 @@ def cmd_list(args) -> int:
     print("data sets:" + ("" if datasets else " none found (set TEXTCLS_DATA or --data-root)"))
     for d in datasets:
         print(f"  {d}")
-    print(f"checkpoints in {args.checkpoints}:" + ("" if cks else " none"))
+    where = args.checkpoints or " and ".join(str(r) for r in checkpoint_roots())
+    print(f"checkpoints in {where}:" + ("" if cks else " none"))
     for c in cks:
         if c.valid:
             acc = "n/a" if c.test_accuracy is None else f"{c.test_accuracy:.4f}"
@@ -347,7 +354,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--model", required=True, help="registered model name (see `list`)")
     t.add_argument("--data", required=True, help="bundled data set name, a data folder/file, or hf:ID")
     t.add_argument("--epochs", type=int, required=True, help="number of epochs")
-    t.add_argument("--out", required=True, help="checkpoint folder to write (replaced atomically)")
+    t.add_argument("--out", default=None,
+                   help="checkpoint folder to write (replaced atomically); default: a new MODEL-DATA-TIME folder in "
+                        "your checkpoints ($TEXTCLS_HOME/checkpoints), which the app lists beside the shipped ones")
     t.add_argument("--embeddings", default="glove", help="glove (50-d GloVe 6B), random, or a vectors FILE")
     t.add_argument("--preset", default=None, help="model preset, e.g. small (default: the paper's configuration)")
     t.add_argument("--variant", default=None, help="a paper variant of the model (see `list`)")
@@ -371,7 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--extra-vocab", type=int, default=0, metavar="N",
                    help="also add the N most frequent GloVe words missing from the training texts (they keep "
                         "their GloVe vectors, so test words unseen in training are not <unk>)")
-    t.add_argument("--data-root", default=None, help="folder of the bundled data sets (default: TEXTCLS_DATA)")
+    t.add_argument("--data-root", default=None, help="folder(s) of data sets searched by name before the embedded sst2, sst2_phrases, trec (default: TEXTCLS_DATA)")
     t.add_argument("--limit", type=int, default=None, help="use at most N examples per split (quick runs)")
     t.add_argument("--text-column", default="text", help="text column of a CSV/JSONL/Parquet file")
     t.add_argument("--label-column", default="label", help="label column of a CSV/JSONL/Parquet file")
@@ -388,7 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--split", default="test", help="split name (default test)")
     e.add_argument("--json", action="store_true",
                    help="print JSON: accuracy, macro_f1, per_class, confusion, labels, n, loss")
-    e.add_argument("--data-root", default=None, help="folder of the bundled data sets")
+    e.add_argument("--data-root", default=None, help="folder(s) of data sets searched by name (default: TEXTCLS_DATA)")
     e.add_argument("--limit", type=int, default=None, help="use at most N examples")
     e.add_argument("--batch-size", type=int, default=128, help="batch size (default 128)")
     e.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
@@ -406,15 +415,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("list", help="list models, data sets and checkpoints",
                        description="List the registered models, the bundled data sets and the checkpoints.")
-    s.add_argument("--checkpoints", default=os.environ.get("TEXTCLS_CHECKPOINTS", "checkpoints"),
-                   help="folder of checkpoint folders (default: checkpoints, or TEXTCLS_CHECKPOINTS)")
-    s.add_argument("--data-root", default=None, help="folder of the bundled data sets")
+    s.add_argument("--checkpoints", default=None,
+                   help="one folder of checkpoint folders (default: the shipped ones, TEXTCLS_CHECKPOINTS or "
+                        "./checkpoints, and yours, $TEXTCLS_HOME/checkpoints)")
+    s.add_argument("--data-root", default=None, help="folder(s) of data sets searched by name (default: TEXTCLS_DATA)")
     s.add_argument("--json", action="store_true", help="print JSON")
     s.set_defaults(func=cmd_list)
 
     from . import bench, reproduce
     b = sub.add_parser("bench", help="parameters, speed and memory of every model; ACT Table 5, LAMA Fig. 4",
-                       description="Benchmark the models (random weights) and the shipped checkpoints.")
+                       description="Benchmark the models (random weights) and the shipped checkpoints; with "
+                                   "--latency, one sentence's latency per thread count, idle and under --load.")
     bench.add_arguments(b)
     b.set_defaults(func=cmd_bench)
     rp = sub.add_parser("reproduce", help="train the papers' configurations, write results.json + .md",

@@ -45,6 +45,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .threads import batch_work
+
 Progress = Callable[[int, int], None]
 BY = ("gold", "pred")
 SCORES = ("relative", "mean", "total")
@@ -143,6 +145,7 @@ def supports_token_weights(model) -> tuple[bool, str]:
         return False, str(e)
 
 
+@batch_work
 def token_weights(predictor, texts: Sequence[str], gold: Sequence[str] | Sequence[int] | None = None, *,
                   batch_size: int = DEFAULT_BATCH, progress: Progress | None = None,
                   cache: "CorpusCache | None" = None, cached_only: bool = False) -> CorpusWeights | None:
@@ -430,6 +433,7 @@ class FilterNgrams:
 FILTER_COLUMNS = ["bank", "layer", "head", "filter", "rank", "ngram", "activation", "hits", "text", "position"]
 
 
+@batch_work
 def filter_ngrams(predictor, texts: Sequence[str], *, top: int = 5, batch_size: int = DEFAULT_BATCH,
                   progress: Progress | None = None, cache: "CorpusCache | None" = None,
                   cached_only: bool = False) -> FilterNgrams | None:

@@ -2,7 +2,8 @@
 
 `load_data(spec)` resolves `spec` in this order:
 1. `"hf:ID"` or `"hf:ID:CONFIG"` - a hub data set (online only);
-2. a name found in the data root (`data_root()`): a bundled folder;
+2. a name found in a data root (`paths.data_roots()`: --data-root / TEXTCLS_DATA, then the data embedded in
+   the package): a bundled folder;
 3. an existing path: a bundled-format folder, or one data file;
 4. anything else that is not a file path - a bare hub id (`"ag_news"`, `"stanfordnlp/imdb"`).
 
@@ -47,8 +48,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .paths import data_roots
+
 SPLITS = ("train", "dev", "test")
-REPO = Path(__file__).resolve().parents[1]
 HUB_TIMEOUT = 5.0            # seconds for the hub reachability check
 FILE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "json", ".ndjson": "json", ".json": "json",
                 ".parquet": "parquet"}
@@ -110,24 +112,25 @@ class DataBundle:
 # ------------------------------------------------------------------------------------------------ where data lives
 
 def data_root(root: str | Path | None = None) -> Path:
-    """Explicit `root`, else env TEXTCLS_DATA, else ../shared/data beside the repository if present, else ./data."""
-    if root:
-        return Path(root).expanduser()
-    env = os.environ.get("TEXTCLS_DATA", "").strip()
-    if env:
-        return Path(env).expanduser()
-    shared = REPO.parent / "shared" / "data"
-    if shared.is_dir():
-        return shared
-    return Path("data")
+    """The first folder searched by name: `root`, else env TEXTCLS_DATA, else the embedded data (paths.py)."""
+    return data_roots(root)[0]
 
 
 def list_datasets(root: str | Path | None = None) -> list[str]:
-    """Names of the bundled data sets (folders with a dataset.json) in the data root."""
-    r = data_root(root)
-    if not r.is_dir():
-        return []
-    return sorted(p.name for p in r.iterdir() if (p / "dataset.json").is_file())
+    """Names of the bundled-format data sets (folders with a dataset.json) in every data root, sorted."""
+    names: set[str] = set()
+    for r in data_roots(root):
+        if r.is_dir():
+            names.update(p.name for p in r.iterdir() if (p / "dataset.json").is_file())
+    return sorted(names)
+
+
+def find_dataset(name: str, root: str | Path | None = None) -> Path | None:
+    """The folder of the data set called `name` in the first data root that has it, else None."""
+    for r in data_roots(root):
+        if (r / name / "dataset.json").is_file():
+            return r / name
+    return None
 
 
 def load_data(spec: str | Path, *, root: str | Path | None = None, text_column: str = "text",
@@ -151,10 +154,10 @@ def _load_local(spec, root, text_column, label_column, seed, labels, as_split) -
     s = str(spec)
     if not s.strip():
         raise DataError("empty data set name")
-    r = data_root(root)
     plain = isinstance(spec, str) and not any(c in s for c in "/\\") and _file_format(Path(s)) is None
-    if plain and (r / s).is_dir():
-        return load_bundled(r / s, text_column=text_column, label_column=label_column)
+    found_at = find_dataset(s, root) if plain else None
+    if found_at is not None:
+        return load_bundled(found_at, text_column=text_column, label_column=label_column)
     p = Path(s).expanduser()
     if p.is_dir():
         return load_bundled(p, text_column=text_column, label_column=label_column)
@@ -163,8 +166,9 @@ def _load_local(spec, root, text_column, label_column, seed, labels, as_split) -
                          as_split=as_split)
     if _file_format(p) is not None or isinstance(spec, Path) or s.startswith((".", "/", "~")) or "\\" in s:
         raise DataError(f"{p}: no such file or folder")
-    found = list_datasets(r)
-    where = (f"not a bundled data set in {r} (available: {', '.join(found) or 'none'}), "
+    found = list_datasets(root)
+    roots = ", ".join(str(r) for r in data_roots(root))
+    where = (f"not a bundled data set in {roots} (available: {', '.join(found) or 'none'}), "
              f"not a local file or folder")
     try:
         return load_hub(s, text_column=text_column, label_column=label_column, seed=seed, labels=labels)
@@ -604,3 +608,63 @@ def load_hub(spec: str, *, text_column: str = "text", label_column: str = "label
     splits = {k: splits[k] for k in SPLITS if k in splits}
     return DataBundle(repo_id.split("/")[-1] + (f"_{config}" if config else ""), names, splits, "",
                       f"hf:{spec}", {"hub_id": repo_id, "config": config or None})
+
+
+def file_columns(path: str | Path, max_rows: int = 50) -> list[str]:
+    """The column names of a CSV / TSV / JSONL / JSON / Parquet data file (for column pickers).
+
+    Raises `data.DataError` naming the file and the problem when the file cannot be read that far.
+    """
+    p = Path(path)
+    name = p.name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    fmt = FILE_FORMATS.get(Path(name).suffix)
+    if fmt is None:
+        raise DataError(f"{p.name}: unknown file type (expected one of {', '.join(FILE_FORMATS)})")
+    if fmt == "parquet":
+        try:
+            import pyarrow.parquet as pq
+            return list(pq.read_schema(p).names)
+        except Exception as e:  # noqa: BLE001
+            raise DataError(f"{p.name}: not a Parquet file ({e})") from None
+    opener = gzip.open if p.name.lower().endswith(".gz") else open
+    try:
+        with opener(p, "rt", encoding="utf-8", newline="") as f:
+            if fmt in ("csv", "tsv"):
+                reader = csv.reader(f, delimiter="\t" if fmt == "tsv" else ",",
+                                    quoting=csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL)
+                header = next(reader, None)
+                if not header or not any(h.strip() for h in header):
+                    raise DataError(f"{p.name}: empty file or no header row")
+                cols = [h.strip() for h in header]
+                if len(set(cols)) != len(cols):
+                    raise DataError(f"{p.name}: repeated column names in the header: {cols}")
+                return cols
+            head = f.read(1)
+            f.seek(0)
+            if head == "[":
+                rows = json.load(f)
+                if not isinstance(rows, list) or not rows or not isinstance(rows[0], dict):
+                    raise DataError(f"{p.name}: a .json file must hold objects (one per line, or one array)")
+                return list(rows[0])
+            keys: dict[str, None] = {}
+            for n, line in enumerate(f, start=1):
+                if n > max_rows:
+                    break
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise DataError(f"{p.name}, line {n}: not valid JSON ({e.msg})") from None
+                if not isinstance(obj, dict):
+                    raise DataError(f"{p.name}, line {n}: expected a JSON object, got {type(obj).__name__}")
+                keys.update(dict.fromkeys(obj))
+            if not keys:
+                raise DataError(f"{p.name}: no records")
+            return list(keys)
+    except UnicodeDecodeError:
+        raise DataError(f"{p.name}: not UTF-8 text") from None
+    except (OSError, EOFError, json.JSONDecodeError) as e:
+        raise DataError(f"{p.name}: cannot be read ({e})") from None

@@ -6,6 +6,9 @@ the caller's order), and returns one `Prediction` per text. Maps come back as nu
 axis removed and cropped to that example's true size: axes ending in "token" to len(tokens), "sentence"
 axes to the number of sentences, "word" axes to the longest sentence's word count (HCAN).
 
+Threads: a call with up to `threads.INTERACTIVE_MAX_TEXTS` texts runs under the interactive thread setting,
+a larger one under the batch setting (TEXTCLS_THREADS; see textcls/threads.py).
+
 The model is shared (the app caches one per checkpoint for every session): a Predictor never trains it,
 never changes its parameters, and never stores per-call state on it.
 """
@@ -18,6 +21,8 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from .threads import for_texts
 
 
 @dataclass
@@ -101,6 +106,10 @@ class Predictor:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if self.model.training:  # someone switched the shared model to training mode; predictions need eval
             self.model.eval()
+        with for_texts(len(texts)):  # a few texts: interactive thread setting; a split: batch (textcls.threads)
+            return self._predict(texts, return_maps, batch_size)
+
+    def _predict(self, texts: list[str], return_maps: bool, batch_size: int) -> list[Prediction]:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         results: list[Prediction | None] = [None] * len(texts)
         device = self.device

@@ -18,6 +18,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .threads import batch_work
+
 
 def _as_int_array(y: Sequence[int] | np.ndarray, name: str) -> np.ndarray:
     a = np.asarray(y)
@@ -113,6 +115,7 @@ def default_ignore_label(data_name: str, labels: Sequence[str]) -> str | None:
     return None
 
 
+@batch_work
 def evaluate(predictor_or_model, split, *, tokenizer=None, labels: Sequence[str] | None = None,
              label_names: Sequence[str] | None = None, ignore_label: str | None = None,
              batch_size: int = 64) -> dict[str, Any]:

@@ -1,50 +1,18 @@
-"""Model registry (timm style): models enrol themselves with @register_model; tests enrol by registration."""
+"""Model look-ups (timm style): list, describe, configure and build the registered models. Models enrol with
+`@register_model` (textcls.models.registration); tests enrol by registration."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-_REGISTRY: dict[str, "ModelEntry"] = {}
-
-
-@dataclass
-class ModelEntry:
-    name: str
-    cls: type
-    config_cls: type
-    description: str = ""
-    # named override sets: "small" is the test/laptop size; the config defaults are the paper's.
-    presets: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # named variants the paper evaluates (config switches); tests run each at the small preset.
-    variants: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # "tokens": input (B, L); "sentences": input (B, S, W) (HCAN hierarchical).
-    input_kind: str = "tokens"
-
-
-def register_model(name: str, config_cls: type, *, description: str = "", presets: dict | None = None,
-                   variants: dict | None = None, input_kind: str = "tokens") -> Callable[[type], type]:
-    def deco(cls: type) -> type:
-        if name in _REGISTRY:
-            raise ValueError(f"model {name!r} registered twice")
-        _REGISTRY[name] = ModelEntry(name, cls, config_cls, description, dict(presets or {}),
-                                     dict(variants or {}), input_kind)
-        cls.registry_name = name
-        return cls
-    return deco
-
-
-def _ensure_loaded() -> None:
-    from . import models  # noqa: F401  (importing the package registers every model)
-
+from . import models  # noqa: F401  (importing the package registers every model)
+from .models.registration import _REGISTRY, ModelEntry, register_model
 
 def list_models() -> list[str]:
-    _ensure_loaded()
     return sorted(_REGISTRY)
 
 
 def get_entry(name: str) -> ModelEntry:
-    _ensure_loaded()
     if name not in _REGISTRY:
         raise KeyError(f"unknown model {name!r}; known: {', '.join(sorted(_REGISTRY))}")
     return _REGISTRY[name]
@@ -78,9 +46,3 @@ def create_model(name: str, vocab_size: int | None = None, num_labels: int | Non
         overrides["embed_dim"] = int(embeddings.shape[1])
     config = make_config(name, preset=preset, variant=variant, **overrides)
     return get_entry(name).cls(config, embeddings=embeddings)
-
-
-def model_from_config(name: str, config_dict: dict[str, Any]):
-    """Rebuild a model from a saved config dict (checkpoint loading). Unknown keys are an error."""
-    entry = get_entry(name)
-    return entry.cls(entry.config_cls(**config_dict))

@@ -44,6 +44,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 import torch
 
+from .files import atomic_write
+
 RESULTS_VERSION = 1
 DEFAULT_OUT = "docs/results.json"
 
@@ -298,13 +300,6 @@ def load_results(path: str | Path) -> dict[str, Any]:
     return res
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 @contextlib.contextmanager
 def _locked(path: Path):
     """Hold an exclusive lock beside `path` (POSIX; elsewhere no lock), so reproduce runs can share a file."""
@@ -334,7 +329,7 @@ def _update(out: Path, md: Path, change: Callable[[dict[str, Any]], None]) -> di
 
 
 def save_results(results: dict[str, Any], path: str | Path) -> None:
-    _write_atomic(Path(path), json.dumps(results, indent=1, sort_keys=False) + "\n")
+    atomic_write(Path(path), json.dumps(results, indent=1, sort_keys=False) + "\n")
 
 
 def _loadavg() -> list[float]:
@@ -649,7 +644,7 @@ def render_markdown(results: dict[str, Any]) -> str:
 
 def write_markdown(results: dict[str, Any], path: str | Path) -> Path:
     path = Path(path)
-    _write_atomic(path, render_markdown(results))
+    atomic_write(path, render_markdown(results))
     return path
 
 

@@ -13,8 +13,7 @@ Choices (written down because every model and every heatmap depends on them):
   (`re-imagining`, `3.5`), markup tags kept as one token (SemEval's `<e1>`, `</e1>`), every other symbol its
   own token (punctuation, each emoji code point). Lower-cased when `lowercase`.
 - Character level (`level="char"`): the cleaned text's characters, whitespace runs as one `" "` token.
-- Sentences (`split_sentences`, HCAN's own function from `textcls.models.hcan`, used for the (B, S, W)
-  input): a sentence ends after each `.`, `!` or `?` token, which stays its last token; a trailing remainder
+- Sentences (`split_sentences`, used for HCAN's (B, S, W) input, built by `to_hierarchical`): a sentence ends after each `.`, `!` or `?` token, which stays its last token; a trailing remainder
   is the last sentence. `...` is one token and ends no sentence; abbreviations (`mr.`, `u.s.`) are one token.
 - Vocabulary: `<pad>` = 0, `<unk>` = 1, then tokens by descending frequency (ties alphabetically), keeping
   those seen `min_freq` times, at most `max_size` entries in total (the two specials included, so
@@ -107,7 +106,7 @@ def clean_text(text: str, strip_html: bool = True) -> str:
 def iter_sentences(tokens: Iterable[str], ends: frozenset[str] = SENTENCE_END) -> Iterator[list[str]]:
     """Lazy sentence split over any token iterable (lets long texts stop early): a sentence ends after each
     `.`, `!` or `?` token, which stays its last token; a trailing remainder is the last sentence.
-    The same rule as `split_sentences` (tests check they agree)."""
+    `split_sentences` is this, with limits."""
     current: list[str] = []
     for tok in tokens:
         current.append(tok)
@@ -118,14 +117,49 @@ def iter_sentences(tokens: Iterable[str], ends: frozenset[str] = SENTENCE_END) -
         yield current
 
 
-try:   # one definition for the model and the tokenizer: HCAN's own splitter
-    from .models.hcan import split_sentences
-except ImportError:  # pragma: no cover - only while HCAN is absent
-    def split_sentences(tokens: Sequence[str], max_sentences: int | None = None,
-                        max_words: int | None = None) -> list[list[str]]:
-        """Split after each `.`, `!`, `?` token (kept at the sentence's end); remainder is the last sentence."""
-        sents = list(iter_sentences(tokens))[:max_sentences]
-        return [s[:max_words] for s in sents] if max_words else sents
+def _check_limit(name: str, value: int | None) -> None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise ValueError(f"{name} must be a positive int or None, got {value!r}")
+
+
+def split_sentences(tokens: Sequence[str], max_sentences: int | None = None,
+                    max_words: int | None = None) -> list[list[str]]:
+    """Split a token list into sentences after each ".", "!" or "?" token (it stays as the sentence's last
+    token); a trailing remainder without a terminator is the last sentence; no tokens -> [].
+    `max_sentences` keeps the first sentences, `max_words` the first words of each sentence."""
+    _check_limit("max_sentences", max_sentences)
+    _check_limit("max_words", max_words)
+    if isinstance(tokens, str):
+        raise TypeError("split_sentences takes a list of tokens, not a string (tokenize first)")
+    sentences = list(iter_sentences(tokens))
+    if max_sentences is not None:
+        sentences = sentences[:max_sentences]
+    if max_words is not None:
+        sentences = [s[:max_words] for s in sentences]
+    return sentences
+
+
+def to_hierarchical(ids_list: Sequence[Sequence[Sequence[int]]], max_sentences: int | None = None,
+                    max_words: int | None = None, pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Documents as lists of per-sentence id lists -> (token_ids (B, S, W) long, mask (B, S, W) bool).
+
+    S / W are the largest sentence count / sentence length in the batch, capped by max_sentences / max_words
+    (longer documents and sentences are truncated), and at least 1, so a document with no sentences is an
+    all-pad row. Mask is True at every kept position (ids equal to pad_id inside a sentence stay real)."""
+    _check_limit("max_sentences", max_sentences)
+    _check_limit("max_words", max_words)
+    docs = [list(doc)[:max_sentences] if max_sentences else list(doc) for doc in ids_list]
+    docs = [[list(s)[:max_words] if max_words else list(s) for s in doc] for doc in docs]
+    S = max([len(d) for d in docs] + [1])
+    W = max([len(s) for d in docs for s in d] + [1])
+    ids = torch.full((len(docs), S, W), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(docs), S, W), dtype=torch.bool)
+    for b, doc in enumerate(docs):
+        for s, sent in enumerate(doc):
+            if sent:
+                ids[b, s, :len(sent)] = torch.as_tensor(sent, dtype=torch.long)
+                mask[b, s, :len(sent)] = True
+    return ids, mask
 
 
 # ------------------------------------------------------------------------------------------------ config

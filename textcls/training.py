@@ -34,6 +34,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .threads import batch_work
+
 # ---------------------------------------------------------------- encoded data
 
 
@@ -174,6 +176,7 @@ def model_device(model: torch.nn.Module) -> torch.device:
     return torch.device("cpu")
 
 
+@batch_work  # a whole split: the batch thread setting (textcls.threads)
 @torch.no_grad()
 def predict_encoded(model, enc: EncodedSplit, batch_size: int = 64) -> tuple[np.ndarray, float | None]:
     """(predicted class per example, mean cross-entropy or None without labels), in eval mode.
@@ -360,6 +363,7 @@ def _emit(callbacks: Iterable[Callback], event: Any) -> None:
         cb(event)
 
 
+@batch_work  # training: the batch thread setting, in whichever thread runs it (textcls.threads)
 def fit(model: torch.nn.Module, train: EncodedSplit, dev: EncodedSplit | None = None,
         config: TrainConfig | None = None, callbacks: Iterable[Callback] = (),
         stop_event: threading.Event | None = None) -> History:

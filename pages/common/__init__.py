@@ -1,21 +1,21 @@
 """Shared pieces of the dashboard pages: `cache` (the only st.cache_* wrappers) and `widgets`.
 
-Importing this package also fixes a Streamlit quirk: because the app keeps its pages in a folder named
-`pages/`, a server whose first request is a deep link (e.g. /compare) starts in the legacy multipage mode and
-runs the page without app.py (no page config, a raw file list as navigation). The first import switches the
-process to st.navigation mode and reruns, so app.py takes over and opens the page that was asked for.
+`inside_app(__file__)`, called first by every page, keeps a page inside app.py's navigation. Because the pages
+live in a folder named `pages/`, a server whose first request is a deep link (e.g. /compare) starts in
+Streamlit's legacy pages-folder mode and runs the page without app.py (no page config, a raw file list as
+navigation). The page then notes where the user was going and switches to app.py, whose st.navigation takes
+over and opens that page: public APIs only (st.session_state, st.switch_page).
 """
+from pathlib import Path
+
 import streamlit as st
 
-
-def _leave_legacy_pages_mode() -> None:
-    try:
-        from streamlit.runtime.pages_manager import PagesManager
-    except ImportError:  # a future Streamlit without the legacy mode
-        return
-    if getattr(PagesManager, "uses_pages_directory", False):
-        PagesManager.uses_pages_directory = False
-        st.rerun()
+APP_RAN = "_textcls_app_ran"          # set by app.py on every run of a session
+DEEP_LINK = "_textcls_deep_link"      # the page a deep link asked for, handed to app.py
 
 
-_leave_legacy_pages_mode()
+def inside_app(page_file: str) -> None:
+    """Make sure this page runs under app.py's navigation (see the module docstring)."""
+    if not st.session_state.get(APP_RAN):
+        st.session_state[DEEP_LINK] = f"pages/{Path(page_file).name}"
+        st.switch_page(Path(page_file).resolve().parents[1] / "app.py")

@@ -6,24 +6,22 @@ reloaded because its files' modification time is part of the cache key.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import streamlit as st
 
-from textcls.checkpoint import CheckpointError, CheckpointInfo, list_checkpoints, load_checkpoint
-
-REPO = Path(__file__).resolve().parents[2]
-ENV = "TEXTCLS_CHECKPOINTS"
+from textcls import paths
+from textcls.checkpoint import CheckpointError, CheckpointInfo, list_all_checkpoints, load_checkpoint
 
 
-def checkpoint_root() -> Path:
-    """The checkpoint folder: env TEXTCLS_CHECKPOINTS, else ./checkpoints (the repository's)."""
-    raw = os.environ.get(ENV, "").strip()
-    if raw:
-        return Path(raw).expanduser()
-    here = Path("checkpoints")
-    return here if here.is_dir() else REPO / "checkpoints"
+def checkpoint_roots() -> list[Path]:
+    """The folders listed: the shipped checkpoints (read-only), then the user's (textcls.paths)."""
+    return paths.checkpoint_roots()
+
+
+def user_checkpoints() -> Path:
+    """Where the Train page saves: the user's folder, never the repository."""
+    return paths.user_checkpoints()
 
 
 def stamp(path: str | Path) -> float:
@@ -34,10 +32,14 @@ def stamp(path: str | Path) -> float:
 
 
 @st.cache_data(ttl=10, show_spinner=False)
-def checkpoints(root: str) -> tuple[list[CheckpointInfo], list[CheckpointInfo]]:
-    """(valid, invalid) checkpoints directly under root; re-read every 10 s at most."""
-    infos = list_checkpoints(root, include_invalid=True)
+def _checkpoints(roots: tuple[str, ...]) -> tuple[list[CheckpointInfo], list[CheckpointInfo]]:
+    infos = list_all_checkpoints(include_invalid=True)
     return [i for i in infos if i.valid], [i for i in infos if not i.valid]
+
+
+def checkpoints() -> tuple[list[CheckpointInfo], list[CheckpointInfo]]:
+    """(valid, invalid) checkpoints, shipped then the user's; re-read every 10 s at most."""
+    return _checkpoints(tuple(str(r) for r in checkpoint_roots()))
 
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=32)
@@ -70,7 +72,7 @@ def predict_maps(path: str | Path, text: str):
     return _predict_maps(str(path), stamp(path), text)
 
 
-__all__ = ["CheckpointError", "checkpoint_root", "checkpoints", "predictor", "predict", "predict_maps", "stamp"]
+__all__ = ["CheckpointError", "checkpoint_roots", "checkpoints", "user_checkpoints", "predictor", "predict", "predict_maps", "stamp"]
 
 
 # ---------------------------------------------------------------- data sets (Train / Evaluate pages)
@@ -90,29 +92,180 @@ def _data_stamp(spec: str) -> float:
 
 @st.cache_data(show_spinner="Loading the data set…", max_entries=16)
 def _dataset(spec: str, stamp: float, limit: int | None, text_column: str, label_column: str, seed: int,
-             root: str | None):
+             root: str | None, as_split: str | None):
     from textcls.data import load_data
-    return load_data(spec, root=root, limit=limit, text_column=text_column, label_column=label_column, seed=seed)
+    return load_data(spec, root=root, limit=limit, text_column=text_column, label_column=label_column, seed=seed,
+                     as_split=as_split)
 
 
 def dataset(spec: str, *, limit: int | None = None, text_column: str = "text", label_column: str = "label",
-            seed: int = 0, root: str | None = None):
+            seed: int = 0, root: str | None = None, as_split: str | None = None):
     """A `DataBundle` (textcls.data.load_data), cached per (spec, its files' modification time, settings).
     Raises DataError like load_data; treat the result as read-only."""
-    return _dataset(str(spec), _data_stamp(str(spec)), limit, text_column, label_column, seed, root)
+    return _dataset(str(spec), _data_stamp(str(spec)), limit, text_column, label_column, seed, root, as_split)
 
 
 def refresh_checkpoints() -> None:
     """Forget the cached checkpoint listing, so a checkpoint saved just now shows on every page at once."""
-    checkpoints.clear()
+    _checkpoints.clear()
 
 
 @st.cache_resource(show_spinner=False)
 def job_registry():
-    """The app's one registry of background training jobs (textcls.training_jobs), shared by every session;
+    """The app's one registry of background training jobs (textcls.jobs), shared by every session;
     sessions keep their job ids in st.session_state. A resource, so it survives the dev server's re-imports."""
-    from textcls.training_jobs import JobRegistry
+    from textcls.jobs import JobRegistry
     return JobRegistry()
 
 
 __all__ += ["dataset", "job_registry", "refresh_checkpoints"]
+
+
+# ---------------------------------------------------------------- explanations and views (Attribute / Inspect pages)
+# Keyed like the predictions above - (checkpoint folder, its modification stamp, text, settings) - so a revisit,
+# in this session or another, is instant; a checkpoint saved again is recomputed. st.cache_data hands every
+# caller its own copy; the pages treat results as read-only all the same. Every argument is a plain value (the
+# cached models are looked up inside), and the library is imported where it is used (listing checkpoints must not
+# import torch). Settings a method ignores are left out of its key, so changing them recomputes nothing.
+
+_USES_BASELINE = ("integrated_gradients", "occlusion", "shapley", "lime")
+
+
+def _instance(path: str, mtime: float, text: str):
+    from textcls.interpret import as_source
+    return as_source(_predictor(path, mtime)).instances([text])[0]
+
+
+@st.cache_data(show_spinner=False, max_entries=4096)
+def _explanation(path: str, mtime: float, text: str, method: str, baseline: str | None, steps: int | None,
+                 removal: str | None):
+    from textcls.interpret import attention, attributions, faithfulness
+    pred, inst = _predictor(path, mtime), _instance(path, mtime, text)
+    if method == "attention":
+        return attention.attention_importance_instances(pred.model, [inst], labels=pred.labels)[0]
+    if method == "leave_one_out":
+        return faithfulness.leave_one_out(pred.model, inst, removal)
+    kw = {"baseline": baseline} if baseline is not None else {}
+    if steps is not None:
+        kw["n_steps"] = steps
+    return attributions.attribute_instances(pred.model, [inst], method, labels=pred.labels, **kw)[0]
+
+
+def explanation(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
+                removal: str = "delete"):
+    """One explanation of `text` by one checkpoint: an `Attribution` (own attention, Captum methods) or, for
+    "leave_one_out", a vector. Cached per (checkpoint, text, method, the settings that method uses).
+    Raises what the library raises (ValueError: the method does not apply to this model or input)."""
+    return _explanation(str(path), stamp(path), text, method,
+                        baseline if method in _USES_BASELINE else None,
+                        steps if method == "integrated_gradients" else None,
+                        removal if method == "leave_one_out" else None)
+
+
+def _scores(x):
+    import numpy as np
+    return np.asarray(getattr(x, "scores", x), dtype=float)
+
+
+@st.cache_data(show_spinner=False, max_entries=2048)
+def _erasure(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str):
+    from textcls.interpret import faithfulness
+    model, inst = _predictor(path, mtime).model, _instance(path, mtime, text)
+    v = _scores(explanation(path, text, method, baseline=baseline, steps=steps, removal=removal))
+    return (faithfulness.erasure_curves(model, inst, v, removal=removal),
+            faithfulness.erasure_flip(model, inst, v, removal=removal))
+
+
+def erasure(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
+            removal: str = "delete"):
+    """(erasure_curves, erasure_flip) of one explanation (see `explanation`), cached like it."""
+    return _erasure(str(path), stamp(path), text, method, baseline if method in _USES_BASELINE else "",
+                    steps if method == "integrated_gradients" else 0, removal)
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _random_erasure(path: str, mtime: float, text: str, removal: str, n: int):
+    import numpy as np
+
+    from textcls.interpret import faithfulness
+    model, inst = _predictor(path, mtime).model, _instance(path, mtime, text)
+    rng = np.random.default_rng(0)
+    return [faithfulness.erasure_curves(model, inst, rng.random(inst.n), removal=removal) for _ in range(n)]
+
+
+def random_erasure(path: str | Path, text: str, *, removal: str = "delete", n: int = 5) -> list[dict]:
+    """Erasure curves of `n` seeded random rankings (the floor an explanation should beat), cached."""
+    return _random_erasure(str(path), stamp(path), text, removal, n)
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _attention_tests(path: str, mtime: float, text: str, n_permutations: int):
+    from textcls.interpret import faithfulness
+    model, inst = _predictor(path, mtime).model, _instance(path, mtime, text)
+    if not faithfulness.attention_maps(model):
+        return {}
+    return {"perm": faithfulness.permutation_test(model, inst, n_permutations),
+            "unif": faithfulness.uniform_attention_test(model, inst)}
+
+
+def attention_tests(path: str | Path, text: str, *, n_permutations: int = 30) -> dict:
+    """{"perm": permutation_test, "unif": uniform_attention_test} of a model with attention weights, {} for a
+    model without; cached per (checkpoint, text)."""
+    return _attention_tests(str(path), stamp(path), text, n_permutations)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _counterfactual(ckpts: tuple[tuple[str, str, float], ...], text: str, edited: str):
+    from textcls.interpret import interventions
+    return interventions.counterfactual({name: _predictor(path, mtime) for name, path, mtime in ckpts}, text,
+                                        edited)
+
+
+def counterfactual(ckpts: dict[str, str | Path], text: str, edited: str):
+    """`textcls.interpret.counterfactual` of {name: checkpoint folder} for text -> edited, cached per
+    (checkpoints and their stamps, text, edited)."""
+    return _counterfactual(tuple((n, str(p), stamp(p)) for n, p in ckpts.items()), text, edited)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _slice_report(path: str, mtime: float, texts: tuple[str, ...], removal: str, baseline: str, steps: int,
+                  methods: tuple[str, ...]):
+    from textcls.interpret import faithfulness
+    return faithfulness.evaluate_slice(_predictor(path, mtime), list(texts), removal=removal, baseline=baseline,
+                                       n_steps=steps, methods=list(methods))
+
+
+def slice_report(path: str | Path, texts, *, removal: str = "delete", baseline: str = "pad", steps: int = 50,
+                 methods=("attention", "integrated_gradients", "random")):
+    """`textcls.interpret.evaluate_slice` of one checkpoint over texts, cached per (checkpoint, texts, settings)."""
+    return _slice_report(str(path), stamp(path), tuple(texts), removal, baseline, steps, tuple(methods))
+
+
+def _frozen(x):
+    """A hashable, order-free stand-in for a plain dict/list value (a cache key)."""
+    if isinstance(x, dict):
+        return tuple(sorted((str(k), _frozen(v)) for k, v in x.items()))
+    if isinstance(x, (list, tuple)):
+        return tuple(_frozen(v) for v in x)
+    return x
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _view(path: str, mtime: float, text: str, view_id: str, model: str, title: str, config_key, opts_key,
+          _config: dict, _opts: dict):
+    from textcls import viz
+    r = _predict_maps(path, mtime, text)
+    specs = {s.name: s for s in _predictor(path, mtime).model.map_specs()}
+    vi = viz.ViewInput(model, specs, r.maps, list(r.tokens), r.sentences, title=title, label=r.label,
+                       config=dict(_config), opts=dict(_opts))
+    return viz.build_view(view_id, vi)
+
+
+def view_figures(path: str | Path, text: str, view_id: str, *, model: str, title: str, config: dict, opts: dict):
+    """The figures (`textcls.viz.build_view`) of one Inspect view of a checkpoint on a text, cached per
+    (checkpoint, text, view, its options). Raises what the view raises."""
+    return _view(str(path), stamp(path), text, view_id, model, title, _frozen(config), _frozen(opts), config, opts)
+
+
+__all__ += ["attention_tests", "counterfactual", "erasure", "explanation", "random_erasure", "slice_report",
+            "view_figures"]

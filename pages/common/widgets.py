@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import html
 import re
+import tempfile
+import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
+from textcls import data as tdata
 from textcls import viz
 from textcls.checkpoint import CheckpointError, CheckpointInfo
 
@@ -23,8 +25,7 @@ from . import cache
 
 MAX_CHARS = 200_000          # longer inputs are cut (with a message) before they reach a model
 MAX_BATCH = 2_000            # texts per batch on the Compare page
-TRAIN_CMD = ("python -m textcls train --model kim_cnn --data sst2 --epochs 5 "
-             "--out {root}/kim_cnn_sst2")
+TRAIN_CMD = "python -m textcls train --model kim_cnn --data sst2 --epochs 5"
 EXAMPLE = ("The food was great and the staff were friendly. But the service was painfully slow! "
            "I would not come back.")
 
@@ -47,12 +48,13 @@ def ckpt_label(info: CheckpointInfo) -> str:
 
 # ---------------------------------------------------------------- checkpoints
 
-def no_checkpoints_message(root: Path, invalid: Sequence[CheckpointInfo] = ()) -> None:
-    st.warning(f"No trained checkpoint found in `{md_escape(root)}`. The app shows models you have trained; "
-               "make one with the command below (about a minute on a laptop), then reload this page. "
-               "Point the app at another folder with the environment variable `TEXTCLS_CHECKPOINTS`.",
-               icon=":material/info:")
-    st.code(TRAIN_CMD.format(root=root), language="bash")
+def no_checkpoints_message(invalid: Sequence[CheckpointInfo] = ()) -> None:
+    where = " or ".join(f"`{md_escape(r)}`" for r in cache.checkpoint_roots())
+    st.warning(f"No trained checkpoint found in {where}. The app shows models you have trained; "
+               "make one with the command below (about a minute on a laptop) or on the Train page, then reload "
+               "this page. The shipped checkpoints are read from `TEXTCLS_CHECKPOINTS` when it is set, yours "
+               "from `TEXTCLS_HOME`.", icon=":material/info:")
+    st.code(TRAIN_CMD, language="bash")
     show_invalid(invalid)
 
 
@@ -65,10 +67,9 @@ def show_invalid(invalid: Sequence[CheckpointInfo]) -> None:
 
 def require_checkpoints() -> list[CheckpointInfo]:
     """The valid checkpoints; if there are none, explain how to make one and stop the page."""
-    root = cache.checkpoint_root()
-    valid, invalid = cache.checkpoints(str(root))
+    valid, invalid = cache.checkpoints()
     if not valid:
-        no_checkpoints_message(root, invalid)
+        no_checkpoints_message(invalid)
         st.stop()
     return valid
 
@@ -105,6 +106,68 @@ def safe_predict_maps(info: CheckpointInfo, text: str):
         return cache.predict_maps(info.path, text)
     except Exception as e:  # noqa: BLE001 - shown to the user
         _failed(info, e)
+        return None
+
+
+# ---------------------------------------------------------------- a user's labelled file (Train, Evaluate)
+
+UPLOAD_TYPES = ["csv", "tsv", "jsonl", "ndjson", "json", "parquet", "gz"]
+TEXT_GUESS = ("text", "sentence", "review", "content", "document", "body", "question")
+LABEL_GUESS = ("label", "labels", "class", "category", "target", "sentiment", "y")
+
+
+def _guess(columns: list[str], wanted: tuple[str, ...], avoid: str | None = None) -> int:
+    low = [c.lower() for c in columns]
+    for want in wanted:
+        if want in low and columns[low.index(want)] != avoid:
+            return low.index(want)
+    return next((i for i, c in enumerate(columns) if c != avoid), 0)
+
+
+def _save_upload(up, key: str) -> Path:
+    """The uploaded file on disk under its own (sanitised) name, in this session's temporary folder."""
+    folder = st.session_state.get(f"_{key}_upload_dir")
+    if not folder or not Path(folder).is_dir():
+        folder = tempfile.mkdtemp(prefix="textcls-upload-")
+        st.session_state[f"_{key}_upload_dir"] = folder
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(up.name).name).strip("._") or "upload.csv"
+    path = Path(folder) / name
+    data = up.getvalue()
+    if not path.exists() or path.read_bytes() != data:
+        path.write_bytes(data)
+    return path
+
+
+def _short(message: object, path: Path, limit: int = 600) -> str:
+    return md_escape(viz.short(str(message).replace(str(path), path.name), limit))
+
+
+def labelled_file(key: str, what_happens: str, as_split: str | None = None):
+    """A file uploader for a labelled CSV/TSV/JSONL/JSON/Parquet file (optionally .gz) with text and label column
+    pickers. Returns the `DataBundle` (split 80/10/10, or everything in `as_split`), or None after showing why
+    (nothing uploaded, an unreadable file naming the line, the same column twice). Widget keys: KEY_upload,
+    KEY_text_col, KEY_label_col."""
+    up = st.file_uploader("A CSV, TSV, JSON lines / JSON or Parquet file with a text column and a label column "
+                          f"(optionally .gz); {what_happens}.", type=UPLOAD_TYPES, key=f"{key}_upload")
+    if up is None:
+        return None
+    path = _save_upload(up, key)
+    try:
+        cols = tdata.file_columns(path)
+    except (tdata.DataError, ValueError) as e:
+        st.error(f"This file cannot be read: {_short(e, path)}", icon=":material/error:")
+        return None
+    c1, c2 = st.columns(2)
+    text_col = c1.selectbox("Text column", cols, index=_guess(cols, TEXT_GUESS), key=f"{key}_text_col")
+    label_col = c2.selectbox("Label column", cols, index=_guess(cols, LABEL_GUESS, avoid=text_col),
+                             key=f"{key}_label_col")
+    if text_col == label_col:
+        st.error("The text column and the label column must differ.")
+        return None
+    try:
+        return cache.dataset(str(path), text_column=text_col, label_column=label_col, as_split=as_split)
+    except (tdata.DataError, ValueError) as e:
+        st.error(f"This file cannot be used: {_short(e, path)}", icon=":material/error:")
         return None
 
 
@@ -189,25 +252,28 @@ def zip_button(items: Sequence[viz.FigureOut], key: str, label: str = "All figur
                        "CSV and JSON of every figure (PNG/SVG rendering is unavailable on this server)")
 
 
-def prob_figure(items: Sequence[tuple[str, dict[str, float]]], title: str = "Probabilities") -> viz.FigureOut:
-    """Grouped horizontal bars: one group per checkpoint, one bar per label."""
-    labels = list(dict.fromkeys(lab for _, probs in items for lab in probs))
-    palette = ["#c0392b", "#2c7fb8", "#27ae60", "#8e44ad", "#e67e22", "#16a085", "#7f8c8d", "#d35400"]
-    fig = go.Figure()
-    names = [viz.esc(n) for n, _ in items]
-    for k, lab in enumerate(labels):
-        fig.add_trace(go.Bar(y=names, x=[probs.get(lab, 0.0) for _, probs in items], name=viz.esc(lab),
-                             orientation="h", marker_color=palette[k % len(palette)],
-                             hovertemplate="%{y}<br>" + viz.esc(lab) + ": %{x:.4f}<extra></extra>"))
-    fig.update_layout(barmode="group", title=dict(text=viz.esc(title), x=0.01, font=dict(size=14)),
-                      xaxis=dict(range=[0, 1], title="probability", tickformat=".0%"),
-                      yaxis=dict(autorange="reversed", automargin=True),
-                      height=int(110 + 22 * len(items) * max(1, len(labels))),
-                      margin=dict(l=10, r=10, t=45, b=10), legend=dict(orientation="h", y=-0.15),
-                      plot_bgcolor="white", font=dict(family=viz.FONT))
-    table = pd.DataFrame([{"checkpoint": n, "label": lab, "probability": p} for n, probs in items
-                          for lab, p in probs.items()])
-    return viz.FigureOut("probabilities", title, fig, table)
+class Progress:
+    """Progress over a loop of steps. The bar appears only once the loop has taken a moment (a rerun whose
+    results are all cached shows none); before that, a step that is slow by itself (a model loading) shows a
+    spinner naming it. What a step draws goes to the page as usual, below the bar."""
+
+    def __init__(self, total: int, delay: float = 0.25):
+        self.box = st.container()
+        self.bar, self.total, self.delay = self.box.empty(), max(1, total), delay
+        self.done, self.t0 = 0, time.perf_counter()
+
+    @contextmanager
+    def step(self, label: str):
+        if time.perf_counter() - self.t0 > self.delay:
+            self.bar.progress(min(1.0, self.done / self.total), text=label)
+            yield
+        else:
+            with self.box.spinner(label):
+                yield
+        self.done += 1
+
+    def close(self) -> None:
+        self.bar.empty()
 
 
 def agreement(labels: dict[str, str]) -> tuple[str, dict[str, list[str]]]:

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 import torch
 
-from ..models.base import PAD_ID, UNK_ID
+from ..text import PAD_ID, UNK_ID
 
 REMOVALS = ("delete", "pad", "unk")
 ProbFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]

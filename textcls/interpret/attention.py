@@ -26,6 +26,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from ..threads import for_texts
 from ._common import as_batch, Instance, check_model, stack
 from .attributions import Attribution
 
@@ -160,6 +161,11 @@ def attention_importance_instances(model, instances: Sequence[Instance], how: st
                                    edits: dict | None = None, labels: Sequence[str] | None = None
                                    ) -> list[Attribution]:
     """The model's own per-token importance for each instance, as Attribution objects (method "attention")."""
+    with for_texts(len(instances)):  # thread policy (textcls.threads): a few texts are interactive work
+        return _attention_importance_instances(model, instances, how, edits, labels)
+
+
+def _attention_importance_instances(model, instances, how, edits, labels) -> list[Attribution]:
     check_model(model)
     if not instances:
         return []

@@ -40,6 +40,7 @@ from captum._utils.models.model import Model as _CaptumModel
 from captum.attr import (InputXGradient, IntegratedGradients, Lime, Occlusion, Saliency,
                          ShapleyValueSampling)
 
+from ..threads import for_texts
 from ._common import as_batch, EmbeddingForward, Instance, as_source, check_model, stack
 
 METHODS = ("integrated_gradients", "saliency", "grad_x_input", "occlusion", "shapley", "lime")
@@ -194,6 +195,15 @@ def attribute_instances(model, instances: Sequence[Instance], method: str = "int
                         n_samples: int | None = None, seed: int = 0, internal_batch_size: int = 1024,
                         edits: dict | None = None, labels: Sequence[str] | None = None) -> list[Attribution]:
     """Attributions of each instance (see the module docstring for the methods and arguments)."""
+    with for_texts(len(instances)):  # thread policy (textcls.threads): one text is interactive work
+        return _attribute_instances(model, instances, method, baseline=baseline, target=target, output=output,
+                                    n_steps=n_steps, tolerance=tolerance, atol=atol, max_steps=max_steps,
+                                    window=window, n_samples=n_samples, seed=seed,
+                                    internal_batch_size=internal_batch_size, edits=edits, labels=labels)
+
+
+def _attribute_instances(model, instances, method, *, baseline, target, output, n_steps, tolerance, atol,
+                         max_steps, window, n_samples, seed, internal_batch_size, edits, labels):
     method = canonical_method(method)
     check_model(model)
     if not instances:

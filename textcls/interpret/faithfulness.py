@@ -38,6 +38,7 @@ import torch
 from captum.metrics import infidelity as _captum_infidelity
 from captum.metrics import sensitivity_max as _captum_sensitivity_max
 
+from ..threads import interactive_work
 from ._common import (REMOVALS, EmbeddingForward, Instance, as_source, as_vector, check_model, permute_rows,
                       prob_fn, score, top_indices, tvd, uniform_like)
 from .attributions import (Attribution, _targets, attribute_instances, baseline_embedding, canonical_method,
@@ -65,6 +66,7 @@ def _base_probs(fn, inst: Instance, target: int | None) -> tuple[np.ndarray, int
 
 # ---------------------------------------------------------------- ERASER
 
+@interactive_work
 def erasure_curves(model, inst: Instance, importance, bins: Sequence[float] = BINS, removal: str = "delete",
                    target: int | None = None) -> dict[str, Any]:
     """Comprehensiveness and sufficiency at each bin (plus the empty set), and their AOPCs."""
@@ -85,6 +87,7 @@ def erasure_curves(model, inst: Instance, importance, bins: Sequence[float] = BI
             "aopc_sufficiency": float(np.mean(suff)), "target": j, "p_target": float(p[j]), "removal": removal}
 
 
+@interactive_work
 def comprehensiveness(model, inst: Instance, importance, pct: float = 20, removal: str = "delete",
                       target: int | None = None) -> float:
     """m(x)_j - m(x without the top-pct% tokens)_j."""
@@ -95,6 +98,7 @@ def comprehensiveness(model, inst: Instance, importance, pct: float = 20, remova
     return float(p[j] - q[j])
 
 
+@interactive_work
 def sufficiency(model, inst: Instance, importance, pct: float = 20, removal: str = "delete",
                 target: int | None = None) -> float:
     """m(x)_j - m(only the top-pct% tokens)_j."""
@@ -107,6 +111,7 @@ def sufficiency(model, inst: Instance, importance, pct: float = 20, removal: str
 
 # ---------------------------------------------------------------- leave-one-out and rank agreement
 
+@interactive_work
 def leave_one_out(model, inst: Instance, removal: str = "delete") -> np.ndarray:
     """(n,) TVD between the output on x and on x without token t."""
     _check_removal(removal)
@@ -181,6 +186,7 @@ def attention_maps(model, names: Sequence[str] | None = None) -> list[str]:
     return list(names)
 
 
+@interactive_work
 def permutation_test(model, inst: Instance, n_permutations: int = 100, maps: Sequence[str] | None = None,
                      seed: int = 0, batch_size: int = 50) -> dict[str, Any]:
     """Median TVD of the output when the attention weights are randomly permuted (Jain & Wallace)."""
@@ -204,6 +210,7 @@ def permutation_test(model, inst: Instance, n_permutations: int = 100, maps: Seq
             "maps": names, "n_permutations": n_permutations, "p": p}
 
 
+@interactive_work
 def uniform_attention_test(model, inst: Instance, maps: Sequence[str] | None = None) -> dict[str, Any]:
     """Output with every attention row made uniform over its real keys (Wiegreffe & Pinter)."""
     check_model(model)
@@ -217,6 +224,7 @@ def uniform_attention_test(model, inst: Instance, maps: Sequence[str] | None = N
             "maps": names}
 
 
+@interactive_work
 def erasure_flip(model, inst: Instance, importance, removal: str = "delete", n_random_orders: int = 5,
                  seed: int = 0) -> dict[str, Any]:
     """Serrano & Smith's erasure test on one example (see the module docstring)."""
@@ -252,6 +260,7 @@ def erasure_flip(model, inst: Instance, importance, removal: str = "delete", n_r
 
 # ---------------------------------------------------------------- Captum metrics
 
+@interactive_work
 def infidelity(model, inst: Instance, importance, baseline: str = "pad", n_perturb: int = 50, seed: int = 0,
                normalize: bool = True, output: str = "prob", target: int | None = None) -> float:
     """Captum infidelity at the token level (module docstring). Lower is better."""
@@ -285,6 +294,7 @@ def infidelity(model, inst: Instance, importance, baseline: str = "pad", n_pertu
     return float(val[0])
 
 
+@interactive_work
 def sensitivity(model, inst: Instance, method: str = "integrated_gradients", radius: float = 0.02,
                 n_perturb: int = 10, baseline: str = "pad", n_steps: int = 50, window: int = 1,
                 n_samples: int | None = None, seed: int = 0, output: str = "prob",
@@ -317,6 +327,7 @@ def sensitivity(model, inst: Instance, method: str = "integrated_gradients", rad
 
 # ---------------------------------------------------------------- per explanation and per slice
 
+@interactive_work
 def explanation_report(model, inst: Instance, importance, removal: str = "delete",
                        reference=None, bins: Sequence[float] = BINS, k_pct: float = 20) -> dict[str, Any]:
     """ERASER curves, erasure flip and (with a reference importance, e.g. leave-one-out) rank agreement."""
@@ -350,6 +361,7 @@ EXPLANATIONS = ("attention", "integrated_gradients", "saliency", "grad_x_input",
                 "leave_one_out", "random")
 
 
+@interactive_work  # many one-example passes: a 2nd thread gained nothing idle (textcls.threads)
 def evaluate_slice(source, texts: Sequence[str], methods: Sequence[str] = ("attention", "integrated_gradients",
                    "occlusion", "leave_one_out", "random"), *, tokenizer=None, removal: str = "delete",
                    reference: str = "leave_one_out", baseline: str = "pad", n_steps: int = 50,

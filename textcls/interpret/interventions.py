@@ -29,6 +29,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
+from ..threads import interactive_work
 from ._common import Instance, as_source, check_model, key_mask, permute_rows, tvd, uniform_like
 
 
@@ -274,6 +275,7 @@ def _run(model, inst: Instance, edits=None, maps: bool = True):
     return p, {k: v[0].detach().float().numpy() for k, v in out.maps.items()}
 
 
+@interactive_work
 def intervene(model, inst: Instance | torch.Tensor, intervention: Intervention, mask: torch.Tensor | None = None,
               return_maps: bool = True, labels: Sequence[str] | None = None) -> InterventionResult:
     """Run one example with and without the intervention."""
@@ -341,6 +343,7 @@ class CounterfactualResult:
         return float(tvd(self.probs_before, self.probs_after))
 
 
+@interactive_work
 def counterfactual(sources, text: str, edited_text: str, *, with_importance: bool = True,
                    return_maps: bool = False) -> list[CounterfactualResult]:
     """Prediction (and own-attention importance, maps) before and after an edit, for each model.

@@ -24,7 +24,8 @@ from typing import Any, Sequence
 
 import torch
 
-from ..models.base import make_activation, masked_max
+from ..models.layers import make_activation, masked_max
+from ..threads import interactive_work
 from ._common import Instance, as_source, check_model, prob_fn, score
 from .interventions import ForceGate, intervene
 
@@ -58,6 +59,7 @@ NEGATION_SENTENCES = ("good", "not good", "very good", "not very good", "bad", "
 
 # ---------------------------------------------------------------- AG-F2: activations through dense layers
 
+@interactive_work
 def activation_statistics(activations: Sequence[str] = ("relu", "nlrelu", "selu", "tanh"),
                           weight_stds: Sequence[float] | None = None, n_layers: int = 10, width: int = 100,
                           batch: int = 100, bias: float = 0.1, seed: int = 0) -> list[dict[str, Any]]:
@@ -94,6 +96,7 @@ def positive_index(labels: Sequence[str] | None, num_labels: int = 2) -> int:
     return num_labels - 1
 
 
+@interactive_work
 def negation_demo(sources, sentences: Sequence[str] = NEGATION_SENTENCES) -> list[dict[str, Any]]:
     """For each model (mapping name -> Predictor / (model, tokenizer)) and sentence: p(positive), the predicted
     label, tokens and the model's own per-token attention importance (None where a model has none)."""
@@ -130,6 +133,7 @@ def _level(model):
     raise ValueError(f"{type(model).__name__} is not HCAN/CAN (no word-level branches)")
 
 
+@interactive_work
 def hcan_branches(model, inst: Instance, word: int = 0) -> dict[str, Any]:
     """Word-level branch outputs of HCAN/CAN on one example (module docstring). `word` indexes the real tokens
     for the attention rows. The branch outputs are read by call-scoped, thread-local forward hooks that only
@@ -185,12 +189,13 @@ def hcan_branches(model, inst: Instance, word: int = 0) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- AGCNN gate suppression
 
+@interactive_work
 def gate_suppression(model, inst: Instance, labels: Sequence[str] | None = None) -> dict[str, Any]:
     """How AGCNN's gates act on one example: per (h, k) the mean gate, the share of valid positions with gate
     < 1 (suppressed) and == 0 (closed), the share of |C| that survives gating, the share of filters whose
     max-pool pick moved; per token the mean gate (over filters) of the k-gates on h = min window; and the
     prediction with all gates forced to 1 and to 0."""
-    from ..models.kim_cnn import to_length, window_mask
+    from ..models.layers import to_length, window_mask
 
     check_model(model)
     specs = {s.name: s for s in model.map_specs()}

@@ -58,8 +58,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..outputs import ClassifierOutput, MapSpec
-from ..registry import register_model
-from .base import BaseConfig, Probe, TextClassifier, WordEmbedding, masked_max, masked_softmax, rezero
+from .base import BaseConfig, Probe, TextClassifier, param
+from .layers import CenterLoss, GlobalAttention, WordEmbedding, check_input, masked_max, rezero
+from .registration import register_model
 
 CONV_MODES = ("attentive", "plain")
 CONV_PADDINGS = ("right", "center")
@@ -67,126 +68,25 @@ CONV_PADDINGS = ("right", "center")
 
 @dataclass
 class ACTConfig(BaseConfig):
-    embed_dim: int = 300          # word vectors (300-d GloVe in the paper)
-    d_model: int = 300            # d_w
-    n_heads: int = 6              # h
-    n_filters: int = 100          # m, per head
-    kernel_size: int = 3          # n
-    n_layers: int = 3             # N
-    d_attn: int = 200             # d_a, global attention
-    d_pos: int = 60               # d_p
-    max_positions: int = 500      # P
-    fc_dim: int = 100
-    dropout: float = 0.4
-    conv_mode: str = "attentive"  # "plain": ablation "- attentive conv." (feature maps used directly)
-    conv_padding: str = "right"   # "right": window j = tokens j..j+n-1; "center": centred on j
-    global_rep: bool = True       # False: ablation "- global rep." (no o.g term)
-    position_embed: bool = True   # False: ablation "- position embed." (no W_p p_j term)
-    center_loss_weight: float = 0.001
-    center_loss_rate: float = 0.1  # alpha of Wen et al. (the centres' own learning rate)
-
-
-def check_input(token_ids: torch.Tensor, mask: torch.Tensor, vocab_size: int) -> None:
-    """Clear errors for malformed (B, L) inputs."""
-    if token_ids.dim() != 2:
-        raise ValueError(f"token_ids must be (batch, length), got shape {tuple(token_ids.shape)}")
-    if mask.shape != token_ids.shape:
-        raise ValueError(f"mask shape {tuple(mask.shape)} differs from token_ids shape {tuple(token_ids.shape)}")
-    if token_ids.numel() and (int(token_ids.min()) < 0 or int(token_ids.max()) >= vocab_size):
-        raise ValueError(f"token ids must lie in [0, {vocab_size}); got min {int(token_ids.min())}, "
-                         f"max {int(token_ids.max())}")
-
-
-# ---------------------------------------------------------------- shared with the Transformer
-
-class GlobalAttention(nn.Module):
-    """ACT's global attention (eq. 6), also the Transformer's "global" pooling (same module, equal terms).
-
-    forward(o (B, L, d), mask (B, L), g (B, d) or None, probe) -> r (B, d). Records score_context,
-    score_global (when g is used), alpha. An edit of any of them is used downstream.
-    """
-
-    def __init__(self, d_model: int, d_attn: int = 200, d_pos: int = 60, max_positions: int = 500,
-                 position_embed: bool = True, global_rep: bool = True):
-        super().__init__()
-        self.d_model = d_model
-        self.global_rep = global_rep
-        self.position_embed = position_embed
-        self.max_positions = max_positions
-        self.w_o = nn.Linear(d_model, d_attn)                           # W_o (with the one bias)
-        if position_embed:
-            self.positions = nn.Embedding(max_positions, d_pos)        # W^p: P x d_p table
-            self.w_p = nn.Linear(d_pos, d_attn, bias=False)            # W_p
-        self.context = nn.Parameter(torch.randn(d_attn) / math.sqrt(d_attn))  # c
-
-    def map_specs(self) -> list[MapSpec]:
-        specs = [MapSpec("score_context", ("token",), "attention",
-                         "context term c . GELU(W_o o_j" + (" + W_p p_j" if self.position_embed else "")
-                         + ") of the global-attention score", values="score")]
-        if self.global_rep:
-            specs.append(MapSpec("score_global", ("token",), "attention",
-                                 "global term o_j . g / sqrt(d) of the global-attention score", values="score"))
-            specs.append(MapSpec("global_rep", ("feature",), "activation", "global representation g"))
-        specs.append(MapSpec("alpha", ("token",), "attention",
-                             "global attention weights: masked softmax of the summed score terms"))
-        return specs
-
-    def forward(self, o: torch.Tensor, mask: torch.Tensor, g: torch.Tensor | None, probe: Probe) -> torch.Tensor:
-        B, L, d = o.shape
-        m = mask.to(o.dtype)                                            # (B, L)
-        h = self.w_o(o)                                                 # (B, L, d_a)
-        if self.position_embed:
-            if L > self.max_positions:
-                raise ValueError(f"input length {L} exceeds the {self.max_positions} positions of the global "
-                                 "attention's position table (raise max_positions or truncate the input)")
-            h = h + self.w_p(self.positions.weight[:L])                 # (B, L, d_a)
-        s_ctx = probe("score_context", (F.gelu(h) @ self.context) * m, mask=mask)  # (B, L)
-        scores = s_ctx
-        if self.global_rep:
-            if g is None:
-                raise ValueError("global attention with global_rep=True needs g")
-            g = probe("global_rep", g, mask=mask)                       # (B, d)
-            s_glob = torch.einsum("bld,bd->bl", o, g) / math.sqrt(d) * m  # (B, L)
-            scores = scores + probe("score_global", s_glob, mask=mask)
-        alpha = probe("alpha", masked_softmax(scores, mask), mask=mask)  # (B, L)
-        return torch.einsum("bl,bld->bd", alpha, o)                    # (B, d)
-
-
-class CenterLoss(nn.Module):
-    """Center loss (Wen et al. 2016) with centres as a buffer, updated by their own rule (not the optimizer).
-
-    loss = weight * 1/2 mean_i ||x_i - c_{y_i}||^2; update (training only), after the loss is taken:
-    c_j <- c_j - rate * sum_{i: y_i = j} (c_j - x_i) / (1 + n_j).
-    """
-
-    def __init__(self, num_classes: int, dim: int, weight: float = 0.001, rate: float = 0.1):
-        super().__init__()
-        self.weight = weight
-        self.rate = rate
-        self.register_buffer("centers", torch.zeros(num_classes, dim))
-
-    def forward(self, features: torch.Tensor, labels: torch.Tensor, update: bool) -> torch.Tensor:
-        C, D = self.centers.shape
-        if features.dim() != 2 or features.shape[1] != D:
-            raise ValueError(f"center loss expects features (batch, {D}), got {tuple(features.shape)}")
-        labels = labels.long()
-        if labels.shape != features.shape[:1]:
-            raise ValueError(f"labels shape {tuple(labels.shape)} does not match batch {features.shape[0]}")
-        if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= C):
-            raise ValueError(f"labels must lie in [0, {C})")
-        c = self.centers[labels]                                        # (B, D) current centres
-        loss = 0.5 * ((features - c) ** 2).sum(dim=1).mean() if labels.numel() else features.sum() * 0
-        if update:
-            self.update_centers(features.detach(), labels)
-        return self.weight * loss
-
-    @torch.no_grad()
-    def update_centers(self, features: torch.Tensor, labels: torch.Tensor) -> None:
-        C = self.centers.shape[0]
-        diff = self.centers[labels] - features.to(self.centers.dtype)  # (B, D) c_{y_i} - x_i
-        delta = torch.zeros_like(self.centers).index_add_(0, labels, diff)  # (C, D)
-        counts = torch.bincount(labels, minlength=C).to(self.centers.dtype)  # (C,)
-        self.centers -= self.rate * delta / (1.0 + counts).unsqueeze(1)
+    embed_dim: int = param(300, "word vectors (300-d GloVe in the paper)")
+    d_model: int = param(300, "d_w: width of every layer")
+    n_heads: int = param(6, "h: attentive-convolution heads")
+    n_filters: int = param(100, "m: filters per head")
+    kernel_size: int = param(3, "n: convolution window")
+    n_layers: int = param(3, "N: attentive-convolution layers")
+    d_attn: int = param(200, "d_a: width of the global attention's scores")
+    d_pos: int = param(60, "d_p: position-embedding size of the global attention")
+    max_positions: int = param(500, "P: rows of the position table (longest input)")
+    fc_dim: int = param(100, "width of the hidden layer before the output")
+    dropout: float = param(0.4, "dropout before the classifier")
+    conv_mode: str = param("attentive", "attentive: the paper; plain: ablation \"- attentive conv.\" (feature maps "
+                           "used directly)", choices=CONV_MODES)
+    conv_padding: str = param("right", "right: window j = tokens j..j+n-1; center: centred on token j",
+                              choices=CONV_PADDINGS)
+    global_rep: bool = param(True, "off: ablation \"- global rep.\" (no o.g term in the global attention)")
+    position_embed: bool = param(True, "off: ablation \"- position embed.\" (no W_p p_j term)")
+    center_loss_weight: float = param(0.001, "weight of the center loss (Wen et al. 2016); 0 = off")
+    center_loss_rate: float = param(0.1, "alpha of Wen et al.: the centres' own learning rate")
 
 
 # ---------------------------------------------------------------- ACT

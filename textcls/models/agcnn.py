@@ -47,10 +47,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..outputs import MapSpec
-from ..registry import register_model
-from .base import EMBEDDING_MODES, BaseConfig, Probe, TextClassifier, WordEmbedding, make_activation, masked_max, \
-    rezero
-from .kim_cnn import to_length, window_mask
+from .base import BaseConfig, Probe, TextClassifier, param
+from .layers import EMBEDDING_MODES, WordEmbedding, make_activation, masked_max, rezero, to_length, window_mask
+from .registration import register_model
 
 # The activations of the paper's Table 5 that base.ACTIVATIONS provides (PReLU is learned; see docstring).
 ACTIVATION_CHOICES = ("nlrelu", "selu", "relu", "elu", "leaky_relu", "softplus", "sigmoid")
@@ -59,13 +58,14 @@ GATE_INITS = ("demo", "he")
 
 @dataclass
 class AGCNNConfig(BaseConfig):
-    windows: tuple[int, ...] = (1, 2, 3, 4, 5)    # h: first-conv window sizes
-    n_filters: int = 100                         # filters per window size
-    gate_windows: tuple[int, ...] = (1, 3, 5)    # k: gate kernel sizes
-    n_gates: int = 1                             # G: gates per (h, k), each with its own kernel
-    activation: str = "nlrelu"                   # f, used by the conv and by the gates
-    dropout: float = 0.5                         # on the penultimate layer only
-    gate_init: str = "demo"                      # "demo" | "he"
+    windows: tuple[int, ...] = param((1, 2, 3, 4, 5), "h: first-convolution window sizes")
+    n_filters: int = param(100, "filters per window size")
+    gate_windows: tuple[int, ...] = param((1, 3, 5), "k: gate kernel sizes")
+    n_gates: int = param(1, "G: gates per (h, k), each with its own kernel")
+    activation: str = param("nlrelu", "f, used by the convolution and by the gates (Table 5 compares them)",
+                            choices=ACTIVATION_CHOICES)
+    dropout: float = param(0.5, "dropout on the penultimate layer only")
+    gate_init: str = param("demo", "demo: the paper's demonstration init; he: He-normal", choices=GATE_INITS)
 
     def __post_init__(self) -> None:
         self.windows = _positive_ints("windows", self.windows)

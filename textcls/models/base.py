@@ -1,9 +1,5 @@
-"""What every model shares: the base config, the masking rules, the embedding layer, and the Probe.
-
-Masking rules (models.md), used by every model through the helpers below:
-- masked softmax: pads get no weight; an all-pad row gives zeros, never NaN;
-- masked max: pads never win; an all-pad row gives 0;
-- re-zero pads (`x * mask`) before every convolution, so pad positions never leak into a window.
+"""What every model is: the base config, the TextClassifier base class, and the Probe. Shared blocks (masking,
+activations, embeddings, attention pieces) are in `layers`.
 
 The Probe is how a model exposes its internals. A model writes `t = probe("name", t, layer=i)` at each
 interpretable tensor and goes on with the returned value. With `return_maps=True` the probe records it
@@ -14,18 +10,22 @@ cached model serves many callers at once.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 from ..outputs import ClassifierOutput, MapSpec
+from ..text import PAD_ID
 
 EMBEDDING_MODES = ("rand", "static", "non-static", "multichannel")
-PAD_ID = 0
-UNK_ID = 1
+
+
+def param(default: Any, help: str, *, choices: tuple[str, ...] = ()) -> Any:
+    """A config field with the help and options a generated form shows (`dataclasses.field` metadata, as Hugging
+    Face's TrainingArguments does); the default is the paper's value."""
+    return field(default=default, metadata={"help": help, "choices": tuple(choices)})
 
 
 @dataclass
@@ -34,11 +34,11 @@ class BaseConfig:
 
     vocab_size: int = 20000
     num_labels: int = 2
-    embed_dim: int = 300
-    # rand: random, trained; static: pretrained, frozen; non-static: pretrained, fine-tuned;
-    # multichannel: `channels` copies, the first fine-tuned, the others frozen (the first conv spans them).
-    embedding_mode: str = "non-static"
-    channels: int = 2
+    embed_dim: int = param(300, "word-vector size")
+    embedding_mode: str = param("non-static", "rand: random, trained; static: pretrained, frozen; non-static: "
+                                "pretrained, fine-tuned; multichannel: `channels` copies, the first fine-tuned, the "
+                                "others frozen (the first conv spans them)", choices=EMBEDDING_MODES)
+    channels: int = param(2, "embedding copies in the multichannel mode")
     pad_id: int = PAD_ID
 
 
@@ -75,98 +75,6 @@ class Probe:
         for name, ts in self._layered.items():
             out[name] = torch.stack(ts, dim=1)  # (B, layer, ...)
         return out
-
-
-# ---------------------------------------------------------------- masking helpers
-
-def masked_softmax(scores: torch.Tensor, mask: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """Softmax over `dim` where mask is True; pads get exactly 0; an all-pad row gives all zeros (no NaN)."""
-    mask = mask.bool()
-    neg = torch.finfo(scores.dtype).min
-    p = torch.softmax(scores.masked_fill(~mask, neg), dim=dim)
-    return p * mask.to(p.dtype)  # all-pad row: uniform * 0 = 0
-
-
-def masked_max(x: torch.Tensor, mask: torch.Tensor, dim: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
-    """(values, argmax) of the max over `dim` among real positions; an all-pad row gives value 0, index 0."""
-    mask = mask.bool()
-    neg = torch.finfo(x.dtype).min
-    values, index = x.masked_fill(~mask, neg).max(dim=dim)
-    any_real = mask.any(dim=dim)
-    values = torch.where(any_real, values, torch.zeros_like(values))
-    index = torch.where(any_real, index, torch.zeros_like(index))
-    return values, index
-
-
-def masked_mean(x: torch.Tensor, mask: torch.Tensor, dim: int = 1) -> torch.Tensor:
-    """Mean of x (B, L, D) over real positions of dim; an all-pad row gives 0."""
-    m = mask.to(x.dtype).unsqueeze(-1)                         # (B, L, 1)
-    return (x * m).sum(dim) / m.sum(dim).clamp(min=1.0)
-
-
-def rezero(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Zero pad positions of x (B, L, D) with mask (B, L)."""
-    return x * mask.unsqueeze(-1).to(x.dtype)
-
-
-def nlrelu(x: torch.Tensor) -> torch.Tensor:
-    """Natural-logarithm ReLU (AGCNN eq. 4): ln(1 + max(0, x))."""
-    return torch.log1p(torch.relu(x))
-
-
-# Activations the papers compare (AGCNN Table 5). `make_activation(name)` returns a callable.
-ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "nlrelu": nlrelu,
-    "relu": F.relu,
-    "selu": F.selu,
-    "elu": F.elu,
-    "leaky_relu": F.leaky_relu,
-    "tanh": torch.tanh,
-    "sigmoid": torch.sigmoid,
-    "gelu": F.gelu,
-    "softplus": F.softplus,
-    "identity": lambda x: x,
-}
-
-
-def make_activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
-    if name not in ACTIVATIONS:
-        raise ValueError(f"unknown activation {name!r}; known: {', '.join(ACTIVATIONS)}")
-    return ACTIVATIONS[name]
-
-
-# ---------------------------------------------------------------- embeddings
-
-class WordEmbedding(nn.Module):
-    """Token ids (...,) -> vectors (..., channels * dim) in the rand / static / non-static / multichannel modes.
-
-    Multichannel concatenates the channels on the feature axis, so a convolution over the output spans
-    all channels (Kim 2014: each filter is applied to both channels and the results added).
-    Captum's layer attributions hook this module: its output is "the embedding layer".
-    """
-
-    def __init__(self, vocab_size: int, dim: int, mode: str = "non-static", channels: int = 2,
-                 pretrained: Any = None, pad_id: int = PAD_ID):
-        super().__init__()
-        if mode not in EMBEDDING_MODES:
-            raise ValueError(f"unknown embedding mode {mode!r}; known: {EMBEDDING_MODES}")
-        self.mode = mode
-        n = channels if mode == "multichannel" else 1
-        self.tables = nn.ModuleList(nn.Embedding(vocab_size, dim, padding_idx=pad_id) for _ in range(n))
-        if pretrained is not None:
-            w = torch.as_tensor(pretrained, dtype=torch.float32)
-            if tuple(w.shape) != (vocab_size, dim):
-                raise ValueError(f"pretrained embeddings have shape {tuple(w.shape)}, expected {(vocab_size, dim)}")
-            for t in self.tables:
-                with torch.no_grad():
-                    t.weight.copy_(w)
-        frozen = {"rand": [], "non-static": [], "static": [0], "multichannel": list(range(1, n))}[mode]
-        for i in frozen:
-            self.tables[i].weight.requires_grad_(False)
-        self.out_dim = n * dim
-
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        return torch.cat([t(ids) for t in self.tables], dim=-1)  # (..., channels * dim)
 
 
 # ---------------------------------------------------------------- the model base class

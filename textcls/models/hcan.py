@@ -45,72 +45,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from ..outputs import MapSpec
-from ..registry import register_model
-from .base import BaseConfig, Probe, TextClassifier, WordEmbedding, masked_max, masked_softmax, rezero
+from .base import BaseConfig, Probe, TextClassifier, param
+from .layers import WordEmbedding, masked_max, masked_softmax, rezero
+from .registration import register_model
 
-SENTENCE_END = (".", "!", "?")
-
-
-# ---------------------------------------------------------------- pure helpers for the data layer
-
-def _check_limit(name: str, value: int | None) -> None:
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-        raise ValueError(f"{name} must be a positive int or None, got {value!r}")
-
-
-def split_sentences(tokens: Sequence[str], max_sentences: int | None = None,
-                    max_words: int | None = None) -> list[list[str]]:
-    """Split a token list into sentences after each ".", "!" or "?" token (it stays as the sentence's last
-    token); a trailing remainder without a terminator is the last sentence; no tokens -> [].
-    `max_sentences` keeps the first sentences, `max_words` the first words of each sentence."""
-    _check_limit("max_sentences", max_sentences)
-    _check_limit("max_words", max_words)
-    if isinstance(tokens, str):
-        raise TypeError("split_sentences takes a list of tokens, not a string (tokenize first)")
-    sentences: list[list[str]] = []
-    current: list[str] = []
-    for tok in tokens:
-        current.append(tok)
-        if tok in SENTENCE_END:
-            sentences.append(current)
-            current = []
-    if current:
-        sentences.append(current)
-    if max_sentences is not None:
-        sentences = sentences[:max_sentences]
-    if max_words is not None:
-        sentences = [s[:max_words] for s in sentences]
-    return sentences
-
-
-def to_hierarchical(ids_list: Sequence[Sequence[Sequence[int]]], max_sentences: int | None = None,
-                    max_words: int | None = None, pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Documents as lists of per-sentence id lists -> (token_ids (B, S, W) long, mask (B, S, W) bool).
-
-    S / W are the largest sentence count / sentence length in the batch, capped by max_sentences / max_words
-    (longer documents and sentences are truncated), and at least 1, so a document with no sentences is an
-    all-pad row. Mask is True at every kept position (ids equal to pad_id inside a sentence stay real)."""
-    _check_limit("max_sentences", max_sentences)
-    _check_limit("max_words", max_words)
-    docs = [list(doc)[:max_sentences] if max_sentences else list(doc) for doc in ids_list]
-    docs = [[list(s)[:max_words] if max_words else list(s) for s in doc] for doc in docs]
-    S = max([len(d) for d in docs] + [1])
-    W = max([len(s) for d in docs for s in d] + [1])
-    ids = torch.full((len(docs), S, W), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(docs), S, W), dtype=torch.bool)
-    for b, doc in enumerate(docs):
-        for s, sent in enumerate(doc):
-            if sent:
-                ids[b, s, :len(sent)] = torch.as_tensor(sent, dtype=torch.long)
-                mask[b, s, :len(sent)] = True
-    return ids, mask
 
 
 # ---------------------------------------------------------------- config
@@ -119,25 +64,25 @@ def to_hierarchical(ids_list: Sequence[Sequence[Sequence[int]]], max_sentences: 
 class ConvAttentionConfig(BaseConfig):
     """Fields shared by HCAN and CAN; defaults are the paper's (Word2Vec 512-d embeddings, d = 512, h = 8)."""
 
-    embed_dim: int = 512
-    attention_dim: int = 512         # d: channels of every convolution / attention
-    heads: int = 8                   # h: d_h = d / h = 64
-    kernel_size: int = 3             # convolution window (odd, "same" padding)
-    dropout: float = 0.1
-    self_attentions: int = 2         # 2: parallel branches a (ELU values) and b (tanh values); 1: branch a
-    pooling: str = "target"          # "target" attention or "max" (masked max-pool), Table 2
-    target_value_conv: bool = False  # True: eq. 5, V = ELU(Conv1d(Z)); False: the reference code, V = Z
+    embed_dim: int = param(512, "word vectors (Word2Vec 512-d in the paper)")
+    attention_dim: int = param(512, "d: channels of every convolution / attention")
+    heads: int = param(8, "h: heads (d_h = d / h = 64)")
+    kernel_size: int = param(3, "convolution window (odd, \"same\" padding)")
+    dropout: float = param(0.1, "dropout")
+    self_attentions: int = param(2, "2: parallel branches a (ELU values) and b (tanh values); 1: branch a only")
+    pooling: str = param("target", "target attention, or max: masked max-pool (Table 2)", choices=("target", "max"))
+    target_value_conv: bool = param(False, "on: eq. 5, V = ELU(Conv1d(Z)); off: the reference code, V = Z")
 
 
 @dataclass
 class HCANConfig(ConvAttentionConfig):
-    max_sentences: int = 100         # rows of the learned sentence-position table
-    max_words: int = 100             # rows of the learned word-position table (words per sentence)
+    max_sentences: int = param(100, 'rows of the learned sentence-position table')
+    max_words: int = param(100, 'rows of the learned word-position table (words per sentence)')
 
 
 @dataclass
 class CANConfig(ConvAttentionConfig):
-    max_positions: int = 512         # rows of the learned token-position table (tokenizer max_len is capped at it)
+    max_positions: int = param(512, 'rows of the learned token-position table (tokenizer max_len is capped at it)')
 
 
 def _validate(c: ConvAttentionConfig) -> None:

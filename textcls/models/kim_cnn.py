@@ -18,29 +18,17 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..outputs import MapSpec
-from ..registry import register_model
-from .base import BaseConfig, Probe, TextClassifier, WordEmbedding, masked_max, rezero
+from .base import BaseConfig, Probe, TextClassifier, param
+from .layers import WordEmbedding, masked_max, rezero, to_length, window_mask
+from .registration import register_model
 
 
 @dataclass
 class KimCNNConfig(BaseConfig):
-    windows: tuple[int, ...] = (3, 4, 5)
-    n_filters: int = 100
-    dropout: float = 0.5
+    windows: tuple[int, ...] = param((3, 4, 5), "h: convolution window sizes")
+    n_filters: int = param(100, "filters per window size")
+    dropout: float = param(0.5, "dropout on the penultimate layer")
 
-
-def window_mask(mask: torch.Tensor, h: int) -> torch.Tensor:
-    """(B, L) token mask -> (B, L - h + 1) mask of windows lying wholly inside the sentence.
-    A sentence shorter than h keeps its first window (it sees the sentence plus zeroed pads)."""
-    m = mask.float().unsqueeze(1)                                     # (B, 1, L)
-    full = F.max_pool1d(1 - m, h, stride=1).squeeze(1) == 0           # (B, L-h+1) all real
-    first = mask[:, :1] & ~full.any(dim=1, keepdim=True)              # (B, 1) short sentence: keep window 0
-    return torch.cat([full[:, :1] | first, full[:, 1:]], dim=1)
-
-
-def to_length(x: torch.Tensor, L: int) -> torch.Tensor:
-    """Crop or zero-pad the last axis of x to L."""
-    return x[..., :L] if x.shape[-1] >= L else F.pad(x, (0, L - x.shape[-1]))
 
 
 @register_model("kim_cnn", KimCNNConfig, description="Kim (2014) CNN: windows 3/4/5 x 100 filters, max-pool",

@@ -52,21 +52,24 @@ import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ..outputs import MapSpec
-from ..registry import register_model
-from .base import BaseConfig, Probe, TextClassifier, WordEmbedding, masked_mean, masked_softmax, rezero
+from .base import BaseConfig, Probe, TextClassifier, param
+from .layers import WordEmbedding, masked_mean, masked_softmax, rezero
+from .registration import register_model
 
 CONTEXTS = ("learned", "mean")
 
 
 @dataclass
 class LAMAConfig(BaseConfig):
-    embed_dim: int = 100          # paper: 100-d word2vec vectors trained on the corpus, fine-tuned
+    embed_dim: int = param(100, "the paper: 100-d word2vec vectors trained on the corpus, fine-tuned")
     embedding_mode: str = "non-static"
-    hidden_dim: int = 50          # d, GRU hidden size per direction (H is 2d = 100 wide)
-    heads: int = 10               # m; the paper sweeps 1..20
-    context: str = "learned"      # "learned" (LAMA) or "mean" (LAMA + Ctx: masked mean of the embeddings)
-    learn_temperature: bool = False  # A = softmax(f^ / T) with T learned (init 1); off = the paper
-    dropout: float = 0.3          # on flatten(M) before the classifier (paper's value lost; ours)
+    hidden_dim: int = param(50, "d: GRU hidden size per direction (H = 2d wide)")
+    heads: int = param(10, "m: attention heads (the paper sweeps 1..20)")
+    context: str = param("learned", "learned: one learned context vector (LAMA); mean: the masked mean of the "
+                         "embeddings (LAMA + Ctx)", choices=("learned", "mean"))
+    learn_temperature: bool = param(False, "A = softmax(f / T) with T learned (init 1); off = the paper")
+    dropout: float = param(0.3, "dropout on flatten(M) before the classifier (the paper's value is not given)")
+
 
 
 class LowRankAttention(nn.Module):

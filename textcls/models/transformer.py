@@ -58,10 +58,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..outputs import ClassifierOutput, MapSpec
-from ..registry import make_config, register_model
-from .act import CenterLoss, GlobalAttention, check_input
-from .base import (BaseConfig, Probe, TextClassifier, WordEmbedding, make_activation, masked_max, masked_mean,
-                   masked_softmax, rezero)
+from .base import BaseConfig, Probe, TextClassifier, param
+from .layers import (ACTIVATIONS, CenterLoss, GlobalAttention, WordEmbedding, check_input, make_activation, masked_max,
+                     masked_mean, masked_softmax, rezero)
+from .registration import register_model
 
 POOLINGS = ("cls", "max", "mean", "global", "decoder")
 LN_EPS = 1e-6
@@ -69,32 +69,32 @@ LN_EPS = 1e-6
 
 @dataclass
 class TransformerConfig(BaseConfig):
-    embed_dim: int = 512
-    d_model: int = 512
-    n_heads: int = 8
-    d_ff: int = 2048
-    n_layers: int = 6
-    dropout: float = 0.1            # the paper also tries 0.7
-    attention_dropout: float = 0.1
-    ffn_activation: str = "relu"
-    pre_ln: bool = True
-    scale_embedding: bool = True    # Emb * sqrt(d)
-    pooling: str = "cls"            # cls | max | mean | global | decoder
-    decoder_layers: int = 6         # pooling="decoder" only (paper: 6 decoder blocks)
-    local_window: int = 0           # 0: full attention; w > 0: attention within chunks of w tokens
-    local_shift: bool = False       # shift the chunk grid by ceil(w/2) on odd layers
-    init_convs: int = 0             # k > 0: Conv1d then k x [Conv1d + ReLU] before the layers (paper: 6)
-    # pooling="global": ACT's global attention (act.GlobalAttention)
-    d_attn: int = 200
-    d_pos: int = 60
-    max_positions: int = 500
-    global_rep: bool = True
-    position_embed: bool = True
-    # classifier: fc_dim > 0 adds z = act(Linear(d -> fc_dim)(Dropout(pooled))) before the output (ACT's: 100)
-    fc_dim: int = 0
-    fc_activation: str = "gelu"
-    center_loss_weight: float = 0.0  # > 0: ACT's center loss on the features (extra_loss)
-    center_loss_rate: float = 0.1
+    embed_dim: int = param(512, "word-vector size")
+    d_model: int = param(512, "d: width of every layer")
+    n_heads: int = param(8, "attention heads")
+    d_ff: int = param(2048, "feed-forward width")
+    n_layers: int = param(6, "encoder layers")
+    dropout: float = param(0.1, "dropout (the paper also tries 0.7)")
+    attention_dropout: float = param(0.1, "dropout on the attention weights")
+    ffn_activation: str = param("relu", "feed-forward activation", choices=tuple(ACTIVATIONS))
+    pre_ln: bool = param(True, "layer norm before each sub-layer (off: after)")
+    scale_embedding: bool = param(True, "multiply the embeddings by sqrt(d)")
+    pooling: str = param("cls", "how the text vector is read off the last layer", choices=POOLINGS)
+    decoder_layers: int = param(6, "decoder blocks when pooling is decoder (the paper: 6)")
+    local_window: int = param(0, "0: full attention; w > 0: attention within chunks of w tokens")
+    local_shift: bool = param(False, "shift the chunk grid by ceil(w/2) on odd layers")
+    init_convs: int = param(0, "k > 0: Conv1d then k x [Conv1d + ReLU] before the layers (the paper: 6)")
+    # pooling="global": ACT's global attention (layers.GlobalAttention)
+    d_attn: int = param(200, "global pooling: width of the attention scores")
+    d_pos: int = param(60, "global pooling: position-embedding size")
+    max_positions: int = param(500, "global pooling: rows of the position table")
+    global_rep: bool = param(True, "global pooling: use the o.g term")
+    position_embed: bool = param(True, "global pooling: use the W_p p_j term")
+    fc_dim: int = param(0, "> 0 adds z = act(Linear(d -> fc_dim)(Dropout(pooled))) before the output (ACT's: 100)")
+    fc_activation: str = param("gelu", "activation of that hidden layer", choices=tuple(ACTIVATIONS))
+    center_loss_weight: float = param(0.0, "> 0: ACT's center loss on the features")
+    center_loss_rate: float = param(0.1, "the centres' own learning rate (center loss)")
+
 
 
 def sinusoidal_positions(L: int, d: int, device=None, dtype=torch.float32) -> torch.Tensor:
@@ -420,9 +420,3 @@ class Transformer(TextClassifier):
         if out.features is None:
             raise ValueError("extra_loss needs the features of the model's output")
         return self.center_loss(out.features, labels, update=self.training)
-
-
-def act_baseline_config(**overrides) -> TransformerConfig:
-    """The ACT paper's Transformer baseline (3 layers, h = 6, d = 300, d_ff = 1200, ACT's global attention and
-    classifier), so ACT and the Transformer can be compared at equal configuration."""
-    return make_config("transformer", preset="act_baseline", **overrides)

@@ -11,14 +11,15 @@ import pytest
 from textcls.checkpoint import load_checkpoint, load_history
 from textcls.data import DataError, load_data
 from textcls.training import EpochEvent, StepEvent
-from textcls.training_jobs import JobError, JobRegistry, file_columns
+from textcls.data import file_columns
+from textcls.jobs import JobError, JobRegistry
 
 TIMEOUT = 120
 
 
 @pytest.fixture(scope="module")
-def tiny(shared_data):
-    return load_data("sst2", root=shared_data, limit=160)
+def tiny(bundled_data):
+    return load_data("sst2", root=bundled_data, limit=160)
 
 
 def spec(tiny, out, **kw):

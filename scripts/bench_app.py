@@ -1,0 +1,425 @@
+"""Time the real app in headless Chromium: `python scripts/bench_app.py [--load N] [--json]`.
+
+Starts `streamlit run app.py` (headless, a free port, the repository's .streamlit/config.toml) and drives it with
+Playwright and Debian's Chromium the way a user would, printing each figure with its target:
+
+  home            Popen of the streamlit process -> Home's title and checkpoint table shown (target 4 s)
+  page <Title>    click on the page in the sidebar -> its title and first content shown (target 2 s each)
+  compare         click on Compare (a new sentence) -> every sst2 checkpoint's answer shown (target 1 s)
+  inspect switch  another choice in Inspect's view selector -> the new figure shown (target 1 s)
+  attribute       click on Explain (a new sentence) -> six sst2 checkpoints x (own attention, integrated
+                  gradients, gradient x input, occlusion) shown (target 3 s)
+
+"Shown" means: Streamlit's script run is over (the app's `data-test-script-state` is notRunning, the running
+status widget is gone), no element of the previous run is left (stale) or still loading (skeleton), every Plotly
+chart is drawn, the figure's own content is on the page, and all of that stays so for --quiet seconds; the time
+is when it started to hold.
+
+--load N starts N busy processes (`python -c "while True: pass"`) before the server, to measure a busy machine;
+they, the server and the browser are always stopped by PID at the end (also on an error, Ctrl-C or SIGTERM; on
+Linux the busy processes and the server die with this process even when it is killed with SIGKILL). The
+browser's requests are recorded too: any to a host other than this machine is listed (the app must work
+offline). Uses TEXTCLS_CHECKPOINTS when set, and a fresh, empty user folder (TEXTCLS_HOME, TEXTCLS_CACHE) unless
+they are set, as on a fresh clone. Exit status 1 when a figure could not be measured, a page showed an exception
+or a request left the machine (a figure over its target is only reported). Numbers from a machine that
+others share are indicative only.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlsplit
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "::", ""}
+TARGETS = {"home": 4.0, "page": 2.0, "compare": 1.0, "inspect_switch": 1.0, "attribute": 3.0}
+COMPARE_SENTENCE = "the soundtrack is lovely but the story drags on and on ."
+ATTRIBUTE_SENTENCE = "a warm , funny and surprisingly moving little film ."
+ATTRIBUTE_METHODS = 4      # own attention, integrated gradients, gradient x input, occlusion (the page's default)
+
+# Installed before an action: keeps window.__tr.since = the time (ms since the epoch) from which the app has been
+# idle and PRED holds (null while not), and window.__tr.seen = whether a script run was seen since.
+TRACK_JS = """() => {
+  if (window.__tr) { window.__tr.obs.disconnect(); clearInterval(window.__tr.iv); }
+  const pred = PRED, requireRun = REQUIRE_RUN;
+  const t = {seen: false, since: null};
+  const running = () => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    const state = app ? app.getAttribute('data-test-script-state') : 'initial';
+    const w = document.querySelector('[data-testid="stStatusWidget"]');
+    const busy = state !== 'notRunning' || (w && !/StatusWidget-exit/.test(w.className))
+      || !!document.querySelector('[data-stale="true"]');
+    if (busy && state !== 'initial') t.seen = true;
+    return busy || !!document.querySelector('[data-testid="stSkeleton"], [data-testid="stAppSkeleton"]')
+      || Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"]'))
+           .some(e => !e.querySelector('.main-svg'));
+  };
+  const check = () => {
+    if (running() || (requireRun && !t.seen)) { t.since = null; return; }
+    let ok = false;
+    try { ok = !!pred(); } catch (e) { ok = false; }
+    if (!ok) { t.since = null; return; }
+    if (t.since === null) t.since = Date.now();
+  };
+  t.obs = new MutationObserver(() => { if (running()) t.since = null; });
+  t.obs.observe(document.documentElement, {subtree: true, childList: true, attributes: true,
+                                           attributeFilter: ['data-test-script-state', 'data-stale']});
+  t.iv = setInterval(check, 20);
+  window.__tr = t;
+  check();
+}"""
+
+MAIN = '[data-testid="stMainBlockContainer"]'
+H1_JS = f"(() => {{ const h = document.querySelector('{MAIN} h1'); return h ? h.innerText.trim() : ''; }})"
+HOME_PRED = (f"() => !!document.querySelector('{MAIN} h1') && "
+             f"!!document.querySelector('{MAIN} [data-testid=\"stDataFrame\"]')")
+
+
+def page_pred(previous_title: str) -> str:
+    """A new page's title is shown, and at least one more element after it."""
+    return (f"() => {{ const t = {H1_JS}(); return t !== '' && t !== {json.dumps(previous_title)} && "
+            f"document.querySelectorAll('{MAIN} [data-testid=\"stElementContainer\"]').length >= 2; }}")
+
+
+FIGURE_PRED = (f"() => !!document.querySelector('{MAIN} .js-plotly-plot, {MAIN} [data-testid=\"stHtml\"], "
+               f"{MAIN} [data-testid=\"stImage\"]')")
+
+
+class Step(Exception):
+    """A figure that could not be measured (its reason is printed; the other figures go on)."""
+
+
+# ---------------------------------------------------------------- processes
+
+def _die_with_parent() -> None:
+    """In a child (Linux): SIGKILL it when this process dies, however it dies."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)     # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - not Linux: the finally: block still stops them
+        pass
+
+
+def start_load(n: int) -> list[subprocess.Popen]:
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=_die_with_parent,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for _ in range(n)]
+
+
+def stop(procs: list[subprocess.Popen], grace: float = 10.0) -> list[int]:
+    """Terminate each process by its PID, then kill what is left; returns the PIDs stopped."""
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    deadline = time.time() + grace
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=10)
+    return [p.pid for p in procs]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def app_pages() -> list[tuple[str, str]]:
+    """(file, title) of app.py's PAGES whose file exists, in the sidebar's order."""
+    tree = ast.parse((REPO / "app.py").read_text())
+    pages = next(ast.literal_eval(n.value) for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                 and any(isinstance(t, ast.Name) and t.id == "PAGES" for t in n.targets))
+    return [(f, t) for f, t, _ in pages if (REPO / f).is_file()]
+
+
+def sst2_checkpoints() -> list[str]:
+    root = Path(os.environ.get("TEXTCLS_CHECKPOINTS", "").strip() or REPO / "checkpoints").expanduser()
+    out = []
+    for cfg in sorted(root.glob("*/config.json")):
+        try:
+            data = json.loads(cfg.read_text()).get("data")
+        except (OSError, ValueError):
+            continue
+        if (data.get("name") if isinstance(data, dict) else data) == "sst2":
+            out.append(cfg.parent.name)
+    return out
+
+
+# ---------------------------------------------------------------- the browser side
+
+class Bench:
+    def __init__(self, page, url: str, timeout: float, quiet: float):
+        self.page, self.url, self.timeout, self.quiet = page, url, timeout, quiet
+
+    def track(self, pred: str = "() => true", require_run: bool = True) -> None:
+        self.page.evaluate(TRACK_JS.replace("PRED", pred).replace("REQUIRE_RUN", json.dumps(require_run)))
+
+    def done(self) -> float:
+        """Wait until the tracked condition has held for --quiet seconds; the time (epoch s) it started to."""
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+        try:
+            since = self.page.wait_for_function(
+                f"() => window.__tr && window.__tr.since !== null && Date.now() - window.__tr.since >= "
+                f"{int(self.quiet * 1000)} ? window.__tr.since : null", polling=50, timeout=self.timeout * 1000)
+        except PlaywrightTimeout:
+            state = self.page.evaluate("""() => ({url: location.href, seen: window.__tr && window.__tr.seen,
+              state: (document.querySelector('[data-testid="stApp"]') || {getAttribute: () => null})
+                       .getAttribute('data-test-script-state'),
+              stale: document.querySelectorAll('[data-stale="true"]').length})""")
+            raise Step(f"not shown within {self.timeout:.0f} s ({state})") from None
+        return since.json_value() / 1000
+
+    def exceptions(self) -> int:
+        return self.page.locator('[data-testid="stException"]').count()
+
+    def title(self) -> str:
+        return self.page.evaluate(f"() => {H1_JS}()")
+
+    def main_text(self) -> str:
+        return self.page.locator(MAIN).first.inner_text()
+
+    def goto_page(self, title: str, file: str) -> float:
+        """Click the page in the sidebar (or open its URL when there is no such link); seconds to shown."""
+        self.track(page_pred(self.title()), require_run=False)
+        link = self.page.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True)
+        t = time.time()
+        if link.count():
+            link.first.click()
+        else:
+            self.page.goto(f"{self.url}/{Path(file).stem}", wait_until="domcontentloaded")
+            self.track(page_pred(""), require_run=False)
+        return self.done() - t
+
+    def submit(self, button: str, box: str | None, text: str | None) -> float:
+        """Type text into the text box labelled box (if given), click the button; seconds to the run shown."""
+        if box is not None:
+            self.page.get_by_role("textbox", name=box).first.fill(text)
+        btn = self.page.get_by_role("button", name=button, exact=True)
+        if not btn.count():
+            raise Step(f"no button {button!r} on the page")
+        self.track(require_run=True)
+        t = time.time()
+        btn.first.click()
+        return self.done() - t
+
+    def switch_view(self) -> tuple[float, str]:
+        """Pick another option of the selector labelled View (select box, radio or segmented control)."""
+        pg = self.page
+        label = re.compile(r"^\s*View\s*$")
+        sel = pg.locator('[data-testid="stSelectbox"]').filter(has=pg.locator("label").filter(has_text=label))
+        radio = pg.locator('[data-testid="stRadio"]').filter(has=pg.locator("label").filter(has_text=label))
+        seg = pg.locator('[data-testid="stButtonGroup"]').filter(has=pg.locator("label").filter(has_text=label))
+        if sel.count():
+            sel.first.click()
+            options = pg.get_by_role("option")
+            options.first.wait_for()
+            names = [o.strip() for o in options.all_inner_texts()]
+            pick = next((k for k in range(options.count())
+                         if options.nth(k).get_attribute("aria-selected") != "true"), None)
+            if pick is None:
+                raise Step(f"the view selector has a single option ({names})")
+            self.track(FIGURE_PRED, require_run=True)
+            t = time.time()
+            options.nth(pick).click()
+        elif radio.count():                               # st.radio: click the label of an unchecked option
+            opts = radio.first.locator('label[data-baseweb="radio"]')
+            names = [o.strip() for o in opts.all_inner_texts()]
+            pick = next((k for k in range(opts.count()) if not opts.nth(k).locator("input").is_checked()), None)
+            if pick is None:
+                raise Step(f"the view selector has a single option ({names})")
+            self.track(FIGURE_PRED, require_run=True)
+            t = time.time()
+            opts.nth(pick).click()
+        elif seg.count():                                 # st.segmented_control / st.pills: an inactive button
+            opts = seg.first.get_by_role("button")
+            names = [o.strip() for o in opts.all_inner_texts()]
+            pick = next((k for k in range(opts.count())
+                         if not (opts.nth(k).get_attribute("data-testid") or "").endswith("Active")), None)
+            if pick is None:
+                raise Step(f"the view selector has a single option ({names})")
+            self.track(FIGURE_PRED, require_run=True)
+            t = time.time()
+            opts.nth(pick).click()
+        else:
+            raise Step("no selector labelled 'View' on the page")
+        return self.done() - t, names[pick]
+
+
+# ---------------------------------------------------------------- the run
+
+def run(args) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    pages = app_pages()
+    sst2 = sst2_checkpoints()
+    out: dict = {"load": args.load, "cpus": os.cpu_count(), "quiet_s": args.quiet, "figures": {}, "details": {},
+                 "errors": {}, "exceptions": {}, "outside_requests": []}
+    procs: list[subprocess.Popen] = []
+    server: subprocess.Popen | None = None
+    tmp = tempfile.TemporaryDirectory(prefix="textcls-bench-")
+    env = dict(os.environ)
+    for var in ("TEXTCLS_HOME", "TEXTCLS_CACHE"):
+        env.setdefault(var, str(Path(tmp.name) / var.lower()))
+    log_path = Path(tmp.name) / "streamlit.log"
+    requests: list[str] = []
+
+    def figure(key: str, seconds: float, target: float) -> None:
+        out["figures"][key] = {"seconds": round(seconds, 3), "target_s": target, "ok": seconds <= target}
+
+    try:
+        procs = start_load(args.load)
+        out["load_pids"] = [p.pid for p in procs]
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            context = browser.new_context(viewport={"width": 1400, "height": 1800})
+            context.on("request", lambda r: requests.append(r.url))
+            page = context.new_page()
+            page.set_default_timeout(args.timeout * 1000)
+            port = args.port or free_port()
+            url = f"http://127.0.0.1:{port}"
+            b = Bench(page, url, args.timeout, args.quiet)
+
+            t0 = time.time()
+            with open(log_path, "w") as log:
+                server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"),
+                                           "--server.headless", "true", "--server.port", str(port)],
+                                          cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                          preexec_fn=_die_with_parent)
+            while True:
+                try:
+                    urllib.request.urlopen(url + "/_stcore/health", timeout=2)
+                    break
+                except OSError:
+                    if server.poll() is not None or time.time() - t0 > args.timeout:
+                        raise RuntimeError("streamlit did not start: " + log_path.read_text()[-2000:]) from None
+                    time.sleep(0.05)
+            out["details"]["server_up_s"] = round(time.time() - t0, 3)
+            page.goto(url, wait_until="domcontentloaded")
+            b.track(HOME_PRED, require_run=False)
+            try:
+                figure("home", b.done() - t0, TARGETS["home"])
+            except Step as e:
+                out["errors"]["home"] = str(e)
+            out["exceptions"]["Home"] = b.exceptions()
+
+            for file, title in pages[1:]:
+                stem = Path(file).stem
+                try:
+                    figure(f"page {title}", b.goto_page(title, file), TARGETS["page"])
+                except Step as e:
+                    out["errors"][f"page {title}"] = str(e)
+                    continue
+                finally:
+                    out["exceptions"][title] = b.exceptions()
+                try:
+                    if stem == "compare":
+                        figure("compare", b.submit("Compare", "Sentence", COMPARE_SENTENCE), TARGETS["compare"])
+                        answers = b.main_text().count("confidence ")
+                        out["details"]["compare_answers"] = answers
+                        out["details"]["compare_expected"] = len(sst2)
+                    elif stem == "inspect":
+                        seconds, view = b.switch_view()
+                        figure("inspect switch", seconds, TARGETS["inspect_switch"])
+                        out["details"]["inspect_view"] = view
+                    elif stem == "attribute":
+                        figure("attribute", b.submit("Explain", "Sentence", ATTRIBUTE_SENTENCE),
+                               TARGETS["attribute"])
+                        rows = page.eval_on_selector_all(f"{MAIN} .js-plotly-plot .ytick text",
+                                                         "els => els.map(e => e.textContent)")
+                        rows = {r for r in rows if " · " in r and r.split(" · ")[0] in sst2}
+                        out["details"]["attribute_rows"] = len(rows)
+                        out["details"]["attribute_expected"] = len(sst2) * ATTRIBUTE_METHODS
+                except Step as e:
+                    out["errors"][stem] = str(e)
+                out["exceptions"][title] = max(out["exceptions"][title], b.exceptions())
+            browser.close()
+    finally:
+        if server is not None:
+            out["server_pid_stopped"] = stop([server])[0]
+        out["load_pids_stopped"] = stop(procs)
+        out["load_left_running"] = [p.pid for p in procs if p.poll() is None]
+        log = log_path.read_text() if log_path.exists() else ""
+        out["details"]["inotify_lines"] = log.count("Inotify")
+        tmp.cleanup()
+    out["outside_requests"] = sorted({u for u in requests if urlsplit(u).scheme not in ("data", "blob")
+                                      and (urlsplit(u).hostname or "") not in LOCAL_HOSTS})
+    out["details"]["requests"] = len(requests)
+    return out
+
+
+def report(out: dict) -> str:
+    lines = [f"textcls app in headless Chromium: {out['load']} busy background process(es), {out['cpus']} CPUs "
+             f"(a figure = until shown and idle for {out['quiet_s']} s)"]
+    for key, f in out["figures"].items():
+        lines.append(f"  {key:<24} {f['seconds']:7.2f} s   target {f['target_s']:g} s   "
+                     f"{'ok' if f['ok'] else 'SLOW'}")
+    for key, e in out["errors"].items():
+        lines.append(f"  {key:<24} not measured: {e}")
+    d = out["details"]
+    if "server_up_s" in d:
+        lines.append(f"  (server answered its health check {d['server_up_s']:.2f} s after the start)")
+    if "compare_answers" in d:
+        lines.append(f"  compare answers shown: {d['compare_answers']} (sst2 checkpoints: {d['compare_expected']})")
+    if "inspect_view" in d:
+        lines.append(f"  inspect switched to the view: {d['inspect_view']}")
+    if "attribute_rows" in d:
+        lines.append(f"  attribute: {d['attribute_rows']} 'checkpoint · method' rows in the grid (sst2 checkpoints x "
+                     f"{ATTRIBUTE_METHODS} methods: {d['attribute_expected']})")
+    bad = {k: v for k, v in out["exceptions"].items() if v}
+    lines.append(f"  exceptions shown: {bad or 'none'}")
+    lines.append(f"  requests to other hosts: {out['outside_requests'] or 'none'} (of {d.get('requests', 0)})")
+    lines.append(f"  'Inotify' lines in the server log: {d.get('inotify_lines', 0)}")
+    lines.append(f"  stopped: server {out.get('server_pid_stopped')}, busy processes {out['load_pids_stopped']}"
+                 + (f"; STILL RUNNING: {out['load_left_running']}" if out["load_left_running"] else ""))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--load", type=int, default=0, metavar="N", help="busy background processes during the run")
+    ap.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    ap.add_argument("--port", type=int, default=0, help="the server's port (default: a free one)")
+    ap.add_argument("--timeout", type=float, default=180.0, help="seconds allowed for each step")
+    ap.add_argument("--quiet", type=float, default=0.5, help="seconds a figure must stay shown and idle")
+    args = ap.parse_args(argv)
+    if not Path(CHROMIUM).exists():
+        print(f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)", file=sys.stderr)
+        return 2
+    if args.load < 0:
+        ap.error("--load must be >= 0")
+    # SIGTERM/SIGHUP end the run like Ctrl-C does, so the finally: block stops every process it started.
+    def interrupted(signum, frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, interrupted)
+    try:
+        out = run(args)
+    except KeyboardInterrupt as e:
+        print(f"interrupted ({e or 'Ctrl-C'}): the server, the browser and the busy processes were stopped",
+              file=sys.stderr)
+        return 130
+    print(json.dumps(out, indent=1) if args.json else report(out))
+    return 0 if not out["errors"] and not out["outside_requests"] and not any(out["exceptions"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""The library's shape, read with `ast` from every file of textcls/: imports only point down (no cycle, counting
+imports inside functions too), a model file never imports another model family, and no file imports Streamlit.
+Also: every module says what it is for, and no file grows past ~600 lines without saying why at its top."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+LIB = REPO / "textcls"
+MODEL_SHARED = {"textcls.models", "textcls.models.base", "textcls.models.layers", "textcls.models.registration"}
+MAX_LINES = 600
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+MODULES = {module_name(p): p for p in sorted(LIB.rglob("*.py"))}
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every module of textcls that `path` imports anywhere (module level or inside a function), resolved.
+    `from pkg import name` counts as importing pkg.name when that is a module, else pkg."""
+    me = module_name(path)
+    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            subs = [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in MODULES]
+            out.update(subs or [target])
+            if subs and len(subs) < len(node.names):
+                out.add(target)
+    return out
+
+
+GRAPH = {m: {t for t in imports_of(p) if t in MODULES and t != m} for m, p in MODULES.items()}
+
+
+def test_the_walk_sees_the_library():
+    assert {"textcls.models.act", "textcls.registry", "textcls.checkpoint", "textcls.paths"} <= set(MODULES)
+    assert "textcls.models.layers" in GRAPH["textcls.models.act"]              # a relative import resolved
+    assert "textcls.models" in GRAPH["textcls.registry"]
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    WHITE, GREY, BLACK = 0, 1, 2
+    colour = dict.fromkeys(graph, WHITE)
+    stack: list[str] = []
+
+    def visit(n: str) -> list[str] | None:
+        colour[n] = GREY
+        stack.append(n)
+        for m in sorted(graph[n]):
+            if colour[m] == GREY:
+                return stack[stack.index(m):] + [m]
+            if colour[m] == WHITE and (found := visit(m)):
+                return found
+        stack.pop()
+        colour[n] = BLACK
+        return None
+
+    for n in sorted(graph):
+        if colour[n] == WHITE and (found := visit(n)):
+            return found
+    return None
+
+
+def test_find_cycle_finds_one():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle():
+    """Package __init__ files that re-export their submodules are leaves' parents, not their children: a
+    submodule importing its own package would be a cycle and is reported like any other."""
+    assert find_cycle(GRAPH) is None, " -> ".join(find_cycle(GRAPH))
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("textcls.models.")
+                                          and m not in MODEL_SHARED))
+def test_a_model_file_imports_no_other_model_family(module):
+    others = {t for t in GRAPH[module] if t.startswith("textcls.models") and t not in MODEL_SHARED}
+    assert not others, f"{module} imports {sorted(others)}: move shared blocks to textcls/models/layers.py"
+
+
+def test_the_library_never_imports_streamlit():
+    bad = {m for m, p in MODULES.items() if any(t.split(".")[0] == "streamlit" for t in imports_of(p))}
+    assert not bad, bad
+
+
+def test_every_module_says_what_it_is_for():
+    missing = [m for m, p in MODULES.items()
+               if p.stat().st_size and not ast.get_docstring(ast.parse(p.read_text(encoding="utf-8")))]
+    assert not missing, missing
+
+
+def test_long_files_say_why_at_the_top():
+    long = [m for m, p in MODULES.items() if len(p.read_text(encoding="utf-8").splitlines()) > MAX_LINES
+            and "longer than" not in (ast.get_docstring(ast.parse(p.read_text(encoding="utf-8"))) or "")]
+    assert not long, f"over {MAX_LINES} lines without a reason ('longer than ...') in the docstring: {long}"

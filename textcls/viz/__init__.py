@@ -1,0 +1,69 @@
+"""Pure Plotly figure builders for the dashboard (no Streamlit here; every function is testable headless).
+
+One job per module; imports point down (style <- axes <- maps <- tokens <- views <- paper_views; reports and
+export use style only):
+- `style`: fonts, the one palette (RUN_COLORS), `esc`, `short`, `safe_filename`, `style_figure`, `FigureOut`;
+- `axes`: axis kinds, titles and labels, the token-axis limits and the window that pages long axes;
+- `maps`: generic builders that label themselves from a MapSpec: `heatmap` (+ `heatmap_table` for the same
+  numbers as a table), `attention_grid` (all layers x heads, the bertviz "model view"), `find_spec`;
+- `tokens`: `token_highlight` (words shaded by weight, ACT Table 4 style) and its HTML twin
+  `token_highlight_html`; `token_weights(model, specs, maps, ...)`: one weight per token for any model, so
+  several models' *reasons* can be shown one above the other (ACT-T4: Transformer above ACT);
+- `views`: a registry of paper views (`register_view`, `views_for`): each view declares the maps it needs and
+  the controls it takes (layer, head, word, ...) and returns `FigureOut`s (figure + its numbers as a table);
+- `paper_views`: the views themselves; a model without a dedicated view still gets `generic` (one heatmap per
+  map in map_specs()); `reasons_figure`;
+- `reports`: Train / Evaluate figures (confusion matrix, training curves, top words, filter n-grams);
+- `export`: PNG/SVG (kaleido + Chromium, serialised), interactive HTML, ZIP.
+
+Safety: every string that comes from user text (tokens, sentences) is HTML-escaped before it reaches a
+figure - Plotly renders tick labels, annotations and hover labels as a subset of HTML.
+Long inputs: token axes are paged (a window of at most `MAX_TOKENS` tokens, the caller passes `window`) or
+binned (`aggregate=True`); no figure is ever built with thousands of cells per axis.
+"""
+from __future__ import annotations
+
+from .axes import (AXIS_TITLES, MAX_GRID_TOKENS, MAX_HIGHLIGHT_TOKENS, MAX_TOKENS, PAD_LABEL, axis_labels,
+                   is_sentence_axis, is_sequence_axis, is_token_axis, is_word_axis)
+from .export import (CHROME_NAMES, export_size, export_zip, figure_html, figure_image, find_chrome,
+                     image_export_status)
+from .maps import (REAL, Slice2D, attention_grid, find_spec, find_specs, grid_table, heatmap, heatmap_from_slice,
+                   heatmap_item, heatmap_table, slice_map, slice_table)
+from .paper_views import reasons_figure  # importing paper_views registers the views in VIEWS
+from .reports import (CURVE_TITLES, confusion_figure, filter_ngrams_figure, live_training_figure, probabilities_figure,
+                      top_words_figure, training_curves, word_weight_figure)
+from .style import FONT, MONO, RUN_COLORS, FigureOut, esc, safe_filename, short
+from .tokens import (SHADE_NOTE, UNIFORM_DARKEST, esc_html, highlight_table, shade_weights, token_highlight,
+                     token_highlight_html, token_highlight_rows, token_rows_html, token_weights)
+from .views import MODEL_VIEWS, VIEWS, Control, View, ViewInput, build_view, register_view, view_controls, views_for
+
+__all__ = [
+    # style
+    "FONT", "MONO", "RUN_COLORS", "FigureOut", "esc", "safe_filename", "short",
+    # axes
+    "AXIS_TITLES", "MAX_GRID_TOKENS", "MAX_HIGHLIGHT_TOKENS", "MAX_TOKENS", "PAD_LABEL", "axis_labels",
+    "is_sentence_axis", "is_sequence_axis", "is_token_axis", "is_word_axis",
+    # maps
+    "REAL", "Slice2D", "attention_grid", "find_spec", "find_specs", "grid_table", "heatmap", "heatmap_from_slice",
+    "heatmap_item", "heatmap_table", "slice_map", "slice_table",
+    # tokens
+    "SHADE_NOTE", "UNIFORM_DARKEST", "esc_html", "highlight_table", "shade_weights", "token_highlight",
+    "token_highlight_html", "token_highlight_rows", "token_rows_html", "token_weights",
+    # views + paper views
+    "MODEL_VIEWS", "VIEWS", "Control", "View", "ViewInput", "build_view", "register_view", "view_controls",
+    "views_for", "reasons_figure",
+    # reports
+    "CURVE_TITLES", "confusion_figure", "filter_ngrams_figure", "live_training_figure", "probabilities_figure",
+    "top_words_figure",
+    "training_curves", "word_weight_figure",
+    # export
+    "CHROME_NAMES", "export_size", "export_zip", "figure_html", "figure_image", "find_chrome",
+    "image_export_status",
+]
+
+
+def __getattr__(name: str):
+    if name == "MapSpec":  # `viz.MapSpec` still works, importing torch only when it is used (PEP 562)
+        from ..outputs import MapSpec
+        return MapSpec
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,200 @@
+"""Figures from plain tables and dicts: probabilities side by side (Compare), confusion matrix, training curves
+(HCAN-F3 / LAMA-F5), the live training figure, LAMA-T4 top words, LAMA-F2 word weights, filter n-grams."""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .style import RUN_COLORS, FigureOut, esc, short, style_figure
+
+
+# ---------------------------------------------------------------- Train / Evaluate pages: metrics, curves, corpus views
+# (confusion matrices, training curves HCAN-F3 / LAMA-F5, live training curves, LAMA-T4 top words, LAMA-F2
+# word-weight distributions, filter n-grams over a data set). Inputs are plain tables and dicts.
+
+CURVE_TITLES = {"train_loss": "training loss", "dev_loss": "dev loss", "train_accuracy": "training accuracy",
+                "dev_accuracy": "dev accuracy", "dev_macro_f1": "dev macro-F1", "epoch": "epoch",
+                "elapsed": "wall-clock time (s)", "step": "optimiser step", "loss": "training loss"}
+
+
+def probabilities_figure(items: Sequence[tuple[str, dict[str, float]]], title: str = "Probabilities") -> FigureOut:
+    """Grouped horizontal bars: one group per checkpoint, one bar per label (Compare)."""
+    labels = list(dict.fromkeys(lab for _, probs in items for lab in probs))
+    fig = go.Figure()
+    names = [esc(n) for n, _ in items]
+    for k, lab in enumerate(labels):
+        fig.add_trace(go.Bar(y=names, x=[probs.get(lab, 0.0) for _, probs in items], name=esc(lab),
+                             orientation="h", marker_color=RUN_COLORS[k % len(RUN_COLORS)],
+                             hovertemplate="%{y}<br>" + esc(lab) + ": %{x:.4f}<extra></extra>"))
+    style_figure(fig, title, int(110 + 22 * len(items) * max(1, len(labels))), barmode="group",
+                 xaxis=dict(range=[0, 1], title="probability", tickformat=".0%"),
+                 yaxis=dict(autorange="reversed", automargin=True), legend=dict(orientation="h", y=-0.15))
+    table = pd.DataFrame([{"checkpoint": n, "label": lab, "probability": p} for n, probs in items
+                          for lab, p in probs.items()])
+    return FigureOut("probabilities", title, fig, table)
+
+
+def confusion_figure(confusion: Sequence[Sequence[int]], labels: Sequence[str], *, title: str = "Confusion matrix",
+                     normalize: bool = False, key: str = "confusion") -> FigureOut:
+    """Rows = true label, columns = predicted label; counts (or row shares with `normalize`) in each cell."""
+    cm = np.asarray(confusion, dtype=float)
+    labels = [str(x) for x in labels]
+    rows = cm.sum(axis=1, keepdims=True)
+    share = np.divide(cm, rows, out=np.zeros_like(cm), where=rows > 0)
+    z = share if normalize else cm
+    text = [[(f"{share[i, j]:.0%}" if normalize else f"{int(cm[i, j])}") for j in range(len(labels))]
+            for i in range(len(labels))]
+    names = [esc(short(x, 18)) for x in labels]
+    fig = go.Figure(go.Heatmap(z=z, x=names, y=names, colorscale="Blues", showscale=False, text=text,
+                               texttemplate="%{text}", customdata=cm,
+                               hovertemplate="true %{y}<br>predicted %{x}<br>%{customdata:d} examples<extra></extra>"))
+    side = int(min(700, 160 + 48 * len(labels)))
+    style_figure(fig, title, side + 60)
+    longest = max((len(short(x, 18)) for x in labels), default=4)
+    fig.update_layout(margin=dict(l=30 + 7 * longest, r=10, t=50, b=40 + (5 * longest if len(labels) > 4 else 10)))
+    fig.update_xaxes(title="predicted", side="bottom", showgrid=False, tickangle=-35 if len(labels) > 4 else 0,
+                     constrain="domain")
+    fig.update_yaxes(title="true", autorange="reversed", showgrid=False, scaleanchor="x", constrain="domain")
+    table = pd.DataFrame([{"true": labels[i], "predicted": labels[j], "count": int(cm[i, j]),
+                           "row_share": float(share[i, j])} for i in range(len(labels)) for j in range(len(labels))])
+    return FigureOut(key, title, fig, table, caption="Rows: true label; columns: predicted label.")
+
+
+def training_curves(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], *, y: str = "dev_accuracy",
+                    x: str = "epoch", title: str | None = None, key: str | None = None) -> FigureOut:
+    """One line per run: `y` (a per-epoch history key) against "epoch" or "elapsed" (wall-clock seconds).
+
+    HCAN Fig. 3 is y="dev_accuracy", x="elapsed"; LAMA Fig. 5 is y="train_loss", x="epoch"."""
+    if x not in ("epoch", "elapsed"):
+        raise ValueError(f"x must be 'epoch' or 'elapsed', got {x!r}")
+    fig = go.Figure()
+    rows = []
+    for k, (name, epochs) in enumerate(runs):
+        pts = [(e.get(x), e.get(y)) for e in epochs if e.get(x) is not None and e.get(y) is not None]
+        if not pts:
+            continue
+        xs, ys = zip(*pts)
+        fig.add_trace(go.Scatter(x=list(xs), y=list(ys), mode="lines+markers", name=esc(name),
+                                 line=dict(color=RUN_COLORS[k % len(RUN_COLORS)], width=2), marker=dict(size=6),
+                                 hovertemplate=esc(name) + f"<br>{CURVE_TITLES.get(x, x)} %{{x:.4g}}"
+                                 f"<br>{CURVE_TITLES.get(y, y)} %{{y:.4f}}<extra></extra>"))
+        rows += [{"run": name, x: float(a), y: float(b)} for a, b in pts]
+    title = title or f"{CURVE_TITLES.get(y, y)} vs {CURVE_TITLES.get(x, x)}"
+    style_figure(fig, title, 380, legend=dict(orientation="h", y=-0.2))
+    fig.update_xaxes(title=CURVE_TITLES.get(x, x), dtick=1 if x == "epoch" and len(rows) and
+                     max(r[x] for r in rows) <= 20 else None)
+    fig.update_yaxes(title=CURVE_TITLES.get(y, y), tickformat=".0%" if "accuracy" in y or "f1" in y else None)
+    table = pd.DataFrame(rows, columns=["run", x, y])
+    return FigureOut(key or f"curves_{y}_vs_{x}", title, fig, table,
+                     caption="" if rows else "No run has this value in its history.")
+
+
+def live_training_figure(steps: Sequence[dict[str, Any]], epochs: Sequence[dict[str, Any]], *,
+                         title: str = "Training", smooth: int = 20) -> FigureOut:
+    """Left: the loss of every step (light) and its running mean (dark), per-epoch train/dev loss (markers);
+    right: train and dev accuracy per epoch."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("loss", "accuracy"), horizontal_spacing=0.1)
+    rows = []
+    if steps:
+        s = np.array([e["step"] for e in steps])
+        loss = np.array([e["loss"] for e in steps], dtype=float)
+        fig.add_trace(go.Scatter(x=s, y=loss, mode="lines", name="step loss", line=dict(color="#f2b8b0", width=1),
+                                 hovertemplate="step %{x}<br>loss %{y:.4f}<extra></extra>"), 1, 1)
+        k = max(1, min(smooth, len(loss)))
+        run = np.convolve(np.nan_to_num(loss, nan=0.0), np.ones(k) / k, mode="valid")
+        fig.add_trace(go.Scatter(x=s[k - 1:], y=run, mode="lines", name=f"mean of {k} steps",
+                                 line=dict(color="#c0392b", width=2),
+                                 hovertemplate="step %{x}<br>mean loss %{y:.4f}<extra></extra>"), 1, 1)
+        rows += [{"kind": "step", "step": int(a), "loss": float(b)} for a, b in zip(s, loss)]
+    if epochs:
+        es = [e["step"] for e in epochs]
+        for key, name, color in (("train_loss", "epoch train loss", "#7f8c8d"), ("dev_loss", "dev loss", "#2c7fb8")):
+            ys = [e.get(key) for e in epochs]
+            if any(v is not None for v in ys):
+                fig.add_trace(go.Scatter(x=es, y=ys, mode="markers+lines", name=name, marker=dict(size=8),
+                                         line=dict(color=color, dash="dot"),
+                                         hovertemplate=name + " %{y:.4f}<br>at step %{x}<extra></extra>"), 1, 1)
+        ep = [e["epoch"] for e in epochs]
+        for key, name, color in (("train_accuracy", "train accuracy", "#7f8c8d"),
+                                 ("dev_accuracy", "dev accuracy", "#27ae60")):
+            ys = [e.get(key) for e in epochs]
+            if any(v is not None for v in ys):
+                fig.add_trace(go.Scatter(x=ep, y=ys, mode="markers+lines", name=name, marker=dict(size=8),
+                                         line=dict(color=color),
+                                         hovertemplate=name + " %{y:.2%}<br>epoch %{x}<extra></extra>"), 1, 2)
+        rows += [{"kind": "epoch", **{k: v for k, v in e.items() if k != "kind"}} for e in epochs]
+    style_figure(fig, title, 360, legend=dict(orientation="h", y=-0.25))
+    fig.update_xaxes(title="optimiser step", row=1, col=1)
+    fig.update_xaxes(title="epoch", dtick=1, row=1, col=2)
+    fig.update_yaxes(tickformat=".0%", row=1, col=2)
+    return FigureOut("training_live", title, fig, pd.DataFrame(rows))
+
+
+def top_words_figure(table: pd.DataFrame, *, title: str = "Top attended words per class (LAMA Table 4)",
+                     value: str = "score", key: str = "lama-t4") -> FigureOut:
+    """One panel per label: horizontal bars of the words' scores (table from corpus_views.top_words)."""
+    labels = list(dict.fromkeys(table["label"])) if len(table) else []
+    n = max(1, len(labels))
+    cols = min(n, 4)
+    nrows = int(math.ceil(n / cols))
+    fig = make_subplots(rows=nrows, cols=cols, subplot_titles=[esc(short(x, 30)) for x in labels] or [""],
+                        horizontal_spacing=0.12, vertical_spacing=0.12)
+    k_max = 1
+    for i, lab in enumerate(labels):
+        part = table[table["label"] == lab]
+        k_max = max(k_max, len(part))
+        fig.add_trace(go.Bar(x=part[value], y=[esc(w) for w in part["word"]], orientation="h", showlegend=False,
+                             marker_color=RUN_COLORS[i % len(RUN_COLORS)], customdata=part["count"],
+                             hovertemplate="%{y}<br>" + value + " %{x:.4g}<br>%{customdata} occurrences<extra></extra>"),
+                      i // cols + 1, i % cols + 1)
+    fig.update_yaxes(autorange="reversed")
+    style_figure(fig, title, int(110 + nrows * (40 + 22 * k_max)))
+    fig.update_layout(margin=dict(l=10, r=10, t=80, b=10))
+    return FigureOut(key, title, fig, table.reset_index(drop=True),
+                     caption="score: mean attention weight x text length (1 = a uniform share), among words seen "
+                             "often enough in that class" if value == "score" else "")
+
+
+def word_weight_figure(hist: pd.DataFrame, word: str, *, y: str = "density", relative: bool = False,
+                       title: str | None = None, key: str = "lama-f2") -> FigureOut:
+    """LAMA Fig. 2: one curve per label of the distribution of `word`'s weight (hist from
+    corpus_views.weight_histogram)."""
+    title = title or f"Attention weight of “{word}” by label (LAMA Fig. 2)"
+    fig = go.Figure()
+    for i, lab in enumerate(dict.fromkeys(hist["label"]) if len(hist) else []):
+        part = hist[hist["label"] == lab]
+        fig.add_trace(go.Scatter(x=part["center"], y=part[y], mode="lines+markers", name=esc(lab),
+                                 line=dict(color=RUN_COLORS[i % len(RUN_COLORS)], width=2),
+                                 customdata=part["count"],
+                                 hovertemplate=esc(lab) + "<br>weight %{x:.4f}<br>" + y +
+                                 " %{y:.4g}<br>%{customdata} occurrences<extra></extra>"))
+    style_figure(fig, title, 380, legend=dict(orientation="h", y=-0.2))
+    fig.update_xaxes(title="weight x text length" if relative else "attention weight")
+    fig.update_yaxes(title=y)
+    return FigureOut(key, title, fig, hist.reset_index(drop=True),
+                     caption="" if len(hist) else f"“{word}” does not occur in these texts.")
+
+
+def filter_ngrams_figure(summary: pd.DataFrame, *, top: int = 25,
+                         title: str = "Filters and the n-grams that activate them most",
+                         key: str = "filter-ngrams") -> FigureOut:
+    """Bars: the `top` filters by their largest max-pool value over the data set, labelled with their best
+    n-grams (summary from corpus_views.FilterNgrams.summary)."""
+    part = summary.head(top)
+
+    def name(r) -> str:
+        where = f"L{r.layer} H{r.head} " if r.layer else ""
+        return f"{r.bank} {where}f{r.filter}"
+    ylab = [esc(f"{name(r)}: {short(r.top_ngrams.split(' | ')[0], 32)}") for r in part.itertuples()]
+    fig = go.Figure(go.Bar(x=part["max_activation"], y=ylab, orientation="h", marker_color="#c0392b",
+                           customdata=[esc(x) for x in part["top_ngrams"]],
+                           hovertemplate="%{y}<br>max activation %{x:.4g}<br>top: %{customdata}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    style_figure(fig, title, int(110 + 22 * max(1, len(part))))
+    fig.update_xaxes(title="largest max-pool value over the data set")
+    return FigureOut(key, title, fig, summary.reset_index(drop=True))

@@ -1,0 +1,66 @@
+"""How every dashboard figure looks: fonts, the one colour palette, HTML escaping, short labels, file names,
+the shared layout styling, and `FigureOut` (a figure with the numbers it draws)."""
+from __future__ import annotations
+
+import html
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+
+FONT = "Inter, Helvetica, Arial, sans-serif"
+MONO = "DejaVu Sans Mono, Menlo, Consolas, Courier New, monospace"
+# the one categorical palette: one colour per run, label, model or series (cycle with k % len(RUN_COLORS))
+RUN_COLORS = ["#c0392b", "#2c7fb8", "#27ae60", "#8e44ad", "#e67e22", "#16a085", "#7f8c8d", "#d35400", "#2c3e50",
+              "#b8860b"]
+
+
+def esc(text: Any) -> str:
+    """HTML-escape anything shown in a figure (Plotly renders labels as HTML; entities are decoded back)."""
+    return html.escape(str(text), quote=True)
+
+
+def short(text: str, n: int = 24) -> str:
+    text = str(text)
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def safe_filename(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:80] or "figure"
+
+
+def style_figure(fig: go.Figure, title: str, height: int, **kw) -> None:
+    """The dashboard's common look: escaped title at the left, white plot, light grid, margins that fit labels."""
+    fig.update_layout(title=dict(text=esc(title), x=0.01, font=dict(size=14)), height=height,
+                      margin=dict(l=10, r=10, t=50, b=10), font=dict(family=FONT), plot_bgcolor="white", **kw)
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
+    fig.update_xaxes(showgrid=True, gridcolor="#eee", zeroline=False)
+    fig.update_yaxes(showgrid=True, gridcolor="#eee", zeroline=False)
+
+
+# ---------------------------------------------------------------- figure + numbers
+
+@dataclass
+class FigureOut:
+    """One figure a view produced, with the numbers it draws (for CSV/JSON export)."""
+
+    key: str                      # stable id, used in file names: "tr-att_layer1_head2"
+    title: str
+    fig: go.Figure
+    table: pd.DataFrame           # long form: one column per axis label (+ its index) and "value"
+    caption: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+    html: str | None = None       # escaped HTML to show on screen instead of `fig` (shaded words wrap to any
+                                  # width); `fig` is still what PNG/SVG exports render
+
+    def csv(self) -> str:
+        return self.table.to_csv(index=False)
+
+    def json(self) -> str:
+        return json.dumps({"title": self.title, "caption": self.caption, "meta": self.meta,
+                           "rows": json.loads(self.table.to_json(orient="records"))}, ensure_ascii=False,
+                          indent=1)
