@@ -29,16 +29,15 @@ st.caption("Each model's own attention next to Captum attributions on one aligne
 with st.spinner("Loading PyTorch and Captum…"):          # seconds on a server's first visit, then nothing
     from textcls import interpret as I
     from textcls import viz
-    from textcls.interpret import figures as F
+    from textcls.viz import explanations as F
     from textcls.interpret.attention import attention_importance_instances, explanation_source
-    from textcls.interpret.attributions import METHOD_LABELS
+    from textcls.interpret.faithfulness import EXPLANATION_LABELS as LABELS
+    from textcls.interpret.faithfulness import SLOW_EXPLANATIONS as SLOW
     from textcls.interpret.faithfulness import attention_maps, kendall_tau
 
 SENTENCE = "the acting is superb , but the plot is not very good ."
-LABELS = {"attention": "Own attention", "leave_one_out": "Leave-one-out", **METHOD_LABELS}
 METHOD_CHOICES = ["attention", "integrated_gradients", "grad_x_input", "saliency", "occlusion", "shapley", "lime",
                   "leave_one_out"]
-SLOW = {"shapley", "lime", "occlusion", "leave_one_out"}
 MAX_SLOW_TOKENS = 150
 WINDOW = 60            # tokens per view of a long text (grid columns stay readable)
 REMOVAL_TEXT = {"delete": "deleting it (the text closes up)", "pad": "replacing it by the pad id",

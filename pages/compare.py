@@ -13,6 +13,7 @@ import streamlit as st
 
 from pages.common import inside_app, widgets as w
 from textcls import viz
+from textcls.metrics import agreement, agreement_rows
 
 inside_app(__file__)
 
@@ -63,7 +64,7 @@ def single(text: str) -> None:
         pred = w.load(by_name[n])
         unknown[n] = None if pred is None else w.count_unknown(pred, p.tokens)
     meaningless = w.unknown_warning({n: (unknown[n], len(p.tokens)) for n, p in preds.items()})
-    major, groups = w.agreement({n: p.label for n, p in preds.items()})
+    major, groups = agreement({n: p.label for n, p in preds.items()})
     if len(groups) == 1 and meaningless:
         st.warning(f"All {len(preds)} checkpoints say **{w.md_escape(major)}**, but they read only unknown words: "
                    "this is their bias, not a judgement of the text.", icon=":material/warning:")
@@ -143,12 +144,7 @@ def batch(texts: list[str], gold: list[str] | None = None) -> None:
     if not labels:
         return
     names = list(labels)
-    majority, agree, disagree = [], [], []
-    for r in range(len(texts)):
-        major, groups = w.agreement({n: labels[n][r] for n in names})
-        majority.append(major)
-        agree.append(len(groups[major]) / len(names))
-        disagree.append(len(groups) > 1)
+    majority, agree, disagree = map(list, zip(*agreement_rows(labels)))
     df = pd.DataFrame({"#": rownum, "text": texts, "majority": majority,
                        "agreement": agree, "disagree": disagree})
     if gold:

@@ -15,7 +15,7 @@ from textcls import corpus_views as cv
 from textcls import data as tdata
 from textcls import viz
 from textcls.checkpoint import CheckpointError, load_history
-from textcls.metrics import classification_report, default_ignore_label
+from textcls.metrics import agreement_rows, classification_report, default_ignore_label
 
 inside_app(__file__)
 
@@ -226,7 +226,7 @@ with tab_e:
     if len(runs) >= 2:
         st.markdown("**Where the checkpoints disagree**")
         P = np.stack([np.array(runs[n]["pred_names"], dtype=object) for n in runs], axis=1)     # (N, models)
-        differ = np.nonzero([len(set(row)) > 1 for row in P])[0]
+        differ = np.nonzero([d for _, _, d in agreement_rows({n: runs[n]["pred_names"] for n in runs})])[0]
         dis = pd.DataFrame({"#": differ, "text": [texts[i] for i in differ], "gold": [gold_names[i] for i in differ],
                             **{n: P[differ, k] for k, n in enumerate(runs)},
                             "right": [sum(P[i, k] == gold_names[i] for k in range(len(runs))) for i in differ]})

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.common import cache, inside_app, widgets as w
+from textcls.metrics import agreement
 
 inside_app(__file__)
 
@@ -77,7 +78,7 @@ else:
                 meaningless = w.unknown_warning(counts)
                 # One verdict per data set: checkpoints of different tasks have different labels.
                 for data, part in df.groupby("data set", sort=False):
-                    major, groups = w.agreement(dict(zip(part["checkpoint"], part["prediction"])))
+                    major, groups = agreement(dict(zip(part["checkpoint"], part["prediction"])))
                     head = f"**{w.md_escape(data)}**: "
                     if len(groups) == 1:
                         msg = (f"all {len(part)} say **{w.md_escape(major)}**" if len(part) > 1

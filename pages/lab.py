@@ -9,7 +9,7 @@ import torch
 import textcls
 from pages.common import inside_app, widgets as w
 from textcls import viz
-from textcls.interpret import figures as F
+from textcls.viz import explanations as F
 from textcls.interpret import lab
 from textcls.interpret import Source, as_source
 from textcls.models.layers import ACTIVATIONS

@@ -17,7 +17,7 @@ import textcls
 from pages.common import cache, inside_app, widgets as w
 from textcls import data as tdata
 from textcls import viz
-from textcls.training import PAPER_TRAINING, TrainConfig
+from textcls.training import OPTIMIZERS, PAPER_TRAINING, TrainConfig
 from textcls.forms import changed_overrides, config_fields, size_problems
 from textcls.jobs import FINISHED, JobError
 
@@ -28,7 +28,6 @@ SEEN_KEY = "train_jobs_seen"       # finished jobs whose checkpoint has been ann
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
 HUB_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)?(:[A-Za-z0-9_.-]+)?$")
 GLOVE, RANDOM = "GloVe 50d (pretrained)", "random"
-OPTIMIZERS = ("adam", "sgd", "noam")
 
 st.title("Train a model")
 st.caption("Choose a data set, a model and its hyper-parameters (the paper's values, or a preset), then watch the "
@@ -209,7 +208,8 @@ with st.form("tr_form"):
     batch = t2.number_input("Batch size", min_value=1, max_value=4096, value=50, key="tr_batch")
     lr = t3.number_input("Learning rate", min_value=0.0, value=1e-3, format="%g", step=None, key="tr_lr")
     opt = t4.selectbox("Optimiser", OPTIMIZERS, key="tr_opt",
-                       help="noam: Adam with warm-up then 1/sqrt(step) decay (the Transformer paper's).")
+                       help="noam: Adam with warm-up then 1/sqrt(step) decay (the Transformer paper's); "
+                            "adadelta: Kim (2014)'s (use learning rate 1.0).")
     t5, t6, t7 = st.columns([1, 1, 2])
     patience = t5.number_input("Early stopping patience (0 = off)", min_value=0, max_value=1000, value=0,
                                key="tr_patience", help="Stop after this many epochs without a better dev accuracy.")

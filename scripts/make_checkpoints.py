@@ -26,7 +26,7 @@ import torch  # noqa: E402
 from textcls.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
 from textcls.data import load_data  # noqa: E402
 from textcls.metrics import evaluate  # noqa: E402
-from textcls.training import train_from_spec  # noqa: E402
+from textcls.pipeline import train_from_spec  # noqa: E402
 
 DATASETS = ("sst2", "trec")
 

@@ -51,7 +51,7 @@ MODEL_KEYS = {"n_filters", "dropout", "windows", "activation", "embedding_mode"}
 
 
 def run(model: str, data: str, name: str, seed: int, data_root: str, emb_mode: str, activation: str | None):
-    from textcls.training import train_from_spec
+    from textcls.pipeline import train_from_spec
 
     kw = dict(CONFIGS[name][1])
     epochs = kw.pop("epochs", 10)

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from textcls.checkpoint import load_checkpoint
 from textcls.data import load_data
 from textcls.metrics import evaluate
-from textcls.training import train_from_spec
+from textcls.pipeline import train_from_spec
 
 REPO = Path(__file__).resolve().parents[1]
 RANDOM = "random"

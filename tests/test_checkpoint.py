@@ -10,7 +10,7 @@ import textcls
 from textcls.checkpoint import (CheckpointError, list_checkpoints, load_checkpoint, load_history, save_checkpoint)
 from textcls.registry import get_entry
 from textcls.text import Tokenizer, TokenizerConfig
-from textcls.training import History
+from textcls.records import History
 
 TEXTS = ["a great and moving film .", "a dull , tedious mess !", "great fun . truly great .",
          "not worth the ticket", "the cast is wonderful"]

@@ -10,7 +10,7 @@ import torch
 
 import textcls
 from textcls.checkpoint import save_checkpoint
-from textcls.interpret import figures as F
+from textcls.viz import explanations as F
 from textcls.interpret import lab
 from textcls.registry import get_entry
 from textcls.text import Tokenizer, TokenizerConfig
@@ -103,7 +103,7 @@ def test_attribute_page_one_sentence_every_checkpoint(run_page):
 def test_attribute_page_computes_only_the_open_view(run_page, monkeypatch):
     """A tab that is not open costs nothing: its library functions are not called until it is opened."""
     from textcls import interpret
-    from textcls.interpret import attributions, faithfulness, interventions
+    from textcls.interpret import faithfulness, interventions
 
     calls: dict[str, int] = {}
 
@@ -115,7 +115,7 @@ def test_attribute_page_computes_only_the_open_view(run_page, monkeypatch):
             return fn(*a, **kw)
         monkeypatch.setattr(module, name, wrapper)
 
-    for module, name in ((attributions, "attribute_instances"), (faithfulness, "erasure_curves"),
+    for module, name in ((faithfulness, "attribute_instances"), (faithfulness, "erasure_curves"),
                          (faithfulness, "erasure_flip"), (faithfulness, "permutation_test"),
                          (interventions, "counterfactual"), (interpret, "intervene")):
         counted(module, name)

@@ -10,7 +10,7 @@ import pytest
 
 from textcls.checkpoint import load_checkpoint, load_history
 from textcls.data import DataError, load_data
-from textcls.training import EpochEvent, StepEvent
+from textcls.records import EpochEvent, StepEvent
 from textcls.data import file_columns
 from textcls.jobs import JobError, JobRegistry
 

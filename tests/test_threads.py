@@ -254,7 +254,8 @@ def test_predict_under_a_batch_scope_stays_batch(monkeypatch):
 def test_evaluate_and_training_use_the_batch_setting(monkeypatch):
     from textcls.data import Split
     from textcls.metrics import evaluate
-    from textcls.training import TrainConfig, encode_split, fit, predict_encoded
+    from textcls.batching import encode_split, predict_encoded
+    from textcls.training import TrainConfig, fit
 
     monkeypatch.setenv(threads.ENV, "interactive=1,batch=3")
     pred = predictor()

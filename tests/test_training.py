@@ -10,8 +10,10 @@ import torch
 
 import textcls
 from textcls.registry import get_entry
-from textcls.training import (EncodedSplit, EpochEvent, StepEvent, TrainConfig, encode_split, fit, make_batches,
-                              noam_factor, train_from_spec)
+from textcls.batching import EncodedSplit, encode_split, make_batches
+from textcls.pipeline import train_from_spec
+from textcls.records import EpochEvent, StepEvent
+from textcls.training import TrainConfig, fit, noam_factor
 
 
 def toy_split(n=96, seed=0):

@@ -20,7 +20,9 @@ _LAZY = {
                     "checkpoint"),
     **dict.fromkeys(("Prediction", "Predictor"), "inference"),
     **dict.fromkeys(("classification_report", "evaluate"), "metrics"),
-    **dict.fromkeys(("EpochEvent", "History", "StepEvent", "TrainConfig", "fit", "train_from_spec"), "training"),
+    **dict.fromkeys(("EpochEvent", "History", "StepEvent"), "records"),
+    **dict.fromkeys(("TrainConfig", "fit"), "training"),
+    "train_from_spec": "pipeline",
 }
 
 __all__ = ["AXES", "KINDS", "ClassifierOutput", "MapSpec", "create_model", "get_entry", "list_models",

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from .files import atomic_write, fsync_dir
 from .paths import checkpoint_roots, shipped_checkpoints
+from .records import History
 
 if TYPE_CHECKING:  # torch is imported where it is used: listing checkpoints must not import it
     import torch
@@ -304,9 +305,9 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu"):
     import torch
     from safetensors.torch import load_file
 
+    from .devices import resolve_device  # torch: imported when a checkpoint is loaded, not when listed
     from .inference import Predictor
     from .text import Tokenizer, TokenizerConfig
-    from .training import resolve_device
 
     path = Path(path)
     cfg = read_config(path)
@@ -374,7 +375,6 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu"):
 
 def load_history(path: str | Path):
     """The checkpoint's training History (empty History when history.json is absent)."""
-    from .training import History
     p = Path(path) / "history.json"
     if not p.exists():
         return History()

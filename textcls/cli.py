@@ -79,7 +79,7 @@ def _parse_pairs(pairs: Sequence[str] | None, what: str, config_cls=None) -> dic
 
 
 def _device(name: str | None) -> str:
-    from .training import resolve_device
+    from .devices import resolve_device
     try:
         return str(resolve_device(name))
     except (ValueError, RuntimeError) as e:
@@ -104,7 +104,7 @@ class _Progress:
         self.desc, self.enabled, self.bar = desc, enabled, None
 
     def __call__(self, event) -> None:
-        from .training import EpochEvent, StepEvent
+        from .records import EpochEvent, StepEvent
         if not self.enabled:
             return
         if isinstance(event, StepEvent):
@@ -134,7 +134,8 @@ def cmd_train(args) -> int:
     from .checkpoint import check_target
     from .data import load_data
     from .registry import get_entry, make_config
-    from .training import TrainConfig, tokenizer_config_for, train_from_spec
+    from .pipeline import tokenizer_config_for, train_from_spec
+    from .training import TrainConfig
 
     # --- everything that depends only on the user's input: errors here exit 2
     try:

@@ -27,15 +27,15 @@ Passes over thousands of texts are batched (texts sorted by length so padding st
 through `progress(done, total)`, and are cached on disk (`CorpusCache`) per (checkpoint folder and its files'
 modification times, the texts and labels, the view and its settings): a split is computed once per checkpoint.
 Cached files are JSON + .npz read with allow_pickle=False (nothing is unpickled).
+
+One file, a little longer than 600 lines, because the three views share the batched pass and its disk cache.
 """
 from __future__ import annotations
 
 import hashlib
 import io
 import json
-import os
 import re
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +45,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .files import atomic_write
+from .paths import cache_dir
 from .threads import batch_work
 
 Progress = Callable[[int, int], None]
@@ -121,8 +123,8 @@ class CorpusWeights:
         meta = {"labels": self.labels, "source": self.source, "tokens": self.tokens}
         buf = io.BytesIO()
         np.savez(buf, weights=w, lengths=lengths, gold=self.gold.astype(np.int64), pred=self.pred.astype(np.int64))
-        _atomic_write(stem.with_suffix(".npz"), buf.getvalue())      # the .json marks a complete entry: last
-        _atomic_write(stem.with_suffix(".json"), json.dumps(meta, ensure_ascii=False).encode("utf-8"))
+        atomic_write(stem.with_suffix(".npz"), buf.getvalue())      # the .json marks a complete entry: last
+        atomic_write(stem.with_suffix(".json"), json.dumps(meta, ensure_ascii=False).encode("utf-8"))
 
     @classmethod
     def _load(cls, stem: Path) -> "CorpusWeights":
@@ -410,7 +412,7 @@ class FilterNgrams:
     seconds: float = 0.0
 
     def _save(self, stem: Path) -> None:
-        _atomic_write(stem.with_suffix(".json"), json.dumps(
+        atomic_write(stem.with_suffix(".json"), json.dumps(
             {"n_texts": self.n_texts, "rows": json.loads(self.table.to_json(orient="records"))}).encode("utf-8"))
 
     @classmethod
@@ -536,23 +538,9 @@ def filter_ngrams(predictor, texts: Sequence[str], *, top: int = 5, batch_size: 
 # ---------------------------------------------------------------- the disk cache
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def default_cache_dir() -> Path:
-    """env TEXTCLS_CACHE, else ~/.cache/textcls; corpus views go under "corpus/"."""
-    raw = os.environ.get("TEXTCLS_CACHE", "").strip()
-    base = Path(raw).expanduser() if raw else Path.home() / ".cache" / "textcls"
-    return base / "corpus"
+    """The user cache folder (paths.cache_dir: env TEXTCLS_CACHE, else the platform's) / "corpus"."""
+    return cache_dir() / "corpus"
 
 
 def checkpoint_stamp(path: str | Path) -> list:

@@ -74,11 +74,6 @@ class Predictor:
         model = getattr(self.model, "registry_name", type(self.model).__name__)
         return f"Predictor(name={self.name!r}, model={model!r}, labels={self.labels})"
 
-    @classmethod
-    def from_checkpoint(cls, path: str | Path, device: str | torch.device = "cpu") -> "Predictor":
-        from .checkpoint import load_checkpoint
-        return load_checkpoint(path, device=device)
-
     @property
     def device(self) -> torch.device:
         for p in self.model.parameters():

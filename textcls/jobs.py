@@ -1,7 +1,7 @@
 """Background training jobs: `train_from_spec` in a worker thread, with a thread-safe progress state.
 
 The app's Train page must not train in the Streamlit script thread (a rerun would kill the run, and the page
-would freeze). A `TrainingJob` runs `training.train_from_spec` in its own daemon thread; the training loop's
+would freeze). A `TrainingJob` runs `pipeline.train_from_spec` in its own daemon thread; the training loop's
 callbacks write into a `JobState` under a lock, and any thread reads a consistent copy with `snapshot()`.
 
 Where jobs live: a `JobRegistry` (jobs by id). A job must outlive the script run - and the page - that started
@@ -208,7 +208,7 @@ class TrainingJob:
     def _run(self) -> None:
         runner = self._runner
         if runner is None:
-            from .training import train_from_spec
+            from .pipeline import train_from_spec
             runner = train_from_spec
         try:
             result = runner(**self.kwargs, callbacks=[self._on_event], stop_event=self._stop)

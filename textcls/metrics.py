@@ -122,13 +122,13 @@ def evaluate(predictor_or_model, split, *, tokenizer=None, labels: Sequence[str]
     """Run a model over a split and return `classification_report` (plus "loss", the mean cross-entropy).
 
     predictor_or_model: a `Predictor` (uses its tokenizer and labels), or a bare model together with
-        `tokenizer=` (or a split already encoded by `training.encode_split`) and `labels=`.
-    split: a `data.Split` (texts + label indices), or a `training.EncodedSplit`.
+        `tokenizer=` (or a split already encoded by `batching.encode_split`) and `labels=`.
+    split: a `data.Split` (texts + label indices), or a `batching.EncodedSplit`.
     label_names: the names of the split's label indices when they differ from the model's labels
         (another data set with the same classes in another order); examples are mapped by name, and a
         split label the model does not know is an error.
     """
-    from .training import EncodedSplit, encode_split, predict_encoded
+    from .batching import EncodedSplit, encode_split, predict_encoded  # torch, only when evaluating
 
     model = getattr(predictor_or_model, "model", predictor_or_model)
     if hasattr(predictor_or_model, "tokenizer") and tokenizer is None:
@@ -150,3 +150,25 @@ def evaluate(predictor_or_model, split, *, tokenizer=None, labels: Sequence[str]
     report = classification_report(enc.labels.tolist(), y_pred.tolist(), labels, ignore_label=ignore_label)
     report["loss"] = loss
     return report
+
+
+def agreement(labels: dict[str, str]) -> tuple[str, dict[str, list[str]]]:
+    """Several models on one example: (majority label, {label: [models that gave it]}); a tie goes to the label
+    given first."""
+    groups: dict[str, list[str]] = {}
+    for name, lab in labels.items():
+        groups.setdefault(lab, []).append(name)
+    major = max(groups, key=lambda k: len(groups[k])) if groups else ""
+    return major, groups
+
+
+def agreement_rows(labels: dict[str, Sequence[str]]) -> list[tuple[str, float, bool]]:
+    """Several models on many examples ({model: one label per example}): per example, (majority label, share of
+    the models that give it, whether any model differs) - Compare's and Evaluate's disagreement lists."""
+    names = list(labels)
+    out = []
+    for r in range(len(labels[names[0]]) if names else 0):
+        major, groups = agreement({n: labels[n][r] for n in names})
+        out.append((major, len(groups[major]) / len(names), len(groups) > 1))
+    return out
+

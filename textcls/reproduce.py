@@ -348,7 +348,7 @@ def done_seeds(entry: dict[str, Any] | None, signature: dict[str, Any]) -> set[i
 def run_cell(cell: Cell, seed: int, *, epochs: int, limit: int | None = None, data_root=None,
              callbacks: Sequence[Callable] = (), stop_event=None) -> dict[str, Any]:
     """Train one cell once (no checkpoint written) and return the run record."""
-    from .training import train_from_spec
+    from .pipeline import train_from_spec
 
     t0 = time.perf_counter()
     load0 = _loadavg()

@@ -128,27 +128,17 @@ __all__ += ["dataset", "job_registry", "refresh_checkpoints"]
 # cached models are looked up inside), and the library is imported where it is used (listing checkpoints must not
 # import torch). Settings a method ignores are left out of its key, so changing them recomputes nothing.
 
-_USES_BASELINE = ("integrated_gradients", "occlusion", "shapley", "lime")
-
-
 def _instance(path: str, mtime: float, text: str):
     from textcls.interpret import as_source
     return as_source(_predictor(path, mtime)).instances([text])[0]
 
 
 @st.cache_data(show_spinner=False, max_entries=4096)
-def _explanation(path: str, mtime: float, text: str, method: str, baseline: str | None, steps: int | None,
-                 removal: str | None):
-    from textcls.interpret import attention, attributions, faithfulness
-    pred, inst = _predictor(path, mtime), _instance(path, mtime, text)
-    if method == "attention":
-        return attention.attention_importance_instances(pred.model, [inst], labels=pred.labels)[0]
-    if method == "leave_one_out":
-        return faithfulness.leave_one_out(pred.model, inst, removal)
-    kw = {"baseline": baseline} if baseline is not None else {}
-    if steps is not None:
-        kw["n_steps"] = steps
-    return attributions.attribute_instances(pred.model, [inst], method, labels=pred.labels, **kw)[0]
+def _explanation(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str):
+    from textcls.interpret.faithfulness import explanation as explain
+    pred = _predictor(path, mtime)
+    return explain(pred.model, _instance(path, mtime, text), method, labels=pred.labels, baseline=baseline,
+                   steps=steps, removal=removal)
 
 
 def explanation(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
@@ -156,10 +146,11 @@ def explanation(path: str | Path, text: str, method: str, *, baseline: str = "pa
     """One explanation of `text` by one checkpoint: an `Attribution` (own attention, Captum methods) or, for
     "leave_one_out", a vector. Cached per (checkpoint, text, method, the settings that method uses).
     Raises what the library raises (ValueError: the method does not apply to this model or input)."""
-    return _explanation(str(path), stamp(path), text, method,
-                        baseline if method in _USES_BASELINE else None,
-                        steps if method == "integrated_gradients" else None,
-                        removal if method == "leave_one_out" else None)
+    from textcls.interpret.faithfulness import USES_BASELINE
+    return _explanation(str(path), stamp(path), text, method,                   # a method's unused settings
+                        baseline if method in USES_BASELINE else "pad",            # are fixed, so they are not
+                        steps if method == "integrated_gradients" else 50,          # part of its cache key
+                        removal if method == "leave_one_out" else "delete")
 
 
 def _scores(x):
@@ -179,8 +170,9 @@ def _erasure(path: str, mtime: float, text: str, method: str, baseline: str, ste
 def erasure(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
             removal: str = "delete"):
     """(erasure_curves, erasure_flip) of one explanation (see `explanation`), cached like it."""
-    return _erasure(str(path), stamp(path), text, method, baseline if method in _USES_BASELINE else "",
-                    steps if method == "integrated_gradients" else 0, removal)
+    from textcls.interpret.faithfulness import USES_BASELINE
+    return _erasure(str(path), stamp(path), text, method, baseline if method in USES_BASELINE else "pad",
+                    steps if method == "integrated_gradients" else 50, removal)
 
 
 @st.cache_data(show_spinner=False, max_entries=512)

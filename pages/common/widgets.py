@@ -1,12 +1,11 @@
 """Widgets the pages share: checkpoint pickers, the no-checkpoint message, text input guards, figures with
 their export buttons. No caching here (that is cache.py's job) and no model code (that is the library's).
 
-Every piece of user text shown here goes through `st.text`, a dataframe, or `html.escape` / `md_escape`
+Every piece of user text shown here goes through `st.text`, a dataframe, or `viz.esc_html` / `md_escape`
 before markdown; unsafe_allow_html is used only on HTML built from escaped text.
 """
 from __future__ import annotations
 
-import html
 import re
 import tempfile
 import time
@@ -276,15 +275,6 @@ class Progress:
         self.bar.empty()
 
 
-def agreement(labels: dict[str, str]) -> tuple[str, dict[str, list[str]]]:
-    """(majority label, {label: [checkpoints]}) - ties broken by first appearance."""
-    groups: dict[str, list[str]] = {}
-    for name, lab in labels.items():
-        groups.setdefault(lab, []).append(name)
-    major = max(groups, key=lambda k: len(groups[k])) if groups else ""
-    return major, groups
-
-
 def label_card(name: str, model: str, data: str, label: str, conf: float, agrees: bool | None,
                truncated: bool = False, n_tokens: int | None = None, n_unknown: int | None = None) -> None:
     """A bordered card: checkpoint, predicted label, confidence, agreement mark (all text escaped)."""
@@ -303,10 +293,6 @@ def label_card(name: str, model: str, data: str, label: str, conf: float, agrees
             notes.append("input truncated")
         if notes:
             st.caption(" · ".join(notes))
-
-
-def esc_html(text: object) -> str:
-    return html.escape(str(text), quote=True)
 
 
 # ---------------------------------------------------------------- unknown words

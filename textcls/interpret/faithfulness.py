@@ -41,8 +41,9 @@ from captum.metrics import sensitivity_max as _captum_sensitivity_max
 from ..threads import interactive_work
 from ._common import (REMOVALS, EmbeddingForward, Instance, as_source, as_vector, check_model, permute_rows,
                       prob_fn, score, top_indices, tvd, uniform_like)
-from .attributions import (Attribution, _targets, attribute_instances, baseline_embedding, canonical_method,
-                           token_attributions)
+from .attention import attention_importance_instances
+from .attributions import (METHOD_LABELS, Attribution, _targets, attribute_instances, baseline_embedding,
+                           canonical_method, token_attributions)
 
 BINS = (1, 5, 10, 20, 50)
 
@@ -375,7 +376,6 @@ def evaluate_slice(source, texts: Sequence[str], methods: Sequence[str] = ("atte
     comprehensiveness / sufficiency, Kendall tau and top-k overlap with `reference`, erasure flip rates and the
     fraction removed to flip; with captum_metrics, Captum infidelity and sensitivity_max (slow). Model level
     (attention models): median permutation TVD and uniform-attention TVD / flip rate."""
-    from .attention import attention_importance_instances
 
     _check_removal(removal)
     src = as_source(source, tokenizer)
@@ -465,7 +465,29 @@ def evaluate_slice(source, texts: Sequence[str], methods: Sequence[str] = ("atte
     return SliceReport(rows, model_row, per_example, settings, time.perf_counter() - t0, timings)
 
 
+
+USES_BASELINE = ("integrated_gradients", "occlusion", "shapley", "lime")
+EXPLANATION_LABELS = {"attention": "Own attention", **METHOD_LABELS, "leave_one_out": "Leave-one-out",
+                      "random": "Random ranking"}
+SLOW_EXPLANATIONS = ("shapley", "lime", "occlusion", "leave_one_out")   # one forward pass per token or more
+
+
+def explanation(model, inst: Instance, method: str, *, labels=None, baseline: str = "pad", steps: int = 50,
+                removal: str = "delete"):
+    """One explanation of one instance by any method: the model's own attention ("attention"), a Captum method
+    (an `Attribution`), or "leave_one_out" (a vector). `baseline` is used by the methods in USES_BASELINE,
+    `steps` by integrated gradients, `removal` by leave-one-out."""
+    if method == "attention":
+        return attention_importance_instances(model, [inst], labels=labels)[0]
+    if method == "leave_one_out":
+        return leave_one_out(model, inst, removal)
+    kw: dict[str, Any] = {"baseline": baseline} if method in USES_BASELINE else {}
+    if method == "integrated_gradients":
+        kw["n_steps"] = steps
+    return attribute_instances(model, [inst], method, labels=labels, **kw)[0]
+
 __all__ = ["BINS", "n_tokens", "erasure_curves", "comprehensiveness", "sufficiency", "leave_one_out",
            "kendall_tau", "topk_overlap", "agreement", "attention_maps", "permutation_test",
            "uniform_attention_test", "erasure_flip", "infidelity", "sensitivity", "explanation_report",
-           "SliceReport", "evaluate_slice", "EXPLANATIONS"]
+           "SliceReport", "evaluate_slice", "EXPLANATIONS", "EXPLANATION_LABELS", "SLOW_EXPLANATIONS",
+           "USES_BASELINE", "explanation"]

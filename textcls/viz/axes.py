@@ -68,12 +68,13 @@ def axis_title(axis: str) -> str:
     return AXIS_TITLES.get(axis, axis) if axis not in ("", "value") else ""
 
 
-def token_window(n: int, window: tuple[int, int] | None, max_tokens: int) -> tuple[int, int]:
-    """The positions lo..hi shown of a sequence axis of n: `window=(start, size)` clamped to the text and to
-    `max_tokens`; without a window, the first `max_tokens`."""
+def token_window(n: int, window: tuple[int, int] | None, max_tokens: int | None = None) -> tuple[int, int]:
+    """The positions lo..hi shown of a sequence axis of n: `window=(start, size)` with size capped at
+    `max_tokens`; a start too close to the end shows the last `size` positions. Without a window, the first
+    `max_tokens` (all, when None). One rule for every view of a long text."""
+    cap = n if max_tokens is None else max_tokens
     if window is None:
-        return 0, min(n, max_tokens)
-    start, size = int(window[0]), int(window[1])
-    size = max(1, min(size, max_tokens))
-    start = max(0, min(start, max(0, n - 1)))
-    return start, min(n, start + size)
+        return 0, min(n, cap)
+    size = max(1, min(int(window[1]), cap))
+    lo = max(0, min(int(window[0]), n - size))
+    return lo, min(n, lo + size)

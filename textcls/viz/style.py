@@ -32,10 +32,11 @@ def safe_filename(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:80] or "figure"
 
 
-def style_figure(fig: go.Figure, title: str, height: int, **kw) -> None:
-    """The dashboard's common look: escaped title at the left, white plot, light grid, margins that fit labels."""
+def style_figure(fig: go.Figure, title: str, height: int, top: int = 50, **kw) -> None:
+    """The dashboard's common look: escaped title at the left, white plot, light grid, margins that fit labels
+    (`top`: room above the plot for the title and a legend)."""
     fig.update_layout(title=dict(text=esc(title), x=0.01, font=dict(size=14)), height=height,
-                      margin=dict(l=10, r=10, t=50, b=10), font=dict(family=FONT), plot_bgcolor="white", **kw)
+                      margin=dict(l=10, r=10, t=top, b=10), font=dict(family=FONT), plot_bgcolor="white", **kw)
     fig.update_xaxes(automargin=True)
     fig.update_yaxes(automargin=True)
     fig.update_xaxes(showgrid=True, gridcolor="#eee", zeroline=False)

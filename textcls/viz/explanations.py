@@ -1,5 +1,6 @@
-"""Plotly figures of the interpretation results (pure: no Streamlit), each a `viz.FigureOut` with the numbers it
-draws, so the pages show them with the app's export buttons (PNG / SVG / CSV / JSON).
+"""Figures of the interpretation results - attributions side by side, agreement, erasure curves, probability
+shifts, the Lab's activations, negation, branches and gates - each a `FigureOut` with the numbers it draws,
+so the pages show them with the app's export buttons (PNG / SVG / CSV / JSON).
 
 Tokens sit on a numeric axis with the words as tick labels (a repeated word stays two columns); every label
 is HTML-escaped.
@@ -13,27 +14,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..viz import FONT, FigureOut, esc, short
-
-PALETTE = ["#c0392b", "#2c7fb8", "#27ae60", "#8e44ad", "#e67e22", "#16a085", "#7f8c8d", "#d35400"]
-
-
-def _layout(fig: go.Figure, title: str, height: int, top: int = 45, **kw) -> None:
-    fig.update_layout(title=dict(text=esc(title), x=0.01, font=dict(size=14)), height=height,
-                      margin=dict(l=10, r=10, t=top, b=10), plot_bgcolor="white", font=dict(family=FONT), **kw)
-    fig.update_xaxes(automargin=True)
-    fig.update_yaxes(automargin=True, title_standoff=8)
-
-
-def token_window(n: int, window: tuple[int, int] | None) -> tuple[int, int]:
-    """(lo, hi) of the tokens a `window=(start, size)` shows of n tokens; a start too close to the end shows the
-    last `size` tokens. None = all tokens."""
-    if window is None:
-        return 0, n
-    size = max(1, int(window[1]))
-    lo = max(0, min(int(window[0]), n - size))
-    return lo, min(n, lo + size)
-
+from .axes import token_window
+from .style import RUN_COLORS as PALETTE
+from .style import FigureOut, esc, short, style_figure
 
 def _window_title(title: str, lo: int, hi: int, n: int) -> str:
     return title if (lo, hi) == (0, n) else f"{title} (tokens {lo + 1}-{hi} of {n})"
@@ -84,7 +67,7 @@ def reasons_grid(rows: Sequence[tuple[str, Sequence[float]]], tokens: Sequence[s
     fig.update_xaxes(tickvals=idx, ticktext=[esc(t) for t in shown], tickangle=-45, showgrid=False,
                      zeroline=False)
     fig.update_yaxes(autorange="reversed", automargin=True, showgrid=False, zeroline=False)
-    _layout(fig, title, int(120 + 26 * max(1, len(names)) + 6 * max((len(t) for t in shown), default=0)))
+    style_figure(fig, title, int(120 + 26 * max(1, len(names)) + 6 * max((len(t) for t in shown), default=0)))
     table = pd.DataFrame([{"row": nm, "token_index": i, "token": tokens[i], "score": float(raw[r, i]),
                            "normalised": float(z[r, i])}
                           for r, nm in enumerate(names) for i in idx])
@@ -108,7 +91,7 @@ def agreement_heatmap(agr: dict[str, Any], metric: str = "kendall_tau", title: s
                                hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>"))
     fig.update_yaxes(autorange="reversed", automargin=True)
     fig.update_xaxes(tickangle=-35, automargin=True)
-    _layout(fig, title, int(160 + 34 * len(names)))
+    style_figure(fig, title, int(160 + 34 * len(names)))
     table = pd.DataFrame([{"a": a, "b": b, metric: float(m[i, j])} for i, a in enumerate(names)
                           for j, b in enumerate(names)])
     return FigureOut(f"agreement_{metric}", title, fig, table,
@@ -130,7 +113,7 @@ def erasure_figure(curves: dict[str, dict[str, Any]], title: str = "Removing the
                  for b, k, cp, sf in zip(c["bins"], c["k_tokens"], c["comprehensiveness"], c["sufficiency"])]
     fig.update_xaxes(title="k (% of tokens)")
     fig.update_yaxes(title="drop in p(predicted class)", col=1)
-    _layout(fig, title, 380, top=80, legend=dict(orientation="h", y=-0.3))
+    style_figure(fig, title, 380, top=80, legend=dict(orientation="h", y=-0.3))
     return FigureOut("erasure_curves", title, fig, pd.DataFrame(rows),
                      caption="k = 0 is the empty set; AOPC is the mean over the points of a line.")
 
@@ -143,7 +126,7 @@ def probability_shift(labels: Sequence[str], before: Sequence[float], after: Seq
                              marker_color=["#95a5a6", "#c0392b"][k], text=[f"{float(v):.3f}" for v in p],
                              textposition="outside"))
     fig.update_yaxes(range=[0, 1.1], title="probability")
-    _layout(fig, title, 320, barmode="group", legend=dict(orientation="h", y=-0.2))
+    style_figure(fig, title, 320, barmode="group", legend=dict(orientation="h", y=-0.2))
     table = pd.DataFrame({"label": list(labels), names[0]: list(map(float, before)),
                           names[1]: list(map(float, after))})
     return FigureOut("probability_shift", title, fig, table)
@@ -175,7 +158,7 @@ def activation_figure(rows: Sequence[dict], weights: str, stat: str = "variance"
     ytitle = stat + (" (log scale)" if log else " (sign(y) log10(1 + |y|))" if slog else "")
     fig.update_yaxes(type="log" if log else "linear", title=ytitle, exponentformat="power")
     fig.update_xaxes(title="layer", dtick=1)
-    _layout(fig, title, 380, legend=dict(orientation="h", y=-0.3, yanchor="top"))
+    style_figure(fig, title, 380, legend=dict(orientation="h", y=-0.3, yanchor="top"))
     return FigureOut(f"ag-f2_{stat}_{weights}", title, fig,
                      pd.DataFrame([{k: r[k] for k in ("activation", "weights", "layer", stat)} for r in sel]))
 
@@ -196,7 +179,7 @@ def negation_figure(rows: Sequence[dict], title: str = "p(positive) as the wordi
     fig.update_xaxes(tickvals=list(range(len(sents))), ticktext=[esc(short(s, 28)) for s in sents],
                      tickangle=0 if len(sents) <= 8 else -35, showgrid=False, zeroline=False)
     fig.update_yaxes(autorange="reversed", automargin=True)
-    _layout(fig, title, int(140 + 36 * len(models)))
+    style_figure(fig, title, int(140 + 36 * len(models)))
     return FigureOut("negation", title, fig, pd.DataFrame([{k: r[k] for k in ("model", "sentence", "p_positive",
                                                                                "label")} for r in rows]))
 
@@ -216,7 +199,7 @@ def branches_figure(res: dict[str, Any], title: str = "HCAN's two branches and t
         fig.add_trace(go.Bar(x=idx, y=np.asarray(res[key])[lo:hi], name=esc(name), marker_color=PALETTE[k]))
     fig.update_xaxes(tickvals=idx, ticktext=[esc(t) for t in tokens[lo:hi]], tickangle=-45)
     fig.update_yaxes(title="vector length")
-    _layout(fig, title, 400, barmode="group", legend=dict(orientation="h", y=-0.35))
+    style_figure(fig, title, 400, barmode="group", legend=dict(orientation="h", y=-0.35))
     table = pd.DataFrame({"token": tokens, "norm_a": res["norm_a"], "norm_b": res["norm_b"],
                           "norm_product": res["norm_product"], "sign_flip_share": res["sign_flip_share"]})
     return FigureOut("hcan_branches", title, fig, table)
@@ -233,7 +216,7 @@ def branch_rows_figure(res: dict[str, Any], title: str | None = None) -> FigureO
                              marker_color=PALETTE[k]))
     fig.update_xaxes(tickvals=list(range(len(toks))), ticktext=[esc(t) for t in toks], tickangle=-45)
     fig.update_yaxes(title="attention weight")
-    _layout(fig, title, 400, barmode="group", legend=dict(orientation="h", y=-0.35))
+    style_figure(fig, title, 400, barmode="group", legend=dict(orientation="h", y=-0.35))
     return FigureOut("hcan_rows", title, fig, pd.DataFrame({"token": toks, "branch_a": res["row_a"],
                                                             "branch_b": res["row_b"]}))
 
@@ -255,7 +238,7 @@ def gate_profile_figure(res: dict[str, Any], title: str = "Mean gate value per p
     fig.update_xaxes(tickvals=idx, ticktext=[esc(t) for t in tokens[lo:hi]], tickangle=-45, showgrid=False,
                      zeroline=False)
     fig.update_yaxes(autorange="reversed", automargin=True)
-    _layout(fig, title, int(140 + 22 * len(names)))
+    style_figure(fig, title, int(140 + 22 * len(names)))
     table = pd.DataFrame([{"gate": k, "position": i, "token": tokens[i] if i < len(tokens) else "",
                            "mean_gate": float(z[r, i])} for r, k in enumerate(names) for i in range(n)])
     return FigureOut("gate_profile", title, fig, table,
@@ -264,5 +247,4 @@ def gate_profile_figure(res: dict[str, Any], title: str = "Mean gate value per p
 
 
 __all__ = ["reasons_grid", "agreement_heatmap", "erasure_figure", "probability_shift", "activation_figure",
-           "negation_figure", "branches_figure", "branch_rows_figure", "gate_profile_figure", "normalise_row",
-           "token_window"]
+           "negation_figure", "branches_figure", "branch_rows_figure", "gate_profile_figure", "normalise_row"]

@@ -1,0 +1,180 @@
+"""Encoded splits and batches: a split's texts turned into token ids once (`encode_split`, `EncodedSplit`),
+length-bucketed batches padded per batch (`make_batches`, `EncodedSplit.batch`), and a model's predictions
+over a whole encoded split (`predict_encoded`). Used by training, evaluation and the data-set views."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .threads import batch_work
+
+
+@dataclass
+class EncodedSplit:
+    """A split turned into token ids once, kept per example at its true size and padded per batch.
+
+    ids[i] / masks[i]: (n_i,) for flat models, (S_i, W_i) for hierarchical ones (never empty: an empty text
+    keeps one pad position). labels: (N,) long, or None for unlabelled text. lengths[i]: the number of real
+    tokens (used for bucketing).
+    """
+
+    ids: list[torch.Tensor]
+    masks: list[torch.Tensor]
+    labels: torch.Tensor | None
+    lengths: list[int]
+    hierarchical: bool = False
+    truncated: list[bool] = field(default_factory=list)
+    pad_id: int = 0
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def from_tensors(cls, token_ids: torch.Tensor, labels=None, mask: torch.Tensor | None = None,
+                     pad_id: int = 0) -> "EncodedSplit":
+        """From padded (N, L) or (N, S, W) ids (and an optional mask; default ids != pad_id)."""
+        token_ids = torch.as_tensor(token_ids, dtype=torch.long)
+        if token_ids.dim() not in (2, 3):
+            raise ValueError(f"token_ids must be (N, L) or (N, S, W), got shape {tuple(token_ids.shape)}")
+        mask = (token_ids != pad_id) if mask is None else torch.as_tensor(mask).bool()
+        if mask.shape != token_ids.shape:
+            raise ValueError(f"mask shape {tuple(mask.shape)} differs from token_ids {tuple(token_ids.shape)}")
+        ids, masks, lengths = _crop_rows(token_ids, mask)
+        lab = None if labels is None else torch.as_tensor(labels, dtype=torch.long).reshape(-1)
+        if lab is not None and len(lab) != len(ids):
+            raise ValueError(f"{len(ids)} examples but {len(lab)} labels")
+        return cls(ids, masks, lab, lengths, token_ids.dim() == 3, [False] * len(ids), pad_id)
+
+    def batch(self, index: Sequence[int], device: torch.device | str = "cpu"
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """Padded (ids, mask, labels) for the examples in `index`, on `device`."""
+        rows = [self.ids[i] for i in index]
+        mrows = [self.masks[i] for i in index]
+        if self.hierarchical:
+            S = max(r.shape[0] for r in rows)
+            W = max(r.shape[1] for r in rows)
+            ids = torch.full((len(rows), S, W), self.pad_id, dtype=torch.long)
+            mask = torch.zeros((len(rows), S, W), dtype=torch.bool)
+            for b, (r, m) in enumerate(zip(rows, mrows)):
+                ids[b, :r.shape[0], :r.shape[1]] = r
+                mask[b, :m.shape[0], :m.shape[1]] = m
+        else:
+            L = max(r.shape[0] for r in rows)
+            ids = torch.full((len(rows), L), self.pad_id, dtype=torch.long)
+            mask = torch.zeros((len(rows), L), dtype=torch.bool)
+            for b, (r, m) in enumerate(zip(rows, mrows)):
+                ids[b, :r.shape[0]] = r
+                mask[b, :m.shape[0]] = m
+        labels = None if self.labels is None else self.labels[list(index)].to(device)
+        return ids.to(device), mask.to(device), labels
+
+
+def _crop_rows(token_ids: torch.Tensor, mask: torch.Tensor):
+    """Split padded ids/mask into per-example tensors cropped to the last real position (at least 1)."""
+    ids_np = token_ids.cpu().numpy()
+    m_np = mask.cpu().numpy().astype(bool)
+    if ids_np.ndim == 2:
+        L = m_np.shape[1]
+        n = np.where(m_np.any(1), L - np.argmax(m_np[:, ::-1], axis=1), 1)
+        ids = [torch.from_numpy(ids_np[i, :n[i]].copy()) for i in range(len(n))]
+        masks = [torch.from_numpy(m_np[i, :n[i]].copy()) for i in range(len(n))]
+        lengths = m_np.sum(1).tolist()
+    else:
+        S, W = m_np.shape[1:]
+        sent_any, word_any = m_np.any(2), m_np.any(1)                     # (N, S), (N, W)
+        s = np.where(sent_any.any(1), S - np.argmax(sent_any[:, ::-1], axis=1), 1)
+        w = np.where(word_any.any(1), W - np.argmax(word_any[:, ::-1], axis=1), 1)
+        ids = [torch.from_numpy(ids_np[i, :s[i], :w[i]].copy()) for i in range(len(s))]
+        masks = [torch.from_numpy(m_np[i, :s[i], :w[i]].copy()) for i in range(len(s))]
+        lengths = m_np.sum((1, 2)).tolist()
+    return ids, masks, [int(x) for x in lengths]
+
+
+def encode_split(tokenizer, split, *, label_names: Sequence[str] | None = None,
+                 model_labels: Sequence[str] | None = None, chunk: int = 1024) -> EncodedSplit:
+    """Encode a `data.Split` (texts, labels) with `tokenizer`.
+
+    With `label_names` (the split's names for its label indices) and `model_labels` (the model's), labels are
+    mapped by name; a split label the model does not know raises ValueError naming it.
+    """
+    texts = list(split.texts)
+    labels = getattr(split, "labels", None)
+    if labels is not None:
+        labels = [int(x) for x in labels]
+        if label_names is not None and model_labels is not None and list(label_names) != list(model_labels):
+            pos = {name: i for i, name in enumerate(model_labels)}
+            missing = sorted({label_names[y] for y in labels} - set(pos))
+            if missing:
+                raise ValueError(f"the data has label(s) {missing} that the model does not know "
+                                 f"(model labels: {list(model_labels)})")
+            labels = [pos[label_names[y]] for y in labels]
+    ids, masks, lengths, truncated = [], [], [], []
+    hierarchical = bool(getattr(getattr(tokenizer, "config", None), "hierarchical", False))
+    pad_id = int(getattr(getattr(tokenizer, "vocab", None), "pad_id", 0))
+    for start in range(0, len(texts), chunk):
+        enc = tokenizer.encode(texts[start:start + chunk])
+        i, m, n = _crop_rows(enc.token_ids, enc.mask)
+        ids += i
+        masks += m
+        lengths += n
+        truncated += list(enc.truncated)
+        hierarchical = enc.token_ids.dim() == 3
+    lab = None if labels is None else torch.tensor(labels, dtype=torch.long)
+    return EncodedSplit(ids, masks, lab, lengths, hierarchical, truncated, pad_id)
+
+
+def make_batches(lengths: Sequence[int], batch_size: int, generator: torch.Generator | None = None,
+                 shuffle: bool = True, bucket: bool = True, bucket_batches: int = 50) -> list[list[int]]:
+    """Index lists of at most `batch_size`; see the module docstring for the bucketing rule."""
+    n = len(lengths)
+    order = torch.randperm(n, generator=generator).tolist() if shuffle else list(range(n))
+    if not bucket:
+        return [order[i:i + batch_size] for i in range(0, n, batch_size)]
+    batches = []
+    span = batch_size * bucket_batches
+    for c in range(0, n, span):
+        chunk = sorted(order[c:c + span], key=lambda i: lengths[i])
+        batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+    if shuffle:
+        batches = [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
+    return batches
+
+
+def model_device(model: torch.nn.Module) -> torch.device:
+    for p in model.parameters():
+        return p.device
+    return torch.device("cpu")
+
+
+@batch_work  # a whole split: the batch thread setting (textcls.threads)
+@torch.no_grad()
+def predict_encoded(model, enc: EncodedSplit, batch_size: int = 64) -> tuple[np.ndarray, float | None]:
+    """(predicted class per example, mean cross-entropy or None without labels), in eval mode.
+
+    Batches are formed by length (no shuffling) and the predictions put back in the split's order. The
+    model's train/eval flag is restored afterwards (a model that was in eval mode is left untouched).
+    """
+    was_training = model.training
+    if was_training:
+        model.eval()
+    device = model_device(model)
+    preds = np.zeros(len(enc), dtype=np.int64)
+    loss_sum, count = 0.0, 0
+    try:
+        order = sorted(range(len(enc)), key=lambda i: enc.lengths[i])
+        for s in range(0, len(order), batch_size):
+            index = order[s:s + batch_size]
+            ids, mask, y = enc.batch(index, device)
+            logits = model(ids, mask).logits
+            preds[index] = logits.argmax(-1).cpu().numpy()
+            if y is not None:
+                loss_sum += float(F.cross_entropy(logits.float(), y, reduction="sum"))
+                count += len(index)
+    finally:
+        if was_training:
+            model.train()
+    return preds, (loss_sum / count if count else None)

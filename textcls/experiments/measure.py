@@ -1,0 +1,218 @@
+"""Measuring tools for the benchmarks: the machine's state (environment, load_note), timing (time_call,
+time_alternating), peak memory, and background load (BusyLoad, CPU-seconds accounting)."""
+from __future__ import annotations
+
+import ctypes
+import datetime as _dt
+import gc
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Callable, Sequence
+
+import torch
+
+
+# ---------------------------------------------------------------- the machine
+
+
+def environment() -> dict[str, Any]:
+    """What the timings depend on: threads, load, CPU, versions. The thread count in force is recorded with
+    os.getloadavg(): on a shared machine every timing is inflated by the load, and the reports say so."""
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+    cpus = os.cpu_count() or 1
+    return {
+        "time": _dt.datetime.now().isoformat(timespec="seconds"),
+        "python": sys.version.split()[0], "torch": torch.__version__, "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(), "cpu_count": cpus,
+        "torch_threads": torch.get_num_threads(), "torch_interop_threads": torch.get_num_interop_threads(),
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
+        "loadavg": [round(x, 2) for x in load],
+        "loaded": bool(load[0] > 0.75 * cpus),
+        "cuda": torch.cuda.is_available(),
+    }
+
+
+def load_note(env: dict[str, Any]) -> str:
+    """One line on how far the machine's load distorts the timings."""
+    la, cpus = env.get("loadavg", [0.0])[0], env.get("cpu_count", 1)
+    if la != la:  # NaN: unknown
+        return "machine load unknown"
+    if la > 0.75 * cpus:
+        return (f"TIMINGS DISTORTED: load average {la:.1f} on {cpus} CPU(s) - other processes share the cores, "
+                f"so absolute times are inflated (ratios measured alternately are less affected)")
+    return f"load average {la:.1f} on {cpus} CPU(s): a quiet machine"
+
+
+def time_call(fn: Callable[[], Any], *, warmup: int = 1, repeats: int = 5) -> dict[str, Any]:
+    """Median / min / max seconds of `repeats` calls of fn after `warmup` untimed calls."""
+    if repeats < 1 or warmup < 0:
+        raise ValueError(f"repeats must be >= 1 and warmup >= 0, got {repeats}, {warmup}")
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return {"median": statistics.median(times), "min": min(times), "max": max(times), "repeats": repeats,
+            "times": times}
+
+
+def time_alternating(fns: dict[str, Callable[[], Any]], *, warmup: int = 1, repeats: int = 5
+                     ) -> dict[str, dict[str, Any]]:
+    """Like time_call for several functions, called in turn (a, b, a, b, ...) so load drift hits all alike."""
+    if repeats < 1 or warmup < 0:
+        raise ValueError(f"repeats must be >= 1 and warmup >= 0, got {repeats}, {warmup}")
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeats):
+        for k, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t)
+    return {k: {"median": statistics.median(v), "min": min(v), "max": max(v), "repeats": repeats, "times": v}
+            for k, v in times.items()}
+
+
+def _malloc_trim() -> None:
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _rss_bytes() -> int | None:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def peak_memory(fn: Callable[[], Any], interval: float = 0.001) -> dict[str, Any]:
+    """Peak RSS growth (bytes) while fn runs. Returns {"bytes", "method"}.
+
+    The growth of the process's resident set (RSS) above its level just before the call, sampled every
+    `interval` seconds from /proc/self/statm by a helper thread, after glibc's malloc_trim has returned freed
+    memory to the OS. Without /proc (macOS, Windows) it falls back to the growth of
+    `resource.getrusage().ru_maxrss`, which only sees a new all-time peak (then 0 is a lower bound). tracemalloc
+    is not used: it does not see PyTorch's tensor allocations. Memory the allocator already held is reused and
+    not counted, so the figure is a lower bound of the call's working memory."""
+    gc.collect()
+    _malloc_trim()
+    base = _rss_bytes()
+    if base is None:
+        import resource                                  # POSIX only: imported where /proc is missing
+        scale = 1 if sys.platform == "darwin" else 1024   # ru_maxrss: bytes on macOS, KiB on Linux
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        fn()
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return {"bytes": max(0, after - before) * scale, "method": "ru_maxrss growth (lower bound)"}
+    peak = [base]
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            r = _rss_bytes()
+            if r is not None and r > peak[0]:
+                peak[0] = r
+            stop.wait(interval)
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    try:
+        fn()
+    finally:
+        stop.set()
+        th.join()
+    end = _rss_bytes()
+    if end is not None:
+        peak[0] = max(peak[0], end)
+    return {"bytes": int(peak[0] - base), "method": "RSS growth sampled from /proc/self/statm"}
+
+
+# ---------------------------------------------------------------- background load
+
+
+BUSY_LOOP = ("import os\nparent = os.getppid()\ni = 0\nwhile True:\n    i += 1\n"
+             "    if i % 1000000 == 0 and os.getppid() != parent:\n        break\n")
+
+
+class BusyLoad:
+    """`n` busy background processes (`python -c "while True: pass"`, plus a parent check), started on entry
+    and always stopped (terminate, then kill) on exit - also on an exception or Ctrl-C; should this process be
+    killed outright, each stops by itself within a fraction of a second when it sees its parent gone.
+    `pids` lists them while they run."""
+
+    def __init__(self, n: int, settle: float = 0.5):
+        if n < 0:
+            raise ValueError(f"load must be >= 0 busy processes, got {n}")
+        self.n, self.settle, self.procs = n, settle, []
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.procs]
+
+    def __enter__(self) -> "BusyLoad":
+        try:
+            for _ in range(self.n):
+                self.procs.append(subprocess.Popen([sys.executable, "-c", BUSY_LOOP],
+                                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                                   stderr=subprocess.DEVNULL))
+            if self.procs:
+                time.sleep(self.settle)               # let them start spinning
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        self.procs = []
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def cpu_seconds(pids: Sequence[int] = ()) -> tuple[float, float, float] | None:
+    """(wall clock, busy CPU seconds of the whole machine, CPU seconds of this process + `pids`) from /proc;
+    None where there is no /proc. The difference of two snapshots gives the CPU that *other* processes used."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [float(x) for x in f.readline().split()[1:]]
+        tick = os.sysconf("SC_CLK_TCK")
+        busy = (sum(fields[:8]) - fields[3] - (fields[4] if len(fields) > 4 else 0)) / tick   # minus idle, iowait
+        own = sum(os.times()[:2])
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    st = f.read().rsplit(")", 1)[1].split()
+                own += (float(st[11]) + float(st[12])) / tick                              # utime, stime
+            except (OSError, IndexError, ValueError):
+                pass
+        return time.perf_counter(), busy, own
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def others_cores(a, b) -> float | None:
+    """CPU cores used on average by processes other than ours between two `cpu_seconds` snapshots."""
+    if a is None or b is None or b[0] <= a[0]:
+        return None
+    return max(0.0, ((b[1] - a[1]) - (b[2] - a[2])) / (b[0] - a[0]))
+

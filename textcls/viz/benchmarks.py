@@ -1,0 +1,83 @@
+"""Benchmarks page figures from the plain dicts textcls.experiments produces: ACT Table 5, LAMA Fig. 4, model size
+and speed, and accuracy next to the papers' figures."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .style import RUN_COLORS, FigureOut, esc, style_figure
+
+OURS = RUN_COLORS[1]          # our measurement
+PAPER = "#bbbbbb"             # the paper's figure: a neutral grey beside ours
+
+
+def act_t5_figure(t5: dict[str, Any]) -> FigureOut:
+    """ACT-T5: parameters and seconds per batch, ours (CPU) beside the paper's (GPU); `t5` as act_table5 returns."""
+    names = [r["model"] for r in t5["rows"]]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("parameters (millions, without embeddings)",
+                                                        f"seconds per batch of {t5['batch_size']}"))
+    fig.add_trace(go.Bar(x=names, y=[r["parameters"] / 1e6 for r in t5["rows"]], name="ours",
+                         marker_color=OURS, legendgroup="ours"), 1, 1)
+    fig.add_trace(go.Bar(x=names, y=[r["parameters_paper"] / 1e6 for r in t5["rows"]], name="paper",
+                         marker_color=PAPER, legendgroup="paper"), 1, 1)
+    fig.add_trace(go.Bar(x=names, y=[r["seconds_per_batch"] for r in t5["rows"]], name="ours (CPU)",
+                         marker_color=OURS, legendgroup="ours", showlegend=False), 1, 2)
+    fig.add_trace(go.Bar(x=names, y=[r["seconds_per_batch_paper"] for r in t5["rows"]], name="paper (GPU)",
+                         marker_color=PAPER, legendgroup="paper", showlegend=False), 1, 2)
+    title = "ACT Table 5: ACT vs Transformer"
+    style_figure(fig, title, 380, top=60, barmode="group", legend=dict(orientation="h", y=-0.15))
+    table = pd.DataFrame([{"model": r["model"], "parameters": r["parameters"],
+                           "parameters_paper": r["parameters_paper"], "seconds_per_batch": r["seconds_per_batch"],
+                           "seconds_per_batch_paper": r["seconds_per_batch_paper"]} for r in t5["rows"]])
+    cap = (f"Transformer / ACT: {t5['speed_ratio']:.2f}x slower here (paper {t5['speed_ratio_paper']:.1f}x), "
+           f"{t5['parameter_ratio']:.2f}x the parameters (paper {t5['parameter_ratio_paper']:.2f}x). {t5['note']}.")
+    return FigureOut("act-t5", title, fig, table, cap)
+
+
+def lama_f4_figure(f4: dict[str, Any]) -> FigureOut:
+    """LAMA-F4: attention-layer parameters vs heads (log scale); `f4` as lama_f4 returns."""
+    series = [("lama", "LAMA (P, Q, c)", RUN_COLORS[0], "solid"), ("lama_with_mlp", "LAMA (+ W_w)", RUN_COLORS[0], "dot"),
+              ("san", "SAN", RUN_COLORS[2], "solid"), ("transformer", "Transformer", RUN_COLORS[1], "solid")]
+    fig = go.Figure()
+    for key, name, color, dash in series:
+        fig.add_trace(go.Scatter(x=f4["heads"], y=f4[key], name=name, mode="lines+markers",
+                                 line=dict(color=color, dash=dash)))
+    title = "LAMA Fig. 4: attention parameters vs heads"
+    style_figure(fig, title, 400, top=60, xaxis_title="number of heads m", yaxis_title="attention-layer parameters",
+                 yaxis_type="log", legend=dict(orientation="h", y=-0.3, yanchor="top"))
+    table = pd.DataFrame({"heads": f4["heads"], **{name: f4[key] for key, name, _, _ in series}})
+    return FigureOut("lama-f4", title, fig, table, f4["note"])
+
+
+def models_figure(rows: Sequence[dict[str, Any]], *, batch_size: int, caption: str = "") -> FigureOut:
+    """Parameters (without embeddings) and seconds per batch, per model; `rows` as experiments.bench.model_rows
+    returns ("model", "params (no emb.)", "s / batch", ...)."""
+    names = [r["model"] for r in rows]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("parameters without embeddings (millions)",
+                                                        f"seconds per batch of {batch_size}"))
+    fig.add_trace(go.Bar(x=names, y=[r["params (no emb.)"] / 1e6 for r in rows], marker_color=RUN_COLORS[6],
+                         showlegend=False), 1, 1)
+    fig.add_trace(go.Bar(x=names, y=[r["s / batch"] for r in rows], marker_color=OURS, showlegend=False), 1, 2)
+    title = "Model size and inference speed (paper configurations, random weights)"
+    style_figure(fig, title, 400, top=60)
+    return FigureOut("bench-models", title, fig, pd.DataFrame(list(rows)), caption)
+
+
+def accuracy_figure(rows: Sequence[dict[str, Any]], title: str = "Accuracy: ours vs the paper") -> FigureOut:
+    """Grouped bars, one group per cell: ours (error bar = spread) and the paper's figure; `rows` as
+    experiments.results.table_rows returns."""
+    names = [esc(f"{r['setting']} / {r['data']}") for r in rows]
+    err = [r["sd"] if r.get("sd") is not None else (r.get("se") or 0.0) for r in rows]
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=names, y=[r["ours"] for r in rows], name="ours", marker_color=OURS,
+                         error_y=dict(type="data", array=err, visible=True)))
+    fig.add_trace(go.Bar(x=names, y=[r["paper"] for r in rows], name="paper", marker_color=PAPER))
+    style_figure(fig, title, 420, top=60, barmode="group", yaxis_title="accuracy (%)",
+                 legend=dict(orientation="h", x=1, xanchor="right", y=1.02, yanchor="bottom"))
+    table = pd.DataFrame([{k: r[k] for k in ("key", "setting", "data", "ours", "sd", "se", "paper", "delta")}
+                          for r in rows])
+    return FigureOut("accuracy-" + "-".join(sorted({r["suite"] for r in rows}))[:60], title, fig, table,
+                     "error bars: sd over runs, or the binomial s.e. of a single run")
