@@ -7,6 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from pages.common import APP_RAN, DEEP_LINK
+from pages.common.cache import warm_up
 
 ROOT = Path(__file__).resolve().parent
 PAGES = [
@@ -30,3 +31,4 @@ deep_link = st.session_state.pop(DEEP_LINK, None)   # a first request that was a
 if deep_link:
     st.switch_page(deep_link)
 nav.run()
+warm_up()                                           # torch and Captum load while the user reads the page

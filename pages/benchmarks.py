@@ -17,7 +17,12 @@ import pandas as pd
 import streamlit as st
 
 from pages.common import cache, inside_app, widgets as w
-from textcls import bench, reproduce
+from textcls.experiments import bench
+from textcls.experiments.measure import load_note
+from textcls.experiments.paper_bench import lama_f4
+from textcls.experiments.results import TARGET_POINTS, accuracy_targets, load_results, table_rows
+from textcls.experiments.specs import default_models
+from textcls.viz import accuracy_figure, act_t5_figure, lama_f4_figure, models_figure
 
 inside_app(__file__)
 
@@ -52,7 +57,7 @@ def _env_caption(result: dict) -> None:
     when = str(env["time"]).replace("T", " ")
     st.caption(w.md_escape(f"Measured {when} with torch {env['torch']}, {env['torch_threads']} thread(s), "
                            f"{env['cpu_count']} CPU(s), load average {env['loadavg'][0]}. "
-                           + result.get("load_note", bench.load_note(env))))
+                           + result.get("load_note", load_note(env))))
 
 
 def _models_table(result: dict) -> None:
@@ -95,17 +100,17 @@ def _act_t5(t5: dict, key: str) -> None:
                  column_config={"parameters": st.column_config.NumberColumn(format="%d"),
                                 "paper": st.column_config.NumberColumn(format="%d"),
                                 "s / batch (ours, CPU)": st.column_config.NumberColumn(format="%.3f")})
-    w.show_figure(bench.act_t5_figure(t5), key)
+    w.show_figure(act_t5_figure(t5), key)
 
 
 def _targets(results: dict) -> None:
     """The issue's accuracy target at a glance: within 2 points of the papers' non-static CNN / AGCNN."""
-    t = reproduce.accuracy_targets(results)
+    t = accuracy_targets(results)
     ran = [r for r in t if r["met"] is not None]
     if not ran:
         return
     met = sum(r["met"] for r in ran)
-    st.markdown(f"**Target: within {reproduce.TARGET_POINTS:g} points of the papers' non-static CNN / AGCNN on "
+    st.markdown(f"**Target: within {TARGET_POINTS:g} points of the papers' non-static CNN / AGCNN on "
                 f"SST-2, Subj and TREC - met in {met} of {len(ran)} measured cells**"
                 + (f" ({len(t) - len(ran)} not run)." if len(t) > len(ran) else "."))
     st.dataframe(pd.DataFrame([{"setting": r["setting"], "paper column": r["column"], "our data": r["data"] or "—",
@@ -159,11 +164,11 @@ t_acc, t_speed, t_act, t_lama, t_here = st.tabs(["Accuracy vs the papers", "Size
 
 with t_acc:
     try:
-        results = reproduce.load_results(RESULTS)
+        results = load_results(RESULTS)
     except ValueError as e:
         st.error(w.md_escape(e))
         results = {"cells": {}}
-    rows = reproduce.table_rows(results)
+    rows = table_rows(results)
     if not rows:
         st.info(f"No reproduction results in {w.md_escape(RESULTS)} yet. Run for example:")
         st.code("python -m textcls reproduce --suite agcnn_t3 --data trec,sst2 --epochs 3", language="bash")
@@ -184,7 +189,7 @@ with t_acc:
             st.markdown("\n".join(f"- **{w.md_escape(r['setting'])} / {w.md_escape(r['data'])}**: "
                                    f"{w.md_escape(r['gap'] or 'nothing recorded')}" for r in sel))
         if any(r["paper"] is not None for r in sel):
-            w.show_figure(bench.accuracy_figure(sel, f"{table}: ours vs the paper"), "bench_acc")
+            w.show_figure(accuracy_figure(sel, f"{table}: ours vs the paper"), "bench_acc")
         loads = [r["loadavg"] for r in rows if r["loadavg"] is not None]
         st.caption("Accuracy in %, test split unless the table says dev. The papers used 300-d vectors and GPU "
                    "training to convergence; here 50-d GloVe and a few CPU epochs - each row says what differs. "
@@ -209,7 +214,8 @@ with t_speed:
         _env_caption(stored)
         _models_table(stored)
         if stored.get("models"):
-            w.show_figure(bench.models_figure(stored), "bench_models")
+            w.show_figure(models_figure(bench.model_rows(stored), batch_size=stored["settings"]["batch_size"],
+                                        caption=load_note(stored["environment"])), "bench_models")
         if "checkpoints" in stored:
             st.subheader("Shipped checkpoints")
             _checkpoints(stored["checkpoints"])
@@ -225,8 +231,8 @@ with t_act:
 
 with t_lama:
     heads = st.slider("Heads (up to)", min_value=5, max_value=40, value=30, step=5, key="bench_lama_heads")
-    f4 = bench.lama_f4(heads=sorted({1, 2, *range(5, heads + 1, 5)}))
-    w.show_figure(bench.lama_f4_figure(f4), "bench_lama_f4")
+    f4 = lama_f4(heads=sorted({1, 2, *range(5, heads + 1, 5)}))
+    w.show_figure(lama_f4_figure(f4), "bench_lama_f4")
     st.dataframe(pd.DataFrame({"heads": f4["heads"], "LAMA (P, Q, c)": f4["lama"], "LAMA (+ W_w)": f4["lama_with_mlp"],
                                "LAMA + Ctx": f4["lama_ctx"], "SAN": f4["san"], "Transformer": f4["transformer"]}),
                  hide_index=True, width="stretch")
@@ -238,7 +244,7 @@ with t_here:
                 "(3 timed calls per figure). Other work on the machine inflates the times; the load is shown. "
                 "Every model with ACT Table 5 and the training step takes one to a few minutes on a laptop "
                 "CPU; fewer models or no training step is quicker.")
-    labels = [m.label for m in bench.default_models()]
+    labels = [m.label for m in default_models()]
     with st.form("bench_form"):
         chosen = st.multiselect("Models", labels, default=labels, key="bench_models")
         c1, c2, c3 = st.columns(3)

@@ -41,7 +41,7 @@ CONFIGS: dict[str, tuple[str, dict]] = {
     "xv30k_kim": ("xv30k + Kim 2014's recipe", {"extra_vocab": 30_000, "optimizer": "adadelta", "lr": 1.0,
                                               "max_norm": 3.0, "epochs": 25, "patience": 5}),
 }
-CHOSEN = ("**Chosen for the reproduction (`textcls.reproduce.AGCNN_EXTRA_VOCAB`, 20 epochs, patience 5): xv30k_e20**, "
+CHOSEN = ("**Chosen for the reproduction (`textcls.experiments.cells.AGCNN_EXTRA_VOCAB`, 20 epochs, patience 5): xv30k_e20**, "
           "one setting for every data set, as the papers use one. It is the best on dev for TREC (+2.2 points over "
           "base) and ties on Subj; on SST-2 it is 0.7 dev points under the best (Kim's Adadelta recipe), within "
           "the noise of 872 dev sentences (s.e. about 1.4 points). No setting closes the gap to the papers on "

@@ -4,18 +4,20 @@ from pathlib import Path
 
 import pytest
 
-from textcls import bench
-from textcls import reproduce as R
+from textcls.experiments import bench
+from textcls.experiments.cells import select_cells
+from textcls.experiments.reproduce import reproduce
 
 st_testing = pytest.importorskip("streamlit.testing.v1")
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "benchmarks.py")
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+PAGE = "pages/benchmarks.py"
 
 
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory, bundled_data):
     d = tmp_path_factory.mktemp("bench_page")
-    R.reproduce(R.select_cells(["smoke"]), out=d / "results.json", limit=20, data_root=bundled_data,
-                log=lambda m: None)
+    reproduce(select_cells(["smoke"]), out=d / "results.json", limit=20, data_root=bundled_data,
+              log=lambda m: None)
     result = bench.run_bench(quick=True, preset="small", models=["kim_cnn", "lama"], seq_len=6, batch_size=2,
                              train_batch_size=2, epoch_examples=4, vocab_size=30, act_t5=True, lama=True,
                              checkpoints=None, memory=False)
@@ -27,8 +29,9 @@ def stored(tmp_path_factory, bundled_data):
 def _app(monkeypatch, results: Path, bench_file: Path):
     monkeypatch.setenv("TEXTCLS_RESULTS_FILE", str(results))
     monkeypatch.setenv("TEXTCLS_BENCH_FILE", str(bench_file))
-    at = st_testing.AppTest.from_file(PAGE, default_timeout=120)
+    at = st_testing.AppTest.from_file(APP, default_timeout=120)          # through app.py, as a user gets there
     at.run()
+    at.switch_page(PAGE).run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 

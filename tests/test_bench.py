@@ -1,4 +1,5 @@
-"""textcls.bench: parameter counts, the per-model table, ACT Table 5, LAMA Fig. 4, memory, checkpoints, CLI."""
+"""textcls.experiments benchmarks (specs, measure, paper_bench, bench, latency, background) and their figures in
+textcls.viz: parameter counts, the per-model table, ACT Table 5, LAMA Fig. 4, memory, checkpoints, latency, CLI."""
 import json
 import time
 
@@ -6,7 +7,8 @@ import pytest
 import torch
 
 import textcls
-from textcls import bench
+from textcls import viz
+from textcls.experiments import background, bench, latency, measure, paper_bench, specs
 from textcls.cli import main
 from textcls.models.lama import attention_parameter_count
 
@@ -15,9 +17,9 @@ SMALL = dict(quick=True, preset="small", seq_len=9, batch_size=3, train_batch_si
 
 
 def test_parameter_counts_agree_with_num_parameters():
-    for spec in bench.default_models("small"):
-        model = bench.build(spec, vocab_size=50, num_labels=3)
-        counts = bench.parameter_counts(model)
+    for spec in specs.default_models("small"):
+        model = specs.build(spec, vocab_size=50, num_labels=3)
+        counts = specs.parameter_counts(model)
         assert counts["without_embeddings"] == model.num_parameters(), spec.label
         assert counts["total"] == model.num_parameters(include_embeddings=True), spec.label
         emb = sum(p.numel() for p in model.embed.parameters())
@@ -26,19 +28,19 @@ def test_parameter_counts_agree_with_num_parameters():
 
 
 def test_default_models_cover_every_registered_model_and_the_papers_pairs():
-    specs = bench.default_models()
-    assert {s.model for s in specs} == set(textcls.list_models())
-    assert any(s.model == "transformer" and s.preset == "act_baseline" for s in specs)
-    assert any(s.model == "lama" and s.variant == "ctx" for s in specs)
-    assert len({s.label for s in specs}) == len(specs)
-    small = bench.default_models("small")
+    rows = specs.default_models()
+    assert {s.model for s in rows} == set(textcls.list_models())
+    assert any(s.model == "transformer" and s.preset == "act_baseline" for s in rows)
+    assert any(s.model == "lama" and s.variant == "ctx" for s in rows)
+    assert len({s.label for s in rows}) == len(rows)
+    small = specs.default_models("small")
     assert all(s.preset in ("small", "act_baseline") for s in small)
 
 
 def test_run_bench_table_has_every_model():
     result = bench.run_bench(**SMALL)
     labels = [r["label"] for r in result["models"]]
-    assert labels == [s.label for s in bench.default_models("small")]
+    assert labels == [s.label for s in specs.default_models("small")]
     for r in result["models"]:
         assert r["seconds_per_batch"] > 0 and r["ms_per_sentence"] > 0
         assert r["seconds_per_epoch"] == pytest.approx(r["train_step"]["median"] * 5)  # ceil(10 / 2) steps
@@ -52,6 +54,26 @@ def test_run_bench_table_has_every_model():
     json.dumps(result)  # JSON-able
     rows = bench.model_rows(result)
     assert [r["model"] for r in rows] == labels
+    fig = viz.models_figure(rows, batch_size=3, caption=measure.load_note(env))   # plain rows, no experiments
+    assert list(fig.table["model"]) == labels and "load average" in fig.caption
+
+
+def test_accuracy_figure_from_plain_rows():
+    rows = [{"suite": "smoke", "key": "smoke/a/trec", "setting": "a <b>", "data": "trec", "ours": 90.0, "sd": None,
+             "se": 1.2, "paper": 91.2, "delta": -1.2},
+            {"suite": "smoke", "key": "smoke/b/trec", "setting": "b", "data": "trec", "ours": 92.0, "sd": 0.5,
+             "se": None, "paper": 92.5, "delta": -0.5}]
+    fig = viz.accuracy_figure(rows, "Smoke: ours vs the paper")
+    assert fig.key == "accuracy-smoke" and len(fig.table) == 2
+    assert list(fig.fig.data[0].error_y.array) == [1.2, 0.5]
+    assert "&lt;b&gt;" in fig.fig.data[0].x[0]                         # user text is escaped
+
+
+def test_the_cli_parser_does_not_import_torch():
+    import subprocess
+    import sys
+    code = "import sys\nfrom textcls.cli import build_parser\nbuild_parser()\nassert 'torch' not in sys.modules"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
 
 
 def test_run_bench_rejects_unknown_models():
@@ -60,18 +82,18 @@ def test_run_bench_rejects_unknown_models():
 
 
 def test_make_inputs_shapes():
-    ids, mask = bench.make_inputs("tokens", 4, 10, 30)
+    ids, mask = specs.make_inputs("tokens", 4, 10, 30)
     assert ids.shape == mask.shape == (4, 10) and mask.all() and ids.min() >= 2
-    ids, mask = bench.make_inputs("sentences", 2, 30, 30, words_per_sentence=14)
+    ids, mask = specs.make_inputs("sentences", 2, 30, 30, words_per_sentence=14)
     assert ids.shape == (2, 3, 14)
     assert int(mask.sum()) == 2 * 30                      # exactly seq_len real tokens per text
     assert (ids[~mask] == 0).all()
     with pytest.raises(ValueError):
-        bench.make_inputs("tokens", 0, 10, 30)
+        specs.make_inputs("tokens", 0, 10, 30)
 
 
 def test_act_table5_counts_match_the_paper():
-    t5 = bench.act_table5(seq_len=6, batch_size=2, warmup=0, repeats=1)
+    t5 = paper_bench.act_table5(seq_len=6, batch_size=2, warmup=0, repeats=1)
     rows = {r["key"]: r for r in t5["rows"]}
     assert abs(rows["act"]["parameters"] - 1.49e6) / 1.49e6 < 0.03
     assert abs(rows["transformer"]["parameters"] - 3.38e6) / 3.38e6 < 0.03
@@ -79,12 +101,12 @@ def test_act_table5_counts_match_the_paper():
     assert t5["speed_ratio"] == pytest.approx(rows["transformer"]["seconds_per_batch"]
                                               / rows["act"]["seconds_per_batch"])
     assert t5["speed_ratio_paper"] == pytest.approx(2.714, abs=1e-3)
-    fig = bench.act_t5_figure(t5)
+    fig = viz.act_t5_figure(t5)
     assert len(fig.table) == 2 and "paper" in fig.caption
 
 
 def test_lama_f4_modules_match_the_formulas():
-    f4 = bench.lama_f4(heads=(1, 3, 10))
+    f4 = paper_bench.lama_f4(heads=(1, 3, 10))
     assert f4["lama"] == f4["formula"]["lama"]
     assert f4["san"] == f4["formula"]["san"]
     assert f4["transformer"] == f4["formula"]["transformer"]
@@ -95,23 +117,23 @@ def test_lama_f4_modules_match_the_formulas():
     assert f4["lama"][1] - f4["lama"][0] == 2 * 2 * w
     assert f4["san"][1] - f4["san"][0] == 2 * f4["d_a"]
     assert f4["transformer"][1] - f4["transformer"][0] == 2 * 4 * w * f4["d_k"]
-    fig = bench.lama_f4_figure(f4)
+    fig = viz.lama_f4_figure(f4)
     assert list(fig.table["heads"]) == [1, 3, 10]
     with pytest.raises(ValueError):
-        bench.lama_f4(heads=(0,))
+        paper_bench.lama_f4(heads=(0,))
 
 
 def test_time_call_and_alternating():
     calls = []
-    t = bench.time_call(lambda: calls.append(1), warmup=2, repeats=3)
+    t = measure.time_call(lambda: calls.append(1), warmup=2, repeats=3)
     assert len(calls) == 5 and t["repeats"] == 3 and len(t["times"]) == 3
     assert t["min"] <= t["median"] <= t["max"]
     order = []
-    alt = bench.time_alternating({"a": lambda: order.append("a"), "b": lambda: order.append("b")},
-                                 warmup=1, repeats=2)
+    alt = measure.time_alternating({"a": lambda: order.append("a"), "b": lambda: order.append("b")},
+                                   warmup=1, repeats=2)
     assert order == ["a", "b"] * 3 and set(alt) == {"a", "b"}
     with pytest.raises(ValueError):
-        bench.time_call(lambda: None, repeats=0)
+        measure.time_call(lambda: None, repeats=0)
 
 
 def test_peak_memory_sees_a_large_allocation():
@@ -119,7 +141,7 @@ def test_peak_memory_sees_a_large_allocation():
         x = torch.ones(64 * 2 ** 20 // 4)   # 64 MiB, touched
         time.sleep(0.05)
         return float(x[0])
-    m = bench.peak_memory(alloc)
+    m = measure.peak_memory(alloc)
     if m["method"].startswith("RSS"):
         assert m["bytes"] >= 48 * 2 ** 20, m
     else:   # ru_maxrss growth is only a lower bound
@@ -127,8 +149,8 @@ def test_peak_memory_sees_a_large_allocation():
 
 
 def test_load_note_flags_a_loaded_machine():
-    assert "DISTORTED" in bench.load_note({"loadavg": [8.0], "cpu_count": 2})
-    assert "quiet" in bench.load_note({"loadavg": [0.1], "cpu_count": 2})
+    assert "DISTORTED" in measure.load_note({"loadavg": [8.0], "cpu_count": 2})
+    assert "quiet" in measure.load_note({"loadavg": [0.1], "cpu_count": 2})
 
 
 def test_bench_checkpoints(tmp_path, bundled_data):
@@ -172,7 +194,7 @@ def _tiny_checkpoint(root, bundled_data, name="tiny-sst2"):
 def test_busy_load_starts_and_always_stops_its_processes():
     import os
     with pytest.raises(RuntimeError):
-        with bench.BusyLoad(1, settle=0.05) as busy:
+        with background.BusyLoad(1, settle=0.05) as busy:
             pids = busy.pids
             assert len(pids) == 1 and busy.procs[0].poll() is None          # spinning
             raise RuntimeError("interrupted")
@@ -180,28 +202,28 @@ def test_busy_load_starts_and_always_stops_its_processes():
     for pid in pids:                                                       # terminated and reaped
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
-    with bench.BusyLoad(0) as none:
+    with background.BusyLoad(0) as none:
         assert none.pids == []
     with pytest.raises(ValueError):
-        bench.BusyLoad(-1)
+        background.BusyLoad(-1)
 
 
 def test_bench_latency_structure(tmp_path, bundled_data):
     root = _tiny_checkpoint(tmp_path / "ck", bundled_data)
     (root / "other-trec").mkdir()                                          # not matching the pattern
-    r = bench.bench_latency(root, thread_settings=[2, 1, 1], warmup=0, repeats=1, ig_repeats=1)
+    r = latency.bench_latency(root, thread_settings=[2, 1, 1], warmup=0, repeats=1, ig_repeats=1)
     assert r["models"] == ["tiny-sst2"] and r["threads"] == [1, 2] and r["load"] == 0
     assert [(x["load"], x["threads"]) for x in r["rows"]] == [(0, 1), (0, 2)]
     for x in r["rows"]:
         assert x["torch_threads"] == x["threads"] and x["predict_ms"] > 0 and x["ig_ms"] > 0
         assert isinstance(x["policy"], list) and x["busy_pids"] == []
-    text = bench.format_latency(r)
+    text = latency.format_latency(r)
     assert "predict ms" in text and "IG ms" in text and "idle" in text and "tiny-sst2" in text
     json.dumps(r)
-    r0 = bench.bench_latency(root, pattern="nothing-*", repeats=1)
-    assert r0["models"] == [] and r0["rows"] == [] and "No checkpoint" in bench.format_latency(r0)
+    r0 = latency.bench_latency(root, pattern="nothing-*", repeats=1)
+    assert r0["models"] == [] and r0["rows"] == [] and "No checkpoint" in latency.format_latency(r0)
     with pytest.raises(ValueError):
-        bench.bench_latency(root, load=-1)
+        latency.bench_latency(root, load=-1)
 
 
 def test_cli_bench_latency(tmp_path, capsys, bundled_data):

@@ -1,11 +1,15 @@
-"""textcls.reproduce: the cells and their paper figures, an end-to-end tiny run, resuming, the CLI."""
+"""textcls.experiments reproduction (papers, cells, results, reproduce): the cells and their paper figures, an
+end-to-end tiny run, resuming, the CLI."""
 import json
 import re
 from pathlib import Path
 
 import pytest
 
-from textcls import reproduce as R
+from textcls.experiments.cells import SUITES, Cell, all_cells, select_cells
+from textcls.experiments.papers import ACT_TABLE2, AGCNN_TABLE3, LAMA_IMDB, MATTON_SST5
+from textcls.experiments.reproduce import reproduce
+from textcls.experiments.results import gap_line, load_results, save_results, summarize, table_rows
 from textcls.cli import main
 
 FIGURES = Path(__file__).resolve().parents[2] / "shared" / "docs" / "figures.md"
@@ -13,22 +17,22 @@ FIGURES = Path(__file__).resolve().parents[2] / "shared" / "docs" / "figures.md"
 
 def test_suites_build_with_unique_keys_and_known_models():
     import textcls
-    cells = R.all_cells(R.SUITES)
+    cells = all_cells(SUITES)
     keys = [c.key for c in cells]
     assert len(keys) == len(set(keys))
     assert set(textcls.list_models()) >= {c.model for c in cells}
-    assert {c.suite for c in cells} == set(R.SUITES)
+    assert {c.suite for c in cells} == set(SUITES)
     for c in cells:
         assert c.key.startswith(c.suite + "/") and c.key.endswith("/" + c.data)
         assert c.runs >= 1 and c.epochs >= 1 and c.metric_split in ("dev", "test")
         assert c.gaps or c.embeddings == "random", f"{c.key} has no gap explanation"
-    assert "smoke" not in {c.suite for c in R.all_cells()}    # the default run leaves the smoke test out
+    assert "smoke" not in {c.suite for c in all_cells()}    # the default run leaves the smoke test out
     with pytest.raises(ValueError, match="unknown suite"):
-        R.all_cells(["nope"])
+        all_cells(["nope"])
 
 
 def test_agcnn_grid_is_complete():
-    cells = R.select_cells(["agcnn_t3"])
+    cells = select_cells(["agcnn_t3"])
     assert len(cells) == 9 * 7
     assert {c.data for c in cells} == {"mr", "subj", "sst5", "sst5_phrases", "sst2", "sst2_phrases", "trec"}
     by = {(c.setting, c.data): c for c in cells}
@@ -43,11 +47,11 @@ def test_agcnn_grid_is_complete():
 
 
 def test_act_cells_say_mini_and_average_five_runs():
-    for c in R.select_cells(["act_mini"]):
+    for c in select_cells(["act_mini"]):
         assert c.runs == 5 and c.data.endswith("_mini")
         assert any("NOT the benchmark" in g for g in c.gaps)
         assert "not comparable" in c.paper_note
-    abl = R.select_cells(["act_ablation"])
+    abl = select_cells(["act_ablation"])
     assert {c.variant for c in abl} == {None, "no_attentive_conv", "single_head", "no_global_rep", "no_position"}
     assert all(c.metric_split == "dev" for c in abl)
 
@@ -59,30 +63,30 @@ def test_paper_figures_are_transcribed_from_figures_md():
     if models_md.is_file():   # the ACT Transformer baseline's figures are in models.md
         text += "\n" + models_md.read_text(encoding="utf-8")
     flat = re.sub(r"\s+", " ", text)
-    for row, values in R.AGCNN_TABLE3.items():
+    for row, values in AGCNN_TABLE3.items():
         emb = row.rsplit("-", 1)[-1] if not row.endswith("non-static") else "non-static"
         nums = " / ".join(f"{v:.1f}" for v in values)
         # figures.md writes e.g. "AGCNN-SELU-rand 82.3 / ..." or "-static 86.4 / ..." after the first of a family
         assert f"{row} {nums}" in flat or f"-{emb} {nums}" in flat, (row, nums)
-    for p, v in R.MATTON_SST5.items():
+    for p, v in MATTON_SST5.items():
         assert f"{v}" in flat
-    for v in list(R.LAMA_IMDB.values()) + list(R.ACT_TABLE2.values()):
+    for v in list(LAMA_IMDB.values()) + list(ACT_TABLE2.values()):
         assert f"{v}" in flat
 
 
 def test_select_cells_filters():
-    cells = R.select_cells(["agcnn_t3"], data=["trec", "sst2"],
+    cells = select_cells(["agcnn_t3"], data=["trec", "sst2"],
                            only=["agcnn_t3/cnn-non-static/*", "agcnn_t3/agcnn-nlrelu-non-static/*"])
     assert sorted(c.key for c in cells) == sorted([
         "agcnn_t3/cnn-non-static/trec", "agcnn_t3/agcnn-nlrelu-non-static/trec",
         "agcnn_t3/cnn-non-static/sst2", "agcnn_t3/agcnn-nlrelu-non-static/sst2"])
-    assert {c.model for c in R.select_cells(["lama_imdb"], models=["lama"])} == {"lama"}
+    assert {c.model for c in select_cells(["lama_imdb"], models=["lama"])} == {"lama"}
 
 
 def _run(tmp_path, bundled_data, **kw):
     log = []
-    res = R.reproduce(R.select_cells(["smoke"]), out=tmp_path / "results.json", limit=30, data_root=bundled_data,
-                      log=log.append, **kw)
+    res = reproduce(select_cells(["smoke"]), out=tmp_path / "results.json", limit=30, data_root=bundled_data,
+                    log=log.append, **kw)
     return res, log
 
 
@@ -118,7 +122,7 @@ def test_tiny_suite_end_to_end_then_resume(tmp_path, bundled_data):
     runs = res3["cells"]["smoke/cnn-rand/trec"]["runs"]
     assert [r["seed"] for r in runs] == [0, 1]
     assert runs[0] == json.loads(before)["cells"]["smoke/cnn-rand/trec"]["runs"][0]
-    rows = {r["key"]: r for r in R.table_rows(res3)}
+    rows = {r["key"]: r for r in table_rows(res3)}
     assert rows["smoke/cnn-rand/trec"]["runs"] == 2 and rows["smoke/cnn-rand/trec"]["sd"] is not None
     assert "(2 runs)" in (tmp_path / "results.md").read_text()
     res4, log4 = _run(tmp_path, bundled_data, epochs=2)
@@ -127,11 +131,11 @@ def test_tiny_suite_end_to_end_then_resume(tmp_path, bundled_data):
 
 
 def test_a_failing_cell_is_recorded_and_the_others_run(tmp_path, bundled_data):
-    good = R.select_cells(["smoke"], models=["kim_cnn"])[0]
-    bad = R.Cell(suite="smoke", table="Smoke test (not a reproduction)", setting="broken", data="no_such_data",
+    good = select_cells(["smoke"], models=["kim_cnn"])[0]
+    bad = Cell(suite="smoke", table="Smoke test (not a reproduction)", setting="broken", data="no_such_data",
                  model="kim_cnn", preset="small", embeddings="random", epochs=1, gaps=("test",))
     log = []
-    res = R.reproduce([bad, good], out=tmp_path / "r.json", limit=20, data_root=bundled_data, log=log.append)
+    res = reproduce([bad, good], out=tmp_path / "r.json", limit=20, data_root=bundled_data, log=log.append)
     assert list(res["cells"]) == [good.key]
     assert len(res["sessions"][-1]["failed"]) == 1 and "no_such_data" in res["sessions"][-1]["failed"][0]
     assert any("FAILED" in m for m in log)
@@ -139,8 +143,8 @@ def test_a_failing_cell_is_recorded_and_the_others_run(tmp_path, bundled_data):
 
 def test_a_run_written_meanwhile_by_another_process_is_kept(tmp_path, bundled_data):
     """Two `reproduce` processes may share one results file: each re-reads it under a lock before writing."""
-    good = R.select_cells(["smoke"], models=["kim_cnn"])[0]
-    twin = R.select_cells(["smoke"], models=["agcnn"])[0]
+    good = select_cells(["smoke"], models=["kim_cnn"])[0]
+    twin = select_cells(["smoke"], models=["agcnn"])[0]
     out = tmp_path / "r.json"
     other = {"cell": {**twin.to_dict(), "order": 1},
              "runs": [{"seed": 0, "accuracy": 0.5, "signature": twin.signature(1, 20), "n": {"test": 20},
@@ -149,12 +153,12 @@ def test_a_run_written_meanwhile_by_another_process_is_kept(tmp_path, bundled_da
     def meanwhile(event):   # the first training step: another process stores its own cell and session
         if not (tmp_path / "done").exists():
             (tmp_path / "done").touch()
-            res = R.load_results(out)
+            res = load_results(out)
             res["cells"][twin.key] = other
             res["sessions"].append({"id": "other", "ran": 1})
-            R.save_results(res, out)
+            save_results(res, out)
 
-    res = R.reproduce([good], out=out, limit=20, data_root=bundled_data, log=lambda m: None, callbacks=[meanwhile])
+    res = reproduce([good], out=out, limit=20, data_root=bundled_data, log=lambda m: None, callbacks=[meanwhile])
     stored = json.loads(out.read_text())
     assert set(stored["cells"]) == {good.key, twin.key} and stored["cells"][twin.key] == other
     assert [x["id"] for x in stored["sessions"]][0] == "other" and stored["sessions"][-1]["ran"] == 1
@@ -162,27 +166,27 @@ def test_a_run_written_meanwhile_by_another_process_is_kept(tmp_path, bundled_da
 
 
 def test_summarize_and_gap_line():
-    cell = R.select_cells(["agcnn_t3"], data=["mr"], only=["*/cnn-static/*"])[0]
+    cell = select_cells(["agcnn_t3"], data=["mr"], only=["*/cnn-static/*"])[0]
     sig = cell.signature(3, None)
     entry = {"cell": cell.to_dict(), "runs": [
         {"seed": 0, "accuracy": 0.80, "n": {"test": 1066}, "signature": sig, "epochs_run": 3},
         {"seed": 1, "accuracy": 0.78, "n": {"test": 1066}, "signature": sig, "epochs_run": 2}]}
-    s = R.summarize(entry)
+    s = summarize(entry)
     assert s["mean"] == pytest.approx(79.0) and s["sd"] == pytest.approx(1.41421, rel=1e-4)
     assert s["delta"] == pytest.approx(79.0 - 81.0)
-    line = R.gap_line(entry)
+    line = gap_line(entry)
     assert "50-d GloVe" in line and "10-fold" in line and "3 CPU epoch(s), stopped early after 2/3" in line
 
 
 def test_load_results_rejects_a_corrupt_file(tmp_path):
     p = tmp_path / "r.json"
-    assert R.load_results(p)["cells"] == {}
+    assert load_results(p)["cells"] == {}
     p.write_text("{not json")
     with pytest.raises(ValueError, match="cannot read"):
-        R.load_results(p)
+        load_results(p)
     p.write_text("[]")
     with pytest.raises(ValueError, match="not a textcls results file"):
-        R.load_results(p)
+        load_results(p)
 
 
 def test_cli_reproduce(tmp_path, bundled_data, capsys):

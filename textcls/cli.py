@@ -1,4 +1,4 @@
-"""Command line: `python -m textcls {train,evaluate,predict,list}`. Other tools rely on these spellings.
+"""Command line: `python -m textcls {train,evaluate,predict,list,bench,reproduce}`. Other tools rely on these spellings.
 
     python -m textcls train --model NAME --data DATA --epochs N --out DIR [--embeddings glove|random|FILE]
     python -m textcls evaluate DIR [--data DATA] [--split test] [--json]
@@ -6,11 +6,16 @@
     python -m textcls list [--checkpoints ROOT] [--json]
     python -m textcls bench [--quick] [--json OUT]
     python -m textcls bench --latency [--load N] [--json OUT]   (thread policy: TEXTCLS_THREADS, textcls/threads.py)
-    python -m textcls reproduce [--suite NAME] [--runs K] [--epochs N] [--limit N] [--out docs/results.json]
+    python -m textcls reproduce [--suite NAME[,NAME]] [--only GLOB] [--runs K] [--epochs N] [--limit N]
+                                [--out docs/results.json] [--list | --dry-run | --report]
 
 Exit codes: 0 ok, 1 runtime failure (including a training run that diverged), 2 usage or bad input
 (unknown model/data set/option, invalid checkpoint folder). Errors are one line on stderr, no traceback
 (set TEXTCLS_DEBUG=1 to see one). Training shows a tqdm progress bar on stderr; results go to stdout.
+
+This file is longer than 600 lines on purpose: it is the one place that defines every subcommand and its options
+(the library, textcls/experiments included, takes plain arguments). It imports no torch; each command imports
+what it runs.
 """
 from __future__ import annotations
 
@@ -20,7 +25,11 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
+
+from .experiments.background import LATENCY_PATTERN
+from .experiments.cells import SUITES, select_cells
+from .experiments.results import DEFAULT_OUT, fmt_number, load_results, table_rows, write_markdown
 
 PROG = "textcls"
 
@@ -320,22 +329,195 @@ def cmd_list(args) -> int:
     return 0
 
 
-# ---------------------------------------------------------------- bench, reproduce (textcls/bench.py, reproduce.py)
+# ---------------------------------------------------------------- bench (textcls/experiments/bench.py, latency.py)
+# The experiments import torch: they are imported where a command runs, so `--help` and `list` stay light.
+
+
+def _bench_arguments(p) -> None:
+    p.add_argument("--quick", action="store_true", help="fewer repeats and training steps (about a minute)")
+    p.add_argument("--json", default=None, metavar="OUT", help="also write the full results as JSON to OUT")
+    p.add_argument("--models", default=None, help="comma-separated model names to bench (default: all)")
+    p.add_argument("--seq-len", type=int, default=56, help="tokens per input (default 56, ~ AG News)")
+    p.add_argument("--batch-size", type=int, default=100, help="inference batch size (default 100, ACT Table 5)")
+    p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: as set)")
+    p.add_argument("--checkpoints", default=os.environ.get("TEXTCLS_CHECKPOINTS", "checkpoints"),
+                   help="folder of checkpoints to time (default: checkpoints)")
+    p.add_argument("--no-memory", action="store_true", help="skip the memory measurements")
+    p.add_argument("--no-training", action="store_true", help="skip the training-step timings")
+    g = p.add_argument_group("latency (--latency): what a user waits for on a busy machine")
+    g.add_argument("--latency", action="store_true",
+                   help="only time one sentence through the shipped sst2 checkpoints (predict) and their integrated "
+                        "gradients, at each thread count (1, torch's default, TEXTCLS_THREADS'), idle and with --load")
+    g.add_argument("--load", type=int, default=0, metavar="N",
+                   help="with --latency: also measure with N busy background processes (started and stopped by "
+                        "the command), e.g. 2")
+    g.add_argument("--latency-threads", default=None, metavar="N,M",
+                   help="with --latency: the thread counts to compare (default: 1, torch's default and the policy's)")
+    g.add_argument("--pattern", default=LATENCY_PATTERN,
+                   help=f"with --latency: checkpoint folder names to time (default {LATENCY_PATTERN})")
+    g.add_argument("--no-ig", action="store_true", help="with --latency: skip integrated gradients")
+
+
+def _progress(message: str) -> None:
+    print(f"... {message}", file=sys.stderr, flush=True)
+
+
+def _bench_job(args) -> Callable[[], int]:
+    """Check the `textcls bench` arguments (ValueError on bad input) and return the job that runs it."""
+    from .experiments.bench import format_report, run_bench, write_json
+    from .experiments.specs import default_models
+    for name in ("seq_len", "batch_size"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.threads is not None and args.threads < 1:
+        raise ValueError(f"--threads must be >= 1, got {args.threads}")
+    models = None
+    if args.models is not None:
+        models = [m.strip() for m in args.models.split(",") if m.strip()]
+        known = {s.model for s in default_models()} | {s.label for s in default_models()}
+        unknown = sorted(set(models) - known)
+        if unknown or not models:
+            raise ValueError(f"--models: unknown model(s) {unknown}; known: {', '.join(sorted(known))}")
+    if args.json is not None and Path(args.json).is_dir():
+        raise ValueError(f"--json {args.json} is a folder; give a file name")
+    if getattr(args, "latency", False):
+        return _latency_job(args)
+    if getattr(args, "load", 0) or getattr(args, "latency_threads", None):
+        raise ValueError("--load and --latency-threads go with --latency")
+
+    def job() -> int:
+        result = run_bench(quick=args.quick, models=models, seq_len=args.seq_len, batch_size=args.batch_size,
+                           threads=args.threads, checkpoints=args.checkpoints, memory=not args.no_memory,
+                           training=not args.no_training, progress=_progress)
+        print(format_report(result))
+        if args.json:
+            print(f"wrote {write_json(result, args.json)}")
+        return 0
+    return job
+
+
+def _latency_job(args) -> Callable[[], int]:
+    from .experiments.bench import write_json
+    from .experiments.latency import bench_latency, format_latency
+    if not Path(args.checkpoints).is_dir():
+        raise ValueError(f"--checkpoints {args.checkpoints}: no such folder")
+    if args.load < 0 or args.load > 64:
+        raise ValueError(f"--load must be between 0 and 64 busy processes, got {args.load}")
+    counts = None
+    if args.latency_threads:
+        try:
+            counts = sorted({int(x) for x in args.latency_threads.split(",") if x.strip()})
+        except ValueError:
+            counts = []
+        if not counts or min(counts) < 1:
+            raise ValueError(f"--latency-threads expects positive integers separated by commas, got "
+                             f"{args.latency_threads!r}")
+    elif args.threads is not None:
+        counts = [args.threads]
+    quick = args.quick
+
+    def job() -> int:
+        result = bench_latency(args.checkpoints, pattern=args.pattern, load=args.load, thread_settings=counts,
+                               repeats=3 if quick else 7, ig=not args.no_ig, ig_repeats=1 if quick else 3,
+                               progress=_progress)
+        print(format_latency(result))
+        if args.json:
+            print(f"wrote {write_json(result, args.json)}")
+        return 0 if result["models"] else 1
+    return job
 
 
 def cmd_bench(args) -> int:
-    from . import bench
     try:
-        job = bench.cli_job(args)
+        job = _bench_job(args)
     except (KeyError, ValueError) as e:
         raise UsageError(_one_line(e)) from None
     return job()
 
 
+# ---------------------------------------------------------------- reproduce (textcls/experiments/reproduce.py)
+
+
+def _csv(raw: str | None) -> list[str] | None:
+    if raw is None:
+        return None
+    items = [x.strip() for x in raw.split(",") if x.strip()]
+    return items or None
+
+
+def _reproduce_arguments(p) -> None:
+    p.add_argument("--suite", default=None,
+                   help=f"comma-separated suites (default: all but smoke): {', '.join(SUITES)}")
+    p.add_argument("--runs", type=int, default=None, help="runs per cell (default: as many as the paper averaged)")
+    p.add_argument("--epochs", type=int, default=None, help="epochs per run (default: each suite's)")
+    p.add_argument("--limit", type=int, default=None, help="at most N texts per split (quick runs)")
+    p.add_argument("--out", default=DEFAULT_OUT, help=f"results JSON (default {DEFAULT_OUT}); the Markdown "
+                                                      "table goes beside it with the suffix .md")
+    p.add_argument("--markdown", default=None, help="Markdown file (default: OUT with .md)")
+    p.add_argument("--data", default=None, help="comma-separated data sets to keep (e.g. trec,sst2)")
+    p.add_argument("--model", default=None, help="comma-separated models to keep (e.g. kim_cnn,agcnn)")
+    p.add_argument("--only", default=None, help="comma-separated glob patterns on cell keys "
+                                                "(e.g. 'agcnn_t3/cnn-non-static/*')")
+    p.add_argument("--seed", type=int, default=0, help="first seed (runs use seed, seed+1, ...)")
+    p.add_argument("--data-root", default=None, help="folder of the bundled data sets")
+    p.add_argument("--force", action="store_true", help="re-run cells already in the results file")
+    p.add_argument("--list", action="store_true", help="list the selected cells and exit")
+    p.add_argument("--dry-run", action="store_true", help="say what would run and exit")
+    p.add_argument("--report", action="store_true", help="only rebuild the Markdown from the results file")
+
+
+def _reproduce_job(args) -> Callable[[], int]:
+    """Check the `textcls reproduce` arguments (ValueError on bad input) and return the job that runs it."""
+    out = Path(args.out)
+    md = Path(args.markdown) if args.markdown else out.with_suffix(".md")
+    for name in ("runs", "epochs", "limit"):
+        v = getattr(args, name)
+        if v is not None and v < 1:
+            raise ValueError(f"--{name} must be >= 1, got {v}")
+    if out.is_dir() or md.is_dir():
+        raise ValueError(f"--out {out} / --markdown {md} must be files, not folders")
+    results = load_results(out)                                 # a corrupt file is an error before any run
+    n_sessions = len(results.get("sessions", []))
+    if args.report:
+        def report() -> int:
+            print(f"wrote {write_markdown(results, md)}")
+            return 0
+        return report
+    cells = select_cells(_csv(args.suite), data=_csv(args.data), models=_csv(args.model), only=_csv(args.only))
+    if not cells:
+        raise ValueError("no cell matches the selection (see --list)")
+    if args.list:
+        def listing() -> int:
+            for c in cells:
+                paper = "-" if c.paper is None else f"{c.paper}"
+                print(f"{c.key:<48} {c.model:<12} runs {c.runs}  epochs {c.epochs:<3} paper {paper}")
+            return 0
+        return listing
+
+    def job() -> int:
+        from .experiments.reproduce import reproduce
+        command = "python -m textcls reproduce " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else ""
+        res = reproduce(cells, out=out, markdown=md, runs=args.runs, epochs=args.epochs, limit=args.limit,
+                        seed=args.seed, data_root=args.data_root, force=args.force, dry_run=args.dry_run,
+                        log=lambda m: print(m, file=sys.stderr, flush=True), command=command)
+        if args.dry_run:
+            return 0
+        keys = {c.key for c in cells}
+        for r in table_rows(res):
+            if r["key"] in keys:
+                paper = "-" if r["paper"] is None else f"{r['paper']:.1f}"
+                print(f"{r['key']:<48} ours {fmt_number(r['ours']):>5} ({r['spread']})  paper {paper:>5}  "
+                      f"delta {fmt_number(r['delta'], signed=True)}")
+        print(f"wrote {out} and {md}")
+        new_session = len(res.get("sessions", [])) > n_sessions
+        failed = res["sessions"][-1].get("failed", []) if new_session else []
+        return 1 if failed else 0
+    return job
+
+
 def cmd_reproduce(args) -> int:
-    from . import reproduce
     try:
-        job = reproduce.cli_job(args)
+        job = _reproduce_job(args)
     except (KeyError, ValueError) as e:
         raise UsageError(_one_line(e)) from None
     return job()
@@ -423,16 +605,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print JSON")
     s.set_defaults(func=cmd_list)
 
-    from . import bench, reproduce
     b = sub.add_parser("bench", help="parameters, speed and memory of every model; ACT Table 5, LAMA Fig. 4",
                        description="Benchmark the models (random weights) and the shipped checkpoints; with "
                                    "--latency, one sentence's latency per thread count, idle and under --load.")
-    bench.add_arguments(b)
+    _bench_arguments(b)
     b.set_defaults(func=cmd_bench)
     rp = sub.add_parser("reproduce", help="train the papers' configurations, write results.json + .md",
                         description="Train the configurations the papers report on the bundled data and write "
                                     "the results next to the papers' figures (resumable).")
-    reproduce.add_arguments(rp)
+    _reproduce_arguments(rp)
     rp.set_defaults(func=cmd_reproduce)
     return p
 

@@ -6,6 +6,7 @@ reloaded because its files' modification time is part of the cache key.
 """
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import streamlit as st
@@ -261,3 +262,19 @@ def view_figures(path: str | Path, text: str, view_id: str, *, model: str, title
 
 __all__ += ["attention_tests", "counterfactual", "erasure", "explanation", "random_erasure", "slice_report",
             "view_figures"]
+
+
+# ---------------------------------------------------------------- warm-up (once per server process)
+
+@st.cache_resource(show_spinner=False)
+def warm_up() -> threading.Thread:
+    """Once per server, after the first page is drawn: import torch, the models and the interpretation library
+    in a background thread, so the first visit to Compare, Inspect or Attribute does not wait for them. Only
+    imports: no model is loaded and nothing cached is touched from that thread."""
+    def run() -> None:
+        import textcls.inference  # noqa: F401  (torch, the registry, every model)
+        import textcls.interpret  # noqa: F401  (Captum)
+    t = threading.Thread(target=run, name="textcls-warm-up", daemon=True)
+    t.start()
+    return t
+

@@ -14,11 +14,10 @@ import torch
 from .. import threads
 from ..checkpoint import CheckpointError, list_checkpoints, load_checkpoint
 from ..interpret import explain
+from .background import LATENCY_PATTERN, BusyLoad, cpu_seconds, others_cores
 from .bench import text_table
-from .measure import BusyLoad, cpu_seconds, environment, others_cores, time_call
+from .measure import environment, time_call
 from .specs import EXAMPLE_SENTENCE
-
-LATENCY_PATTERN = "*-sst2"
 
 
 def latency_thread_settings() -> list[int]:
@@ -42,7 +41,7 @@ def bench_latency(root: str | Path = "checkpoints", *, pattern: str = LATENCY_PA
     Returns {"rows": [{"load", "threads", "policy", "predict_ms", "ig_ms", ...}], "models", "environment", ...};
     `format_latency` prints it.
 
-    The busy processes are `python -c "while True: pass"` (measure.BusyLoad), always stopped; each row also says
+    The busy processes are `python -c "while True: pass"` (background.BusyLoad), always stopped; each row also says
     how many cores *other* processes used meanwhile (/proc/stat), since on a shared machine that decides whether
     the row means what it says."""
     say = progress or (lambda msg: None)

@@ -13,7 +13,10 @@ export use style only):
   the controls it takes (layer, head, word, ...) and returns `FigureOut`s (figure + its numbers as a table);
 - `paper_views`: the views themselves; a model without a dedicated view still gets `generic` (one heatmap per
   map in map_specs()); `reasons_figure`;
-- `reports`: Train / Evaluate figures (confusion matrix, training curves, top words, filter n-grams);
+- `reports`: Compare / Train / Evaluate figures (probabilities, confusion matrix, training curves, top words,
+  filter n-grams);
+- `explanations`: Attribute / Lab figures (attributions side by side, agreement, erasure curves, demos);
+- `benchmarks`: Benchmarks page figures (ACT Table 5, LAMA Fig. 4, models, accuracy against the papers);
 - `export`: PNG/SVG (kaleido + Chromium, serialised), interactive HTML, ZIP.
 
 Safety: every string that comes from user text (tokens, sentences) is HTML-escaped before it reaches a
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 from .axes import (AXIS_TITLES, MAX_GRID_TOKENS, MAX_HIGHLIGHT_TOKENS, MAX_TOKENS, PAD_LABEL, axis_labels,
                    is_sentence_axis, is_sequence_axis, is_token_axis, is_word_axis)
+from .benchmarks import accuracy_figure, act_t5_figure, lama_f4_figure, models_figure
 from .export import (CHROME_NAMES, export_size, export_zip, figure_html, figure_image, find_chrome,
                      image_export_status)
 from .maps import (REAL, Slice2D, attention_grid, find_spec, find_specs, grid_table, heatmap, heatmap_from_slice,
@@ -56,6 +60,8 @@ __all__ = [
     "CURVE_TITLES", "confusion_figure", "filter_ngrams_figure", "live_training_figure", "probabilities_figure",
     "top_words_figure",
     "training_curves", "word_weight_figure",
+    # benchmarks
+    "accuracy_figure", "act_t5_figure", "lama_f4_figure", "models_figure",
     # export
     "CHROME_NAMES", "export_size", "export_zip", "figure_html", "figure_image", "find_chrome",
     "image_export_status",

@@ -39,7 +39,8 @@ def act_t5_figure(t5: dict[str, Any]) -> FigureOut:
 
 def lama_f4_figure(f4: dict[str, Any]) -> FigureOut:
     """LAMA-F4: attention-layer parameters vs heads (log scale); `f4` as lama_f4 returns."""
-    series = [("lama", "LAMA (P, Q, c)", RUN_COLORS[0], "solid"), ("lama_with_mlp", "LAMA (+ W_w)", RUN_COLORS[0], "dot"),
+    series = [("lama", "LAMA (P, Q, c)", RUN_COLORS[0], "solid"),
+              ("lama_with_mlp", "LAMA (+ W_w)", RUN_COLORS[0], "dot"),
               ("san", "SAN", RUN_COLORS[2], "solid"), ("transformer", "Transformer", RUN_COLORS[1], "solid")]
     fig = go.Figure()
     for key, name, color, dash in series:
