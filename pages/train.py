@@ -97,9 +97,10 @@ if source == "Bundled data set":
 elif source == "Upload a file":
     bundle = w.labelled_file("tr", "it is split 80/10/10 into train/dev/test")
     if bundle is not None:
-        if len(bundle.labels) < 2:
-            st.error(f"The label column has only one value ({say(bundle.labels[0], 80)}); a classifier needs at "
-                     "least two.")
+        try:
+            tdata.check_trainable(bundle)
+        except tdata.DataError as e:
+            st.error(say(e, 400), icon=":material/error:")
         else:
             bundle_summary(bundle, limit)
             if limit:
@@ -239,11 +240,11 @@ def start() -> None:
         overrides = {}
     if getattr(base_cfg, "embedding_mode", None) != mode:
         overrides["embedding_mode"] = mode
-    if not NAME_RE.match(out_name or ""):
+    out = root / out_name if NAME_RE.match(out_name or "") else None    # a bad name never reaches the disk
+    if out is None:
         problems.append("The checkpoint name must start with a letter or digit and use only letters, digits, "
                         "_ . and - (at most 80 characters).")
-    out = root / out_name if out_name else None
-    if out is not None and out.exists() and not replace:
+    elif out.exists() and not replace:
         problems.append(f"A checkpoint called {out_name} exists already: tick “Replace if it exists” or choose "
                         "another name.")
     train_over = {"patience": int(patience) or None}

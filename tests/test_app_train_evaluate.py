@@ -135,6 +135,12 @@ def test_train_page_rejects_a_name_in_use_and_bad_settings(env):
     button(at, "Start training").click()
     at.run()
     assert "checkpoint name must start" in texts_of(at.error)
+    for hostile in ("x" * 300, "..", "../escape"):                 # too long for the disk; outside the folder
+        next(t for t in at.text_input if t.label == "Checkpoint name").set_value(hostile)
+        button(at, "Start training").click()
+        at.run()
+        assert not at.exception and "checkpoint name must start" in texts_of(at.error)
+        assert "exists already" not in texts_of(at.error)
     assert at.session_state["train_jobs"] == []
 
 

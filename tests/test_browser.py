@@ -9,10 +9,8 @@ the reason) only when Chromium is missing.
 """
 from __future__ import annotations
 
-import ast
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -25,10 +23,11 @@ import pytest
 
 from test_app_home_compare_inspect import build_checkpoints
 
-CHROMIUM = "/usr/bin/chromium"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from bench_app import CHROMIUM, LOCAL_HOSTS, app_pages, free_port  # noqa: E402  (the benchmark's helpers)
+
 REPO = Path(__file__).resolve().parents[1]
 SENTENCE = "the food was great but the service was slow ."
-LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "::", ""}
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
                                 reason=f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)")
@@ -77,20 +76,6 @@ IDLE_JS = """() => {
     && !(w && !/StatusWidget-exit/.test(w.className))
     && !document.querySelector('[data-stale="true"], [data-testid="stSkeleton"], [data-testid="stAppSkeleton"]');
 }"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def app_pages() -> list[tuple[str, str]]:
-    """(file, title) of app.py's PAGES whose file exists (app.py skips the others)."""
-    tree = ast.parse((REPO / "app.py").read_text())
-    pages = next(ast.literal_eval(n.value) for n in ast.walk(tree) if isinstance(n, ast.Assign)
-                 and any(isinstance(t, ast.Name) and t.id == "PAGES" for t in n.targets))
-    return [(f, t) for f, t, _ in pages if (REPO / f).is_file()]
 
 
 def wait_idle(page, quiet_ms: int = 600, timeout_ms: int = 180_000, after_run: bool = False) -> None:

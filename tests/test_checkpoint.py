@@ -2,12 +2,14 @@
 import json
 import os
 import pickle
+import shutil
 
 import pytest
 import torch
 
 import textcls
-from textcls.checkpoint import (CheckpointError, list_checkpoints, load_checkpoint, load_history, save_checkpoint)
+from textcls.checkpoint import (MAX_JSON_BYTES, CheckpointError, list_checkpoints, load_checkpoint, load_history,
+                                save_checkpoint)
 from textcls.registry import get_entry
 from textcls.text import Tokenizer, TokenizerConfig
 from textcls.records import History
@@ -197,3 +199,24 @@ def test_list_checkpoints_skips_and_reports_invalid(tmp_path, saved):
     os.truncate(saved[0] / "model.safetensors", 50)
     assert [i.name for i in list_checkpoints(root)] == ["b_second"]
     assert list_checkpoints(tmp_path / "missing") == []
+
+
+def test_hostile_folders_are_listed_as_unreadable_and_never_hide_the_others(tmp_path, saved):
+    """A config.json of 100,000 nested brackets, an oversize config and a folder whose files cannot be read each
+    become one 'invalid' row with a reason; the good checkpoint beside them stays listed and loadable."""
+    good = saved[0]
+    nested = tmp_path / "nested"
+    shutil.copytree(good, nested)
+    (nested / "config.json").write_text("[" * 100_000 + "]" * 100_000)
+    big = tmp_path / "big"
+    shutil.copytree(good, big)
+    cfg = json.loads((big / "config.json").read_text())
+    cfg["padding"] = "x" * (MAX_JSON_BYTES["config.json"] + 1)
+    (big / "config.json").write_text(json.dumps(cfg))
+    infos = {i.name: i for i in list_checkpoints(tmp_path, include_invalid=True)}
+    assert infos["ck"].valid and not infos["nested"].valid and not infos["big"].valid
+    assert "nested too deeply" in infos["nested"].error
+    assert "over the" in infos["big"].error and "byte limit" in infos["big"].error
+    assert [i.name for i in list_checkpoints(tmp_path)] == ["ck"]
+    with pytest.raises(CheckpointError, match="nested too deeply"):
+        load_checkpoint(nested)

@@ -180,3 +180,19 @@ def test_train_without_out_writes_to_the_user_folder_and_list_shows_it(tmp_path,
     assert main(["list", "--json"]) == 0
     listed = {c["name"] for c in json.loads(capsys.readouterr().out)["checkpoints"]}
     assert made[0].name in listed and "act-sst2" in listed
+
+
+def test_data_a_classifier_cannot_learn_from_is_refused_with_exit_2(tmp_path, capsys):
+    """One verdict for the CLI, the Train page and the API (data.check_trainable): a one-label file, JSONL labels
+    1 and "1" (the same class), and 10,000 labels of one row each are refused before any training starts."""
+    one = tmp_path / "one.csv"
+    one.write_text("text,label\n" + "".join(f"review {i},pos\n" for i in range(30)))
+    same = tmp_path / "same.jsonl"
+    same.write_text("".join(json.dumps({"text": f"t {i}", "label": 1 if i % 2 else "1"}) + "\n" for i in range(30)))
+    ids = tmp_path / "ids.csv"
+    ids.write_text("text,label\n" + "".join(f"text number {i},id{i}\n" for i in range(10_000)))
+    for path, message in ((one, "one label only"), (same, "one label only"), (ids, "fewer than two rows per label")):
+        code = main(["train", "--model", "kim_cnn", "--data", str(path), "--epochs", "1", "--preset", "small",
+                     "--embeddings", "random", "--out", str(tmp_path / "never"), "--quiet"])
+        assert code == 2 and message in capsys.readouterr().err, path
+        assert not (tmp_path / "never").exists()

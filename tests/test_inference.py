@@ -106,6 +106,13 @@ def test_bad_input_is_rejected_clearly():
         pred.predict(["ok", None])
     with pytest.raises(ValueError, match="batch_size"):
         pred.predict(["ok"], batch_size=0)
+    with pytest.raises(ValueError, match="integer"):
+        pred.predict(["ok"], batch_size=1.5)
+    with pytest.raises(TypeError, match="bytes; decode"):
+        pred.predict(b"good movie")
+    for container in ({"good movie": 1}, {"good movie", "bad"}):
+        with pytest.raises(TypeError, match="no defined order"):
+            pred.predict(container)
     with pytest.raises(ValueError, match="label names"):
         Predictor(pred.model, pred.tokenizer, ["only one"])
 

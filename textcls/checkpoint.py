@@ -97,8 +97,17 @@ def _config_from_dict(config_cls, values: dict[str, Any]):
     return config_cls(**fixed)
 
 
+# The largest JSON files a checkpoint may hold (a 400,000-word vocabulary is about 8 MB); bigger ones are refused
+# before they are read, so a crafted folder cannot make listing read hundreds of MB.
+MAX_JSON_BYTES = {"config.json": 2_000_000, "vocab.json": 64_000_000, "history.json": 16_000_000}
+
+
 def _read_json(path: Path, what: str):
+    cap = MAX_JSON_BYTES.get(path.name, 16_000_000)
     try:
+        size = path.stat().st_size
+        if size > cap:
+            raise CheckpointError(f"{path}: {what} is {size:,} bytes, over the {cap:,}-byte limit for this file")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise CheckpointError(f"{path.parent}: missing {path.name}") from None
@@ -109,6 +118,8 @@ def _read_json(path: Path, what: str):
     except json.JSONDecodeError as e:
         raise CheckpointError(f"{path}: {what} is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") \
             from None
+    except RecursionError:
+        raise CheckpointError(f"{path}: {what} is nested too deeply to be a checkpoint file") from None
 
 
 _ST_DTYPES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
@@ -422,9 +433,10 @@ def list_checkpoints(root: str | Path = "checkpoints", include_invalid: bool = F
             continue
         try:
             out.append(checkpoint_info(p))
-        except CheckpointError as e:
+        except Exception as e:  # noqa: BLE001 - one unreadable folder never hides or breaks the others
             if include_invalid:
-                out.append(CheckpointInfo(name=p.name, path=p, valid=False, error=str(e)))
+                why = str(e) if isinstance(e, CheckpointError) else f"{p}: unreadable ({type(e).__name__}: {e})"
+                out.append(CheckpointInfo(name=p.name, path=p, valid=False, error=why))
     return out
 
 

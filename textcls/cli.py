@@ -141,7 +141,7 @@ class _Progress:
 
 def cmd_train(args) -> int:
     from .checkpoint import check_target
-    from .data import load_data
+    from .data import check_trainable, load_data
     from .registry import get_entry, make_config
     from .pipeline import tokenizer_config_for, train_from_spec
     from .training import TrainConfig
@@ -177,6 +177,7 @@ def cmd_train(args) -> int:
         out = check_target(args.out)
         bundle = load_data(args.data, root=args.data_root, limit=args.limit, seed=args.seed,
                            text_column=args.text_column, label_column=args.label_column)
+        check_trainable(bundle)
     except (KeyError, TypeError, ValueError, FileNotFoundError) as e:
         raise UsageError(_one_line(e)) from None
 

@@ -112,6 +112,23 @@ class DataBundle:
         return out
 
 
+def check_trainable(bundle: DataBundle) -> None:
+    """The one verdict on whether a data set can train a classifier (CLI, Train page, API alike): a train split
+    with at least two labels in use, and no more labels than half its rows (10,000 labels of one row each is a
+    column of ids, not classes). Raises DataError saying what is wrong."""
+    train = bundle.splits.get("train")
+    if train is None or not len(train):
+        raise DataError(f"{bundle.name}: no training rows (splits: {', '.join(bundle.splits) or 'none'})")
+    used = sorted(set(train.labels))
+    if len(used) < 2:
+        only = bundle.labels[used[0]] if used else "none"
+        raise DataError(f"{bundle.name}: the training rows have one label only ({only!r}); a classifier needs "
+                        "at least two (check the label column)")
+    if len(bundle.labels) > max(2, len(train) // 2):
+        raise DataError(f"{bundle.name}: {len(bundle.labels):,} labels for {len(train):,} training rows - fewer "
+                        "than two rows per label; is the label column really a class (not an id or the text)?")
+
+
 # ------------------------------------------------------------------------------------------------ where data lives
 
 def data_root(root: str | Path | None = None) -> Path:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any, Sequence
 
 import numpy as np
@@ -93,12 +95,17 @@ class Predictor:
         """One Prediction per text (a single string is taken as a list of one)."""
         if isinstance(texts, str):
             texts = [texts]
+        elif isinstance(texts, (bytes, bytearray)):
+            raise TypeError("predict: texts are bytes; decode them to str first (e.g. data.decode('utf-8'))")
+        elif isinstance(texts, (Mapping, AbstractSet)):
+            raise TypeError(f"predict: texts must be a str or a list of str, not a {type(texts).__name__} "
+                            "(a mapping or set has no defined order of texts)")
         texts = list(texts)
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise TypeError(f"predict: texts[{i}] is {type(t).__name__}, expected str")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         if self.model.training:  # someone switched the shared model to training mode; predictions need eval
             self.model.eval()
         with for_texts(len(texts)):  # a few texts: interactive thread setting; a split: batch (textcls.threads)

@@ -101,7 +101,7 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
     training settings, tokenizer settings and the history's stop reason.
     """
     from . import __version__
-    from .data import DataBundle, load_data
+    from .data import DataBundle, check_trainable, load_data
     from .metrics import classification_report, default_ignore_label
     from .registry import create_model, get_entry, make_config
     from .text import Tokenizer
@@ -124,8 +124,7 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
         data, root=data_root, text_column=text_column, label_column=label_column, limit=limit, seed=seed)
     if isinstance(data, DataBundle) and limit is not None:
         bundle = dataclasses.replace(bundle, splits={k: s.sample(limit, seed) for k, s in bundle.splits.items()})
-    if "train" not in bundle.splits:
-        raise ValueError(f"data set {bundle.name!r} has no train split (splits: {sorted(bundle.splits)})")
+    check_trainable(bundle)
     labels = list(bundle.labels)
 
     tokenizer = Tokenizer.build(bundle.splits["train"].texts, tok_config, min_freq=min_freq, max_size=max_vocab)
