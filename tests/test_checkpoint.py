@@ -3,6 +3,8 @@ import json
 import os
 import pickle
 import shutil
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -220,3 +222,37 @@ def test_hostile_folders_are_listed_as_unreadable_and_never_hide_the_others(tmp_
     assert [i.name for i in list_checkpoints(tmp_path)] == ["ck"]
     with pytest.raises(CheckpointError, match="nested too deeply"):
         load_checkpoint(nested)
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+@pytest.mark.parametrize("crash_after", ["tmp written", "old moved aside", "new renamed in"])
+def test_a_save_killed_between_any_two_steps_leaves_a_complete_checkpoint(tmp_path, saved, crash_after):
+    """The disk as a `kill -9` leaves it after each file-system step of an overwrite (by a process that is gone):
+    the next listing shows NAME complete - the old one or the new one - and no hidden leftovers."""
+    root, old_logits = tmp_path, logits(saved[1], saved[2])
+    torch.manual_seed(1)                                                          # other weights than the old
+    new_model = textcls.create_model("kim_cnn", vocab_size=len(saved[2].vocab), num_labels=2, preset="small").eval()
+    pid = _dead_pid()
+    new = save_checkpoint(root / f".ck.tmp-{pid}-abc", new_model, saved[2], LABELS)   # the new one, complete
+    if crash_after in ("old moved aside", "new renamed in"):
+        os.rename(root / "ck", root / f".ck.old-{pid}-1234")
+    if crash_after == "new renamed in":
+        os.rename(new, root / "ck")
+    infos = list_checkpoints(root, include_invalid=True)
+    assert [i.name for i in infos] == ["ck"] and infos[0].valid
+    assert sorted(p.name for p in root.iterdir()) == ["ck"]                      # nothing hidden left over
+    got = logits(load_checkpoint(root / "ck").model, saved[2])
+    want = logits(new_model, saved[2]) if crash_after == "new renamed in" else old_logits
+    assert torch.allclose(got, want, atol=1e-6)
+
+
+def test_a_save_in_progress_by_a_live_process_is_left_alone(tmp_path, saved):
+    busy = tmp_path / f".ck.tmp-{os.getpid()}-zz"
+    busy.mkdir()
+    list_checkpoints(tmp_path)
+    assert busy.is_dir()

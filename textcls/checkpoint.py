@@ -9,8 +9,10 @@
 
 Saving writes everything to a hidden temporary folder beside the target and renames it into place, so a
 crash never leaves half a checkpoint; an existing checkpoint is replaced only once the new one is complete
-(it is moved aside, the new folder renamed in, then the old one deleted). A folder that exists and is not a
-checkpoint is never replaced. Loading never unpickles: safetensors only. Anything wrong with a folder raises
+(it is moved aside, the new folder renamed in, then the old one deleted). A crash at any point leaves the
+complete old or the complete new checkpoint under NAME, or the old one aside with NAME missing; the next save
+or listing in that folder (`recover_folder`) puts it back and deletes the leftovers of dead processes. A folder
+that exists and is not a checkpoint is never replaced. Loading never unpickles: safetensors only. Anything wrong with a folder raises
 `CheckpointError` whose message names the folder and the problem.
 
 Listing (`list_checkpoints`, `checkpoint_info`, `read_config`) reads only JSON and the safetensors header and
@@ -24,6 +26,7 @@ import datetime as _dt
 import json
 import math
 import os
+import re
 import shutil
 import struct
 import tempfile
@@ -169,7 +172,7 @@ def _is_checkpoint_dir(path: Path) -> bool:
     try:
         cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
         return isinstance(cfg, dict) and cfg.get("format") == FORMAT
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return False
 
 
@@ -238,7 +241,8 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module, tokenizer, labels,
     from safetensors.torch import save_file
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    recover_folder(path.parent)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-{os.getpid()}-", dir=path.parent))
     old: Path | None = None
     try:
         os.chmod(tmp, 0o755)
@@ -250,7 +254,7 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module, tokenizer, labels,
             os.fsync(f.fileno())
         fsync_dir(tmp)
         if path.exists():
-            old = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}"
+            old = path.parent / f".{path.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}"
             os.rename(path, old)
         os.rename(tmp, path)
         fsync_dir(path.parent)
@@ -417,6 +421,52 @@ def checkpoint_info(path: str | Path) -> CheckpointInfo:
                           labels=list(cfg["labels"]), created=str(cfg.get("created", "")), info=cfg)
 
 
+_LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?P<kind>tmp|old)-(?P<pid>\d+)-[^.]*$")
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def recover_folder(root: str | Path) -> list[str]:
+    """Finish or undo what a save that crashed left in `root` (see save_checkpoint: write `.NAME.tmp-PID-*`,
+    move the old `NAME` aside to `.NAME.old-PID-*`, rename the new one in, delete the old one). For a PID that is
+    no longer running: a temporary folder is deleted; an aside folder goes back to NAME when NAME is missing (the
+    crash fell between the two renames), else it is deleted. Saves in progress (live PIDs) are left alone.
+    Returns what was done, one line each."""
+    root = Path(root)
+    done: list[str] = []
+    try:
+        entries = sorted(root.iterdir())
+    except OSError:
+        return done
+    for p in entries:
+        m = _LEFTOVER.match(p.name)
+        if not m or not p.is_dir() or _alive(int(m["pid"])):
+            continue
+        target = root / m["name"]
+        try:
+            if m["kind"] == "old" and not target.exists() and _is_checkpoint_dir(p):
+                os.rename(p, target)
+                done.append(f"restored {target} from an interrupted save")
+            else:
+                shutil.rmtree(p)
+                done.append(f"removed {p.name}, left by an interrupted save")
+        except OSError:
+            continue
+    if done:
+        fsync_dir(root)
+    return done
+
+
 def list_checkpoints(root: str | Path = "checkpoints", include_invalid: bool = False) -> list[CheckpointInfo]:
     """Info for each valid checkpoint folder directly under `root`, sorted by name.
 
@@ -427,6 +477,7 @@ def list_checkpoints(root: str | Path = "checkpoints", include_invalid: bool = F
     root = Path(root)
     if not root.is_dir():
         return []
+    recover_folder(root)
     out = []
     for p in sorted(root.iterdir()):
         if not p.is_dir() or p.name.startswith("."):
