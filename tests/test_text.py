@@ -260,3 +260,11 @@ def test_build_respects_min_freq_and_max_size(sst2_texts):
     expected = sorted((w for w, c in counts.items() if c >= 3), key=lambda w: (-counts[w], w))[:98]
     assert t.vocab.itos == [PAD, UNK] + expected
     assert len(t.vocab) == 100
+
+
+def test_bidirectional_controls_are_dropped_so_tokens_read_as_typed():
+    """U+202E (right-to-left override) and its kin would mirror every token drawn after them."""
+    tok = Tokenizer.build(["the ending was bad"])
+    text = "the \u200b\u202e ending \u2066was\u2069 \u202abad\u202c"
+    assert clean_text(text) == "the ending was bad"
+    assert tok.tokenize(text) == ["the", "ending", "was", "bad"]

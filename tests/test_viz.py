@@ -307,3 +307,14 @@ def test_png_and_svg_render_server_side():
     svg = viz.figure_image(fig, "svg")
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and b"<svg" in svg[:500]
     assert b"&#60;a&#62;" in svg and b"<a>" not in svg            # the token is text, not markup
+
+
+def test_accuracy_axes_show_tenths_of_a_percent():
+    """Training curves with accuracies 0.5 % apart must not print the same whole percent on two ticks."""
+    steps = [{"step": s, "loss": 1.0 / s} for s in range(1, 5)]
+    epochs = [{"epoch": e, "step": 2 * e, "train_accuracy": 0.17 + 0.005 * e, "dev_accuracy": 0.18 + 0.005 * e}
+              for e in range(1, 3)]
+    fig = viz.live_training_figure(steps, epochs).fig
+    assert fig.layout.yaxis2.tickformat == ".1%"
+    curves = viz.training_curves([("run", epochs)], y="dev_accuracy").fig
+    assert curves.layout.yaxis.tickformat == ".1%"

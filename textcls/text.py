@@ -58,7 +58,8 @@ SENTENCE_END = frozenset({".", "!", "?"})
 
 _HTML_BREAK = re.compile(r"<\s*br\s*/?\s*>", re.IGNORECASE)
 _NUMERIC_REF = re.compile(r"&?#(\d{1,7});")  # "&#39;" and AG News' bare "#39;"
-_CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\u200b\u200c\u200e\u200f\u2060\ufeff\ud800-\udfff]")
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\u200b\u200c\u200e\u200f\u202a-\u202e\u2060\u2066-\u2069"
+                      "\ufeff\ud800-\udfff]")   # bidi embeddings/overrides/isolates would mirror the tokens shown
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201b": "'", "\u2032": "'",
                          "\u201c": '"', "\u201d": '"', "\u201f": '"', "\u00a0": " "})
 

@@ -88,7 +88,7 @@ def training_curves(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], *, y: 
     style_figure(fig, title, 380, legend=dict(orientation="h", y=-0.2))
     fig.update_xaxes(title=CURVE_TITLES.get(x, x), dtick=1 if x == "epoch" and len(rows) and
                      max(r[x] for r in rows) <= 20 else None)
-    fig.update_yaxes(title=CURVE_TITLES.get(y, y), tickformat=".0%" if "accuracy" in y or "f1" in y else None)
+    fig.update_yaxes(title=CURVE_TITLES.get(y, y), tickformat=".1%" if "accuracy" in y or "f1" in y else None)
     table = pd.DataFrame(rows, columns=["run", x, y])
     return FigureOut(key or f"curves_{y}_vs_{x}", title, fig, table,
                      caption="" if rows else "No run has this value in its history.")
@@ -131,7 +131,7 @@ def live_training_figure(steps: Sequence[dict[str, Any]], epochs: Sequence[dict[
     style_figure(fig, title, 360, legend=dict(orientation="h", y=-0.25))
     fig.update_xaxes(title="optimiser step", row=1, col=1)
     fig.update_xaxes(title="epoch", dtick=1, row=1, col=2)
-    fig.update_yaxes(tickformat=".0%", row=1, col=2)
+    fig.update_yaxes(tickformat=".1%", row=1, col=2)        # ticks can be 0.5 % apart: whole percents would lie
     return FigureOut("training_live", title, fig, pd.DataFrame(rows))
 
 

@@ -262,7 +262,8 @@ def token_weights(model: str, specs: dict[str, MapSpec], maps: dict[str, np.ndar
     if have(s):
         a = np.asarray(maps[s.name])[-1].mean(axis=0)                      # (q, k)
         return fit(a.mean(axis=0)), f"'{s.name}': attention each token receives, last layer, mean of heads"
-    # 6. CNNs: share of max-pooled filters whose n-gram covers the token
+    # 6. CNNs: share of the max-pooled filters that fired whose n-gram covers the token. A filter whose pooled
+    # value is <= 0 fired nowhere: its "pick" is position 0 by convention and says nothing about the first words.
     idx = [sp for sp in find_specs(specs, values="index") if sp.name in maps and tuple(sp.axes) == ("filter",)]
     if idx:
         w = np.zeros(n)
@@ -270,8 +271,13 @@ def token_weights(model: str, specs: dict[str, MapSpec], maps: dict[str, np.ndar
         for sp in idx:
             m = re.search(r"_h(\d+)", sp.name)
             h = int(m.group(1)) if m else 1
-            for j in np.asarray(maps[sp.name]).reshape(-1).astype(int):
+            picks = np.asarray(maps[sp.name]).reshape(-1).astype(int)
+            suffix = sp.name.removeprefix("argmax_")
+            pooled = next((np.asarray(maps[k]) for k in (f"gated_{suffix}", f"conv_{suffix}") if k in maps), None)
+            for f, j in enumerate(picks):
+                if pooled is not None and pooled.ndim == 2 and not (0 <= j < pooled.shape[1] and pooled[f, j] > 0):
+                    continue
                 w[max(0, j): min(n, j + h)] += 1
                 total += 1
-        return w / max(total, 1), "share of the max-pooled filters whose n-gram covers the token"
+        return w / max(total, 1), "share of the max-pooled filters that fired whose n-gram covers the token"
     return None
