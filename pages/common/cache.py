@@ -266,6 +266,9 @@ __all__ += ["attention_tests", "counterfactual", "erasure", "explanation", "rand
 
 # ---------------------------------------------------------------- warm-up (once per server process)
 
+WARM_UP_DELAY = 1.5   # seconds: an import holds the interpreter lock, and the first page should go out first
+
+
 @st.cache_resource(show_spinner=False)
 def warm_up() -> threading.Thread:
     """Once per server, after the first page is drawn: import torch, the models and the interpretation library
@@ -274,7 +277,8 @@ def warm_up() -> threading.Thread:
     def run() -> None:
         import textcls.inference  # noqa: F401  (torch, the registry, every model)
         import textcls.interpret  # noqa: F401  (Captum)
-    t = threading.Thread(target=run, name="textcls-warm-up", daemon=True)
+    t = threading.Timer(WARM_UP_DELAY, run)      # after the first page has reached the browser
+    t.name, t.daemon = "textcls-warm-up", True
     t.start()
     return t
 
