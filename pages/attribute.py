@@ -408,16 +408,18 @@ if tab_int.open:
                 n_heads = int(getattr(model.config, "n_heads", getattr(model.config, "heads", 1)))
                 n_layers = int(getattr(model.config, "n_layers", 0))
                 c1, c2 = st.columns(2)
-                head = c1.selectbox("Head", list(range(n_heads)), key="attr_int_head", persist_state="page")
+                head = c1.selectbox("Head", list(range(n_heads)), key="attr_int_head", persist_state="page",
+                                    format_func=lambda h: f"head {h + 1}")      # numbered from 1, as on Inspect
                 layer = c2.selectbox("Layer", ["every layer"] + list(range(n_layers)), key="attr_int_layer",
-                                     persist_state="page") if n_layers else "every layer"
+                                     persist_state="page", format_func=lambda v: v if isinstance(v, str)
+                                     else f"layer {v + 1}") if n_layers else "every layer"
                 iv = I.AblateHead(head, None if layer == "every layer" else int(layer))
             elif kind == "Zero a filter":
                 c1, c2 = st.columns(2)
                 fmap = c1.selectbox("Feature map", filter_maps, key="attr_int_fmap", persist_state="page")
                 n_f = int(getattr(model.config, "n_filters", 1))
-                iv = I.ZeroFilter(fmap, c2.number_input("Filter", 0, max(0, n_f - 1), 0, key="attr_int_filter",
-                                                        persist_state="page"))
+                iv = I.ZeroFilter(fmap, c2.number_input("Filter (f1 = the first, as on Inspect)", 1, max(1, n_f), 1,
+                                                        key="attr_int_filter", persist_state="page") - 1)
             elif kind.startswith("Force gates"):
                 iv = I.ForceGate(1.0 if kind.endswith("1") else 0.0)
             else:

@@ -45,6 +45,7 @@ else:
                      "labels": ", ".join(i.labels), "parameters": i.info.get("num_parameters"),
                      "created": i.created[:16].replace("T", " ")})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
+                 height=min(35 * (len(rows) + 1) + 3, 740),                # every checkpoint visible (to ~20)
                  column_config={"data set": st.column_config.TextColumn(width="medium"),
                                 "test accuracy": st.column_config.NumberColumn(format="%.1f %%"),
                                 "parameters": st.column_config.NumberColumn(format="%d")})

@@ -158,7 +158,7 @@ def test_attribute_page_interventions(run_page):
     assert at.radio(key="attr_int_kind").value == "Force gates to 0"
     at.selectbox(key="attr_int_ckpt").set_value("lama_tiny").run()
     at.radio(key="attr_int_kind").set_value("Ablate a head").run()
-    assert not at.exception and "head 0 (every layer) ablated" in texts(at)
+    assert not at.exception and "head 1 (every layer) ablated" in texts(at)
 
 
 def test_attribute_page_counterfactual_and_slice(run_page):

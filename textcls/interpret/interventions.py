@@ -133,8 +133,9 @@ class AblateHead(Intervention):
         return out
 
     def describe(self) -> str:
-        return f"head {self.head}" + (f" of layer {self.layer}" if self.layer is not None else " (every layer)") + \
-            " ablated (its attention weights set to 0)"
+        # numbered from 1, as the Inspect page numbers heads, layers and filters (the fields are 0-based indices)
+        return f"head {self.head + 1}" + (f" of layer {self.layer + 1}" if self.layer is not None
+                                          else " (every layer)") + " ablated (its attention weights set to 0)"
 
 
 @dataclass
@@ -174,7 +175,8 @@ class ZeroFilter(Intervention):
         return {self.map: fn}
 
     def describe(self) -> str:
-        return f"filter {self.filter} of {self.map} set to 0" + (f" (head {self.head})" if self.head is not None else "")
+        return f"filter {self.filter + 1} of {self.map} set to 0" + (f" (head {self.head + 1})" if self.head is not None
+                                                                     else "")
 
 
 @dataclass
