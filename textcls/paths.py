@@ -54,14 +54,6 @@ def checkpoint_roots() -> list[Path]:
     return out
 
 
-def is_shipped(path: str | Path) -> bool:
-    """True for a checkpoint inside the shipped folder (the app never writes there)."""
-    try:
-        return Path(path).resolve().parent == shipped_checkpoints().resolve()
-    except OSError:
-        return False
-
-
 def cache_dir() -> Path:
     """Derived data that can be rebuilt (e.g. corpus views): env TEXTCLS_CACHE, else the user cache folder."""
     env = _env_path("TEXTCLS_CACHE")
