@@ -12,7 +12,8 @@ import torch
 import textcls
 from textcls.checkpoint import (MAX_JSON_BYTES, CheckpointError, list_checkpoints, load_checkpoint, load_history,
                                 save_checkpoint)
-from textcls.registry import get_entry
+from textcls.pipeline import tokenizer_config_for
+from textcls.registry import get_entry, make_config
 from textcls.text import Tokenizer, TokenizerConfig
 from textcls.records import History
 
@@ -22,8 +23,9 @@ LABELS = ["negative", "positive"]
 
 
 def make(name="kim_cnn", **kw):
-    hier = get_entry(name).input_kind == "sentences"
-    tok = Tokenizer.build(TEXTS, TokenizerConfig(hierarchical=hier))
+    """A small model and the tokenizer training would give it (its max_len fits the model's position table)."""
+    tok_config = tokenizer_config_for(make_config(name, preset="small", **kw), get_entry(name).input_kind)
+    tok = Tokenizer.build(TEXTS, tok_config)
     torch.manual_seed(0)
     model = textcls.create_model(name, vocab_size=len(tok.vocab), num_labels=2, preset="small", **kw).eval()
     return model, tok
@@ -256,3 +258,19 @@ def test_a_save_in_progress_by_a_live_process_is_left_alone(tmp_path, saved):
     busy.mkdir()
     list_checkpoints(tmp_path)
     assert busy.is_dir()
+
+
+def test_a_tokenizer_longer_than_the_model_is_clipped_at_load(tmp_path):
+    """max_len 10^12 beside a model with a 40-row position table: loading clips it, and a 20,000-token text is cut
+    to what the model reads instead of failing after allocating for all of it."""
+    tok = Tokenizer.build(TEXTS, TokenizerConfig())
+    model = textcls.create_model("act", vocab_size=len(tok.vocab), num_labels=2, preset="small",
+                                 max_positions=40).eval()
+    path = save_checkpoint(tmp_path / "act", model, tok, LABELS)
+    cfg = json.loads((path / "config.json").read_text())
+    cfg["tokenizer"]["max_len"] = 10 ** 12
+    (path / "config.json").write_text(json.dumps(cfg))
+    p = load_checkpoint(path)
+    assert p.tokenizer.config.max_len == 40
+    pred = p.predict(["good " * 20_000])[0]
+    assert len(pred.tokens) == 40 and pred.truncated

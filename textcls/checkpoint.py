@@ -306,6 +306,24 @@ def read_config(path: str | Path) -> dict[str, Any]:
     return cfg
 
 
+# The most tokens a flat model without a position table reads per text, whatever a config.json says: the
+# attention models' memory grows with the square of the length, and no shipped recipe uses more than 400.
+MAX_TOKENS_PER_TEXT = 5000
+
+
+def _clip_to_model(tok_config, model_config):
+    """The tokenizer settings limited to what the model can read: max_len to its position table (`max_positions`)
+    or MAX_TOKENS_PER_TEXT, and for hierarchical input max_sentences / max_words to its tables. A config.json
+    asking for more (e.g. max_len 10^12 beside a 500-position model) is clipped at load, so a long text is cut,
+    never a memory bomb."""
+    limits = {"max_len": getattr(model_config, "max_positions", None) or MAX_TOKENS_PER_TEXT,
+              "max_sentences": getattr(model_config, "max_sentences", None),
+              "max_words": getattr(model_config, "max_words", None)}
+    clipped = {k: min(getattr(tok_config, k), v) for k, v in limits.items()
+               if isinstance(v, int) and isinstance(getattr(tok_config, k, None), int) and getattr(tok_config, k) > v}
+    return dataclasses.replace(tok_config, **clipped) if clipped else tok_config
+
+
 def _model_entry(path: Path, cfg: dict[str, Any]):
     from .registry import get_entry, list_models
     try:
@@ -347,7 +365,7 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu"):
         raise CheckpointError(f"{path}: vocab.json has {len(vocab)} entries but model_config.vocab_size is "
                               f"{config.vocab_size}")
     try:
-        tokenizer = Tokenizer(TokenizerConfig.from_dict(cfg["tokenizer"]), vocab)
+        tokenizer = Tokenizer(_clip_to_model(TokenizerConfig.from_dict(cfg["tokenizer"]), config), vocab)
     except (TypeError, ValueError) as e:
         raise CheckpointError(f"{path}: bad tokenizer settings in config.json: {e}") from None
 
