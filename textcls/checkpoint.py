@@ -312,11 +312,12 @@ MAX_TOKENS_PER_TEXT = 5000
 
 
 def _clip_to_model(tok_config, model_config):
-    """The tokenizer settings limited to what the model can read: max_len to its position table (`max_positions`)
-    or MAX_TOKENS_PER_TEXT, and for hierarchical input max_sentences / max_words to its tables. A config.json
+    """The tokenizer settings limited to what the model can read: max_len to its position table
+    (`config.position_limit`) and MAX_TOKENS_PER_TEXT, and for hierarchical input max_sentences / max_words to its tables. A config.json
     asking for more (e.g. max_len 10^12 beside a 500-position model) is clipped at load, so a long text is cut,
     never a memory bomb."""
-    limits = {"max_len": getattr(model_config, "max_positions", None) or MAX_TOKENS_PER_TEXT,
+    limits = {"max_len": min(getattr(model_config, "position_limit", None) or MAX_TOKENS_PER_TEXT,
+                             MAX_TOKENS_PER_TEXT),
               "max_sentences": getattr(model_config, "max_sentences", None),
               "max_words": getattr(model_config, "max_words", None)}
     clipped = {k: min(getattr(tok_config, k), v) for k, v in limits.items()

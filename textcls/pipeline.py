@@ -46,11 +46,11 @@ def _resolve_embeddings(spec: str | None) -> str | None:
 
 def tokenizer_config_for(model_config, input_kind: str = "tokens", overrides: dict[str, Any] | None = None):
     """The TokenizerConfig a model needs: hierarchical for "sentences" input; for a model with a learned
-    position table (`max_positions`: ACT, the Transformer's global pooling) max_len is capped at it, and an
-    explicit larger max_len is a ValueError."""
+    position table (`config.position_limit`: ACT, CAN, the Transformer's global pooling) max_len is capped at it,
+    and an explicit larger max_len is a ValueError."""
     from .text import TokenizerConfig
     values = {"hierarchical": input_kind == "sentences", **(overrides or {})}
-    max_pos = getattr(model_config, "max_positions", None)
+    max_pos = getattr(model_config, "position_limit", None)
     if max_pos is not None and not values["hierarchical"]:
         if "max_len" in values and values["max_len"] > max_pos:
             raise ValueError(f"tokenizer max_len {values['max_len']} exceeds the model's max_positions "

@@ -88,6 +88,10 @@ class ACTConfig(BaseConfig):
     center_loss_weight: float = param(0.001, "weight of the center loss (Wen et al. 2016); 0 = off")
     center_loss_rate: float = param(0.1, "alpha of Wen et al.: the centres' own learning rate")
 
+    @property
+    def position_limit(self) -> int | None:
+        return self.max_positions if self.position_embed else None
+
 
 # ---------------------------------------------------------------- ACT
 

@@ -41,6 +41,12 @@ class BaseConfig:
     channels: int = param(2, "embedding copies in the multichannel mode")
     pad_id: int = PAD_ID
 
+    @property
+    def position_limit(self) -> int | None:
+        """The longest flat input the model can read (the rows of a learned position table), or None. Tokenizers
+        are capped at it when trained (pipeline.tokenizer_config_for) and when loaded (checkpoint)."""
+        return None
+
 
 Edit = Callable[..., torch.Tensor]
 

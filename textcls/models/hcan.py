@@ -84,6 +84,10 @@ class HCANConfig(ConvAttentionConfig):
 class CANConfig(ConvAttentionConfig):
     max_positions: int = param(512, 'rows of the learned token-position table (tokenizer max_len is capped at it)')
 
+    @property
+    def position_limit(self) -> int | None:
+        return self.max_positions
+
 
 def _validate(c: ConvAttentionConfig) -> None:
     if c.attention_dim < 1 or c.heads < 1 or c.attention_dim % c.heads:

@@ -95,6 +95,11 @@ class TransformerConfig(BaseConfig):
     center_loss_weight: float = param(0.0, "> 0: ACT's center loss on the features")
     center_loss_rate: float = param(0.1, "the centres' own learning rate (center loss)")
 
+    @property
+    def position_limit(self) -> int | None:
+        """Only the global pooling has a learned position table; the encoder's positions are sinusoidal."""
+        return self.max_positions if self.pooling == "global" and self.position_embed else None
+
 
 
 def sinusoidal_positions(L: int, d: int, device=None, dtype=torch.float32) -> torch.Tensor:
