@@ -159,18 +159,14 @@ def row_name(info, m) -> str:
     return f"{info.name} · {SHORT[m]}"
 
 
-# Long texts: one token window for every tab (grid, shaded words, interventions, counterfactual).
+# Long texts: one token window for every tab (grid, shaded words, interventions, counterfactual); a token list
+# shorter than the window's end shows its last WINDOW tokens (the one rule of viz.axes.token_window).
 window = None           # (first token, WINDOW) once a text is longer than WINDOW tokens
 n_long = max(r.inst.n for r in rows)
 if n_long > WINDOW:
     start = st.slider(f"Long text ({n_long} tokens): first token shown", 1, n_long - WINDOW + 1, 1, step=1,
                       key="attr_win", help=f"The grid and the shaded words show {WINDOW} tokens at a time.")
     window = (start - 1, WINDOW)
-
-
-def clip_window(n: int) -> tuple[int, int] | None:
-    """The long-text window for a token list of length n (a shorter list shows its last WINDOW tokens)."""
-    return None if window is None else (max(0, min(window[0], n - WINDOW)), WINDOW)
 
 
 tab_reasons, tab_agree, tab_faith, tab_int, tab_cf = st.tabs(VIEWS, key="attr_view", on_change="rerun")
@@ -207,7 +203,7 @@ if tab_reasons.open:
                 for m, v in expl.items():
                     cap = "own attention: " + explanation_source(pred.model) if m == "attention" else LABELS[m]
                     shaded(inst.tokens, np.clip(scores_of(v), 0, None) if m == "attention" else scores_of(v),
-                           label=cap, window=clip_window(inst.n))
+                           label=cap, window=window)
                     if getattr(v, "delta", None) is not None:
                         summary.append({"checkpoint": info.name, "IG steps": v.n_steps, "|delta|": abs(v.delta),
                                         "output difference": v.output_difference, "converged": v.converged})
@@ -215,7 +211,7 @@ if tab_reasons.open:
         with grid_box:
             for g, (toks, grid_rows) in enumerate(groups.items()):
                 if grid_rows:
-                    w.show_figure(F.reasons_grid(grid_rows, list(toks), window=clip_window(len(toks))),
+                    w.show_figure(F.reasons_grid(grid_rows, list(toks), window=window),
                                   f"attr_grid_{g}")
         if summary:
             st.markdown("**Integrated gradients convergence** (attributions sum to the output difference up to "
@@ -438,8 +434,8 @@ if tab_int.open:
                     run_model = iv.prepare(model)
                     before, after = (attention_importance_instances(run_model, [inst], edits=e)[0].scores
                                      for e in (None, iv.edits(run_model)))
-                    shaded(inst.tokens, before, label="own attention before", window=clip_window(inst.n))
-                    shaded(inst.tokens, after, label="own attention after", window=clip_window(inst.n))
+                    shaded(inst.tokens, before, label="own attention before", window=window)
+                    shaded(inst.tokens, after, label="own attention after", window=window)
                 except ValueError:
                     pass
             except ValueError as e:
@@ -482,5 +478,5 @@ if tab_cf.open:
             if r.importance_before is not None:
                 with st.container(border=True):
                     st.markdown(f"**{w.md_escape(r.model)}** - own attention before and after")
-                    shaded(r.tokens_before, r.importance_before, window=clip_window(len(r.tokens_before)))
-                    shaded(r.tokens_after, r.importance_after, window=clip_window(len(r.tokens_after)))
+                    shaded(r.tokens_before, r.importance_before, window=window)
+                    shaded(r.tokens_after, r.importance_after, window=window)

@@ -142,28 +142,26 @@ def _explanation(path: str, mtime: float, text: str, method: str, baseline: str,
                    steps=steps, removal=removal)
 
 
+def _used(method: str, baseline: str, steps: int) -> tuple[str, int]:
+    """(baseline, steps) as `method` uses them: a setting it ignores is fixed, so it is not part of the cache key."""
+    from textcls.interpret.faithfulness import USES_BASELINE
+    return (baseline if method in USES_BASELINE else "pad", steps if method == "integrated_gradients" else 50)
+
+
 def explanation(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
                 removal: str = "delete"):
     """One explanation of `text` by one checkpoint: an `Attribution` (own attention, Captum methods) or, for
     "leave_one_out", a vector. Cached per (checkpoint, text, method, the settings that method uses).
     Raises what the library raises (ValueError: the method does not apply to this model or input)."""
-    from textcls.interpret.faithfulness import USES_BASELINE
-    return _explanation(str(path), stamp(path), text, method,                   # a method's unused settings
-                        baseline if method in USES_BASELINE else "pad",            # are fixed, so they are not
-                        steps if method == "integrated_gradients" else 50,          # part of its cache key
+    return _explanation(str(path), stamp(path), text, method, *_used(method, baseline, steps),
                         removal if method == "leave_one_out" else "delete")
-
-
-def _scores(x):
-    import numpy as np
-    return np.asarray(getattr(x, "scores", x), dtype=float)
 
 
 @st.cache_data(show_spinner=False, max_entries=2048)
 def _erasure(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str):
     from textcls.interpret import faithfulness
     model, inst = _predictor(path, mtime).model, _instance(path, mtime, text)
-    v = _scores(explanation(path, text, method, baseline=baseline, steps=steps, removal=removal))
+    v = explanation(path, text, method, baseline=baseline, steps=steps, removal=removal)   # erasure reads .scores
     return (faithfulness.erasure_curves(model, inst, v, removal=removal),
             faithfulness.erasure_flip(model, inst, v, removal=removal))
 
@@ -171,9 +169,7 @@ def _erasure(path: str, mtime: float, text: str, method: str, baseline: str, ste
 def erasure(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
             removal: str = "delete"):
     """(erasure_curves, erasure_flip) of one explanation (see `explanation`), cached like it."""
-    from textcls.interpret.faithfulness import USES_BASELINE
-    return _erasure(str(path), stamp(path), text, method, baseline if method in USES_BASELINE else "pad",
-                    steps if method == "integrated_gradients" else 50, removal)
+    return _erasure(str(path), stamp(path), text, method, *_used(method, baseline, steps), removal)
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
