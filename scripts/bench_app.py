@@ -15,9 +15,10 @@ status widget is gone), no element of the previous run is left (stale) or still 
 chart is drawn, the figure's own content is on the page, and all of that stays so for --quiet seconds; the time
 is when it started to hold.
 
---load N starts N busy processes (`python -c "while True: pass"`) before the server, to measure a busy machine;
-they, the server and the browser are always stopped by PID at the end (also on an error, Ctrl-C or SIGTERM; on
-Linux the busy processes and the server die with this process even when it is killed with SIGKILL). The
+--load N starts N busy processes (`python -c "while True: pass"`, the latency benchmark's BusyLoad) before the
+server, to measure a busy machine; they, the server and the browser are always stopped by PID at the end (also on
+an error, Ctrl-C or SIGTERM; killed outright, the busy processes stop themselves when they see this process gone,
+and on Linux the server dies with it). The
 browser's requests are recorded too: any to a host other than this machine is listed (the app must work
 offline). Uses TEXTCLS_CHECKPOINTS when set, and a fresh, empty user folder (TEXTCLS_HOME, TEXTCLS_CACHE) unless
 they are set, as on a fresh clone. Exit status 1 when a figure could not be measured, a page showed an exception
@@ -42,6 +43,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from textcls.experiments.background import BusyLoad  # noqa: E402  (no torch; after the path set-up)
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "::", ""}
@@ -111,12 +115,6 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)     # PR_SET_PDEATHSIG
     except Exception:  # noqa: BLE001 - not Linux: the finally: block still stops them
         pass
-
-
-def start_load(n: int) -> list[subprocess.Popen]:
-    return [subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=_die_with_parent,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            for _ in range(n)]
 
 
 def stop(procs: list[subprocess.Popen], grace: float = 10.0) -> list[int]:
@@ -271,7 +269,6 @@ def run(args) -> dict:
     sst2 = sst2_checkpoints()
     out: dict = {"load": args.load, "cpus": os.cpu_count(), "quiet_s": args.quiet, "figures": {}, "details": {},
                  "errors": {}, "exceptions": {}, "outside_requests": []}
-    procs: list[subprocess.Popen] = []
     server: subprocess.Popen | None = None
     tmp = tempfile.TemporaryDirectory(prefix="textcls-bench-")
     env = dict(os.environ)
@@ -283,9 +280,10 @@ def run(args) -> dict:
     def figure(key: str, seconds: float, target: float) -> None:
         out["figures"][key] = {"seconds": round(seconds, 3), "target_s": target, "ok": seconds <= target}
 
+    load = BusyLoad(args.load)      # the busy processes of `bench --latency`: always stopped, also if we are killed
     try:
-        procs = start_load(args.load)
-        out["load_pids"] = [p.pid for p in procs]
+        load.start()
+        out["load_pids"] = load.pids
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             context = browser.new_context(viewport={"width": 1400, "height": 1800})
@@ -353,7 +351,9 @@ def run(args) -> dict:
     finally:
         if server is not None:
             out["server_pid_stopped"] = stop([server])[0]
-        out["load_pids_stopped"] = stop(procs)
+        procs = list(load.procs)
+        load.stop()
+        out["load_pids_stopped"] = [p.pid for p in procs]
         out["load_left_running"] = [p.pid for p in procs if p.poll() is None]
         log = log_path.read_text() if log_path.exists() else ""
         out["details"]["inotify_lines"] = log.count("Inotify")

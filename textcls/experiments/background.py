@@ -30,6 +30,10 @@ class BusyLoad:
         return [p.pid for p in self.procs]
 
     def __enter__(self) -> "BusyLoad":
+        return self.start()
+
+    def start(self) -> "BusyLoad":
+        """Start the processes (what `with` does); `stop()` ends them."""
         try:
             for _ in range(self.n):
                 self.procs.append(subprocess.Popen([sys.executable, "-c", BUSY_LOOP],
