@@ -20,6 +20,9 @@ from textcls import viz
 from textcls.training import OPTIMIZERS, PAPER_TRAINING, TrainConfig
 from textcls.forms import changed_overrides, config_fields, size_problems
 from textcls.jobs import FINISHED, JobError
+from textcls.limits import LimitError, current as current_limits
+from textcls.registry import make_config
+from textcls.sizing import check_parameters, count_parameters
 
 inside_app(__file__)
 
@@ -35,6 +38,8 @@ st.caption("Choose a data set, a model and its hyper-parameters (the paper's val
            "meanwhile, and the checkpoint appears on them as soon as it is saved.")
 
 REGISTRY = cache.job_registry()
+LIMITS = current_limits()
+SESSION = w.session_id()
 jobs: list[str] = st.session_state.setdefault(JOBS_KEY, [])
 seen: set = st.session_state.setdefault(SEEN_KEY, set())
 root = cache.user_checkpoints()     # the user's folder: training never writes into the repository
@@ -225,6 +230,11 @@ with st.form("tr_form"):
     out_name = n1.text_input("Checkpoint name", value=default_name, key=f"tr_name_{default_name}",
                              help=f"Saved as a folder in {root} (your folder; set TEXTCLS_HOME to move it).").strip()
     replace = n2.checkbox("Replace if it exists", value=False, key="tr_replace")
+    st.caption(f"Limits on this server: a model of at most {LIMITS.max_parameters:,} parameters; about "
+               f"{LIMITS.job_max_memory_mb:,} MB to train it (weights, optimiser and one batch of the longest "
+               f"texts, estimated before the first step); {LIMITS.job_max_seconds / 3600:g} h per run; "
+               f"{REGISTRY.max_running} runs at once on this server. Larger runs: `python -m textcls train` "
+               "with --max-parameters / --max-train-memory-mb.")
     submitted = st.form_submit_button("Start training", type="primary", icon=":material/play_arrow:")
 
 
@@ -255,18 +265,28 @@ def start() -> None:
     except (ValueError, TypeError) as e:
         problems.append(f"Training settings: {e}")
     if not problems:
-        try:   # build a tiny copy of the model now, so a bad combination is reported here and not in the run
-            probe_over = {k: v for k, v in overrides.items() if k != "embed_dim"} if emb == GLOVE else overrides
-            textcls.create_model(model, vocab_size=8, num_labels=2, preset=preset, variant=variant,
-                                 **({"embed_dim": 50} if emb == GLOVE else {}), **probe_over)
+        # build the model on the meta device (shapes only, no memory) with an 8-word vocabulary: a bad combination
+        # or a model over the size limit is reported here and not in the run (which checks again, with the real
+        # vocabulary, and estimates its training memory before the first step)
+        probe_over = {k: v for k, v in overrides.items() if k != "embed_dim"} if emb == GLOVE else overrides
+        try:
+            cfg = make_config(model, preset=preset, variant=variant, vocab_size=8, num_labels=2,
+                              **({"embed_dim": 50} if emb == GLOVE else {}), **probe_over)
+            n_params = count_parameters(textcls.get_entry(model).cls, cfg)
         except Exception as e:  # noqa: BLE001 - any config error is the user's to fix
             problems.append(f"These settings do not make a valid {model}: {type(e).__name__}: {e}")
+        else:
+            try:
+                check_parameters(n_params, LIMITS, f"this {model} (before its vocabulary is counted)")
+            except LimitError as e:
+                problems.append(str(e).replace("on the command line (--max-parameters) or with env "
+                                               "TEXTCLS_MAX_PARAMETERS", "only where the server is started"))
     if problems:
         for p in problems:
             st.error(say(p), icon=":material/error:")
         return
     try:
-        jid = REGISTRY.submit(data=data_arg, model=model, preset=preset, variant=variant, overrides=overrides,
+        jid = REGISTRY.submit(owner=SESSION, data=data_arg, model=model, preset=preset, variant=variant, overrides=overrides,
                               embeddings="glove" if emb == GLOVE else "random", epochs=int(epochs), out=out,
                               limit=limit if isinstance(data_arg, str) else None, train_overrides=train_over,
                               paper_training=bool(use_paper and paper), seed=int(seed), extra_vocab=extra_vocab,
@@ -284,12 +304,6 @@ if submitted:
 # ---------------------------------------------------------------- 4. runs
 
 st.subheader("3 · Runs")
-live_jobs = [j for j in jobs if REGISTRY.get(j) is not None]
-if not live_jobs:
-    st.info("No run yet in this session. Set things up above and press **Start training**.",
-            icon=":material/model_training:")
-    st.stop()
-polling = any(REGISTRY.get(j).is_alive() for j in live_jobs)
 
 
 def fmt_s(sec: float) -> str:
@@ -300,6 +314,22 @@ def fmt_s(sec: float) -> str:
 def describe(s) -> str:
     sp = s.spec
     return f"{sp.get('model')} on {sp.get('data')} → {Path(str(sp.get('out'))).name}"
+
+
+others = [x for x in (REGISTRY.snapshot(j) for j in REGISTRY.running()) if x is not None and x.id not in jobs]
+if others:
+    st.caption(f"Also training on this server, started by other sessions ({len(others)} of at most "
+               f"{REGISTRY.max_running} at once; only the session that started a run can stop it):")
+    st.dataframe(pd.DataFrame([{"run": describe(x), "epoch": f"{min(x.epoch + 1, x.epochs)}/{x.epochs}",
+                                "progress": x.fraction, "running for": fmt_s(x.wall_seconds)} for x in others]),
+                 hide_index=True, width="stretch",
+                 column_config={"progress": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0)})
+live_jobs = [j for j in jobs if REGISTRY.get(j) is not None]
+if not live_jobs:
+    st.info("No run yet in this session. Set things up above and press **Start training**.",
+            icon=":material/model_training:")
+    st.stop()
+polling = any(REGISTRY.get(j).is_alive() for j in live_jobs)
 
 
 STATUS_ICON = {"running": ":material/progress_activity:", "done": ":material/check_circle:",
@@ -336,7 +366,7 @@ def runs() -> None:
             st.progress(s.fraction, text=text)
             if st.button("Stop", key=f"tr_stop_{current}", icon=":material/stop:", disabled=s.stop_requested,
                          help="Ends the run before its next step and saves the best weights so far."):
-                REGISTRY.stop(current)
+                REGISTRY.stop(current, by=SESSION)
                 st.toast("Stopping: the run ends after its current step and saves the best weights so far.")
         m = st.columns(5)
         m[0].metric("Epochs done", f"{s.epoch}/{s.epochs}")

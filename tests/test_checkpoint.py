@@ -2,6 +2,7 @@
 import json
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import torch
 import textcls
 from textcls.checkpoint import (MAX_JSON_BYTES, CheckpointError, list_checkpoints, load_checkpoint, load_history,
                                 save_checkpoint)
+from textcls.limits import Limits
 from textcls.pipeline import tokenizer_config_for
 from textcls.registry import get_entry, make_config
 from textcls.text import Tokenizer, TokenizerConfig
@@ -274,3 +276,39 @@ def test_a_tokenizer_longer_than_the_model_is_clipped_at_load(tmp_path):
     assert p.tokenizer.config.max_len == 40
     pred = p.predict(["good " * 20_000])[0]
     assert len(pred.tokens) == 40 and pred.truncated
+
+
+def test_full_listing_marks_every_broken_folder_unreadable_beside_a_good_one(tmp_path, saved):
+    """The deep listing (CLI `list`, the app's model pages) validates each folder in full, in isolation: every
+    corruption above is listed as unreadable with the message loading would give, and the good one stays."""
+    root = tmp_path / "root"
+    root.mkdir()
+    shutil.copytree(saved[0], root / "good")
+    for i, (case, (corrupt, _)) in enumerate(CORRUPTIONS.items()):
+        folder = root / f"bad{i:02d}"
+        shutil.copytree(saved[0], folder)
+        corrupt(folder)
+    infos = {i.name: i for i in list_checkpoints(root, include_invalid=True, deep=True)}
+    assert infos["good"].valid
+    for i, (case, (_, message)) in enumerate(CORRUPTIONS.items()):
+        info = infos[f"bad{i:02d}"]
+        assert not info.valid and re.search(message, info.error), (case, info.error)
+    assert [i.name for i in list_checkpoints(root, deep=True)] == ["good"]
+    # the torch-free listing (Home's first render) already catches the count mismatches
+    shallow = {i.name: i for i in list_checkpoints(root, include_invalid=True)}
+    for case in ("labels vs classes", "vocab size"):
+        assert not shallow[f"bad{list(CORRUPTIONS).index(case):02d}"].valid, case
+
+
+def test_a_crafted_huge_config_is_refused_before_any_model_is_built(tmp_path, saved):
+    """n_filters = 2,000,000 (a 5 GB model) beside weights that do not match it: refused by counting the
+    parameters on the meta device, never by allocating them."""
+    path = saved[0]
+    _edit_json(path, "config.json", lambda d: d["model_config"].update(n_filters=2_000_000))
+    with pytest.raises(CheckpointError, match="parameters"):
+        load_checkpoint(path)
+    info = list_checkpoints(path.parent, include_invalid=True, deep=True)[0]
+    assert not info.valid and "over the limit" in info.error
+    # under a raised limit the shapes are compared, still without building the model
+    with pytest.raises(CheckpointError, match="shape mismatch"):
+        load_checkpoint(path, limits=Limits(max_parameters=10**12))

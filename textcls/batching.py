@@ -33,6 +33,14 @@ class EncodedSplit:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def longest(self) -> dict[str, int]:
+        """The largest padded size a batch of this split can have: {"max_len": L} for flat inputs,
+        {"max_sentences": S, "max_words": W} for hierarchical ones (at least 1 each)."""
+        if self.hierarchical:
+            return {"max_sentences": max((int(x.shape[0]) for x in self.ids), default=1),
+                    "max_words": max((int(x.shape[1]) for x in self.ids), default=1)}
+        return {"max_len": max((int(x.shape[0]) for x in self.ids), default=1)}
+
     @classmethod
     def from_tensors(cls, token_ids: torch.Tensor, labels=None, mask: torch.Tensor | None = None,
                      pad_id: int = 0) -> "EncodedSplit":

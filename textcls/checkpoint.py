@@ -16,8 +16,9 @@ that exists and is not a checkpoint is never replaced. Loading never unpickles: 
 `CheckpointError` whose message names the folder and the problem.
 
 Listing (`list_checkpoints`, `checkpoint_info`, `read_config`) reads only JSON and the safetensors header and
-never imports torch or the models, so it is fast; whether the model name is a registered model is checked
-when the checkpoint is loaded.
+never imports torch or the models, so it is fast; with `deep=True` (the CLI's `list`, the app's pages once torch
+is loaded) every folder is validated in full, in isolation, by `validate_checkpoint`: the model is built on
+torch's meta device (shapes, no memory) and compared with the header, so a folder that lists as usable loads.
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .files import atomic_write, fsync_dir
+from .limits import MAX_JSON_BYTES, Limits
 from .paths import checkpoint_roots, shipped_checkpoints
 from .records import History
 
@@ -100,9 +102,8 @@ def _config_from_dict(config_cls, values: dict[str, Any]):
     return config_cls(**fixed)
 
 
-# The largest JSON files a checkpoint may hold (a 400,000-word vocabulary is about 8 MB); bigger ones are refused
-# before they are read, so a crafted folder cannot make listing read hundreds of MB.
-MAX_JSON_BYTES = {"config.json": 2_000_000, "vocab.json": 64_000_000, "history.json": 16_000_000}
+# The largest JSON files a checkpoint may hold (textcls.limits; a 400,000-word vocabulary is about 8 MB); bigger
+# ones are refused before they are read, so a crafted folder cannot make listing read hundreds of MB.
 
 
 def _read_json(path: Path, what: str):
@@ -306,9 +307,10 @@ def read_config(path: str | Path) -> dict[str, Any]:
     return cfg
 
 
-# The most tokens a flat model without a position table reads per text, whatever a config.json says: the
-# attention models' memory grows with the square of the length, and no shipped recipe uses more than 400.
-MAX_TOKENS_PER_TEXT = 5000
+# The most tokens a flat model without a position table reads per text, whatever a config.json says
+# (textcls.limits): the attention models' memory grows with the square of the length, and no shipped recipe uses
+# more than 400.
+MAX_TOKENS_PER_TEXT = Limits.max_tokens_per_text
 
 
 def _clip_to_model(tok_config, model_config):
@@ -334,14 +336,24 @@ def _model_entry(path: Path, cfg: dict[str, Any]):
             from None
 
 
-def load_checkpoint(path: str | Path, device: str | torch.device = "cpu"):
-    """Load a checkpoint folder into a `Predictor` (model in eval mode on `device`; "auto" picks cuda)."""
-    import torch
-    from safetensors.torch import load_file
+@dataclass
+class Validated:
+    """What `validate_checkpoint` found: everything needed to build the model, nothing allocated yet."""
+    cfg: dict[str, Any]
+    entry: Any                       # the registry entry (model class, config class)
+    config: Any                      # the model's config dataclass
+    tokenizer: Any                   # textcls.text.Tokenizer, clipped to what the model can read
+    shapes: dict[str, tuple[int, ...]]   # the state dict's tensor shapes, from the meta-device model
 
-    from .devices import resolve_device  # torch: imported when a checkpoint is loaded, not when listed
-    from .inference import Predictor
-    from .text import Tokenizer, TokenizerConfig
+
+def validate_checkpoint(path: str | Path, limits=None) -> Validated:
+    """Check a checkpoint folder in full without reading its weights or building its model: config and its
+    types, the model name, labels, vocabulary, tokenizer settings, the parameter count (counted on the meta
+    device, against `limits.max_parameters`) and every tensor's shape in the safetensors header. Raises
+    CheckpointError naming the folder and the problem. Imports torch (listing without torch: `checkpoint_info`)."""
+    from .limits import LimitError
+    from .sizing import check_parameters, meta_model
+    from .text import Tokenizer, TokenizerConfig, Vocab
 
     path = Path(path)
     cfg = read_config(path)
@@ -358,7 +370,6 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu"):
 
     vocab_obj = _read_json(path / "vocab.json", "vocab.json")
     try:
-        from .text import Vocab
         vocab = Vocab.from_json(vocab_obj)
     except Exception as e:  # noqa: BLE001 - any failure to parse the vocabulary is a bad checkpoint
         raise CheckpointError(f"{path}: vocab.json is not a vocabulary: {type(e).__name__}: {e}") from None
@@ -371,15 +382,19 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu"):
         raise CheckpointError(f"{path}: bad tokenizer settings in config.json: {e}") from None
 
     try:
-        model = entry.cls(config)
+        skeleton = meta_model(entry.cls, config)
     except Exception as e:  # noqa: BLE001 - a config the model rejects is a bad checkpoint
         raise CheckpointError(f"{path}: cannot build {cfg['model']!r} from model_config: {type(e).__name__}: {e}") \
             from None
+    try:
+        check_parameters(sum(p.numel() for p in skeleton.parameters()), limits, "its model_config")
+    except LimitError as e:
+        raise CheckpointError(f"{path}: {e}") from None
+    shapes = {k: tuple(t.shape) for k, t in skeleton.state_dict().items()}
 
     header = safetensors_header(path / "model.safetensors")
-    expected = model.state_dict()
-    missing = sorted(set(expected) - set(header))
-    unexpected = sorted(set(header) - set(expected))
+    missing = sorted(set(shapes) - set(header))
+    unexpected = sorted(set(header) - set(shapes))
     if missing or unexpected:
         parts = []
         if missing:
@@ -387,10 +402,31 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu"):
         if unexpected:
             parts.append(f"unexpected tensor(s) {unexpected[:5]}{' ...' if len(unexpected) > 5 else ''}")
         raise CheckpointError(f"{path}: model.safetensors does not match model {cfg['model']!r}: {'; '.join(parts)}")
-    for k, t in expected.items():
-        if tuple(t.shape) != header[k][1]:
+    for k, shape in shapes.items():
+        if shape != header[k][1]:
             raise CheckpointError(f"{path}: shape mismatch for {k!r}: the file has {list(header[k][1])}, "
-                                  f"the model expects {list(t.shape)}")
+                                  f"the model expects {list(shape)}")
+    return Validated(cfg, entry, config, tokenizer, shapes)
+
+
+def load_checkpoint(path: str | Path, device: str | torch.device = "cpu", limits=None):
+    """Load a checkpoint folder into a `Predictor` (model in eval mode on `device`; "auto" picks cuda).
+    The folder is validated in full first (`validate_checkpoint`), so a crafted config costs nothing."""
+    import torch
+    from safetensors.torch import load_file
+
+    from .devices import resolve_device  # torch: imported when a checkpoint is loaded, not when listed
+    from .inference import Predictor
+
+    path = Path(path)
+    checked = validate_checkpoint(path, limits)
+    cfg, config, tokenizer, labels = checked.cfg, checked.config, checked.tokenizer, checked.cfg["labels"]
+    try:
+        model = checked.entry.cls(config)
+    except Exception as e:  # noqa: BLE001 - a config the model rejects is a bad checkpoint
+        raise CheckpointError(f"{path}: cannot build {cfg['model']!r} from model_config: {type(e).__name__}: {e}") \
+            from None
+    expected = model.state_dict()
     try:
         state = load_file(str(path / "model.safetensors"))
     except Exception as e:  # noqa: BLE001 - safetensors raises its own error types
@@ -421,14 +457,32 @@ def load_history(path: str | Path):
 # ---------------------------------------------------------------- list
 
 
-def checkpoint_info(path: str | Path) -> CheckpointInfo:
-    """Summary of one checkpoint folder, validated without loading the weights or importing torch (config,
-    files, a complete safetensors file, a readable vocab.json). Raises CheckpointError when invalid. The model
-    name is checked against the registry by `load_checkpoint` (the registry imports every model)."""
+def _check_sizes(path: Path, cfg: dict[str, Any], vocab) -> None:
+    """The checks of `validate_checkpoint` that need no torch: label and vocabulary counts against the config."""
+    mc = cfg["model_config"]
+    n = mc.get("num_labels")
+    if isinstance(n, int) and n != len(cfg["labels"]):
+        raise CheckpointError(f"{path}: {len(cfg['labels'])} labels but model_config.num_labels = {n}")
+    itos = vocab.get("itos") if isinstance(vocab, dict) else vocab
+    if not isinstance(itos, list):
+        raise CheckpointError(f"{path}: vocab.json is not a vocabulary (no token list)")
+    size = mc.get("vocab_size")
+    if isinstance(size, int) and size != len(itos):
+        raise CheckpointError(f"{path}: vocab.json has {len(itos)} entries but model_config.vocab_size is {size}")
+
+
+def checkpoint_info(path: str | Path, deep: bool = False) -> CheckpointInfo:
+    """Summary of one checkpoint folder, validated without loading the weights. Raises CheckpointError when
+    invalid. deep=False reads only JSON and the safetensors header, without importing torch (config, files, a
+    complete safetensors file, label and vocabulary counts); deep=True validates in full (`validate_checkpoint`:
+    model name, config types, tokenizer, parameter limit, every tensor shape), which imports torch."""
     path = Path(path)
-    cfg = read_config(path)
-    safetensors_header(path / "model.safetensors")
-    _read_json(path / "vocab.json", "vocab.json")
+    if deep:
+        cfg = validate_checkpoint(path).cfg
+    else:
+        cfg = read_config(path)
+        safetensors_header(path / "model.safetensors")
+        _check_sizes(path, cfg, _read_json(path / "vocab.json", "vocab.json"))
     metrics = cfg.get("metrics") if isinstance(cfg.get("metrics"), dict) else {}
     acc = metrics.get("test_accuracy")
     if acc is None and isinstance(metrics.get("test"), dict):
@@ -486,8 +540,9 @@ def recover_folder(root: str | Path) -> list[str]:
     return done
 
 
-def list_checkpoints(root: str | Path = "checkpoints", include_invalid: bool = False) -> list[CheckpointInfo]:
-    """Info for each valid checkpoint folder directly under `root`, sorted by name.
+def list_checkpoints(root: str | Path = "checkpoints", include_invalid: bool = False,
+                     deep: bool = False) -> list[CheckpointInfo]:
+    """Info for each valid checkpoint folder directly under `root`, sorted by name (`deep`: see checkpoint_info).
 
     Hidden folders (temporary folders of a save in progress) are skipped. Invalid folders are skipped too,
     or, with include_invalid=True, returned with valid=False and `error` saying what is wrong.
@@ -502,7 +557,7 @@ def list_checkpoints(root: str | Path = "checkpoints", include_invalid: bool = F
         if not p.is_dir() or p.name.startswith("."):
             continue
         try:
-            out.append(checkpoint_info(p))
+            out.append(checkpoint_info(p, deep=deep))
         except Exception as e:  # noqa: BLE001 - one unreadable folder never hides or breaks the others
             if include_invalid:
                 why = str(e) if isinstance(e, CheckpointError) else f"{p}: unreadable ({type(e).__name__}: {e})"
@@ -510,7 +565,7 @@ def list_checkpoints(root: str | Path = "checkpoints", include_invalid: bool = F
     return out
 
 
-def list_all_checkpoints(include_invalid: bool = False) -> list[CheckpointInfo]:
+def list_all_checkpoints(include_invalid: bool = False, deep: bool = False) -> list[CheckpointInfo]:
     """The shipped checkpoints, then the user's (paths.checkpoint_roots), each marked `shipped` or not.
 
     A user checkpoint whose folder name is also a shipped one is listed as "NAME (yours)", so every listed
@@ -521,7 +576,7 @@ def list_all_checkpoints(include_invalid: bool = False) -> list[CheckpointInfo]:
     shipped_root = shipped_checkpoints()
     for root in checkpoint_roots():
         shipped = root == shipped_root
-        for info in list_checkpoints(root, include_invalid=include_invalid):
+        for info in list_checkpoints(root, include_invalid=include_invalid, deep=deep):
             info.shipped = shipped
             if info.name in seen:
                 info.name = f"{info.name} (yours)"

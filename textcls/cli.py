@@ -96,11 +96,53 @@ def _device(name: str | None) -> str:
 
 
 def _data_error_types() -> tuple[type, ...]:
+    from .limits import LimitError
     try:
         from .data import DataError
-        return (DataError,)
+        return (DataError, LimitError)
     except ImportError:  # pragma: no cover - data module missing
-        return ()
+        return (LimitError,)
+
+
+LIMIT_FLAGS = {"max_parameters": "--max-parameters", "max_train_memory_mb": "--max-train-memory-mb",
+               "max_file_mb": "--max-file-mb"}
+
+
+def _limit_flags(parser: argparse.ArgumentParser, names=tuple(LIMIT_FLAGS)) -> None:
+    """The flags that raise (or lower) `textcls.limits` for this run; the browser has none of them."""
+    from .limits import Limits, describe
+    helps = {n: h for n, _, h in describe(Limits())}
+    for name in names:
+        parser.add_argument(LIMIT_FLAGS[name], type=int, default=None, metavar="N", dest=name,
+                            help=f"{helps[name]} (default {getattr(Limits(), name):,}; env "
+                                 f"TEXTCLS_{name.upper()})")
+
+
+def _apply_limit_flags(args) -> dict[str, str | None]:
+    """Limit flags given on the command line become the environment's limits while the command runs, so every
+    library call it makes (data loading, model building, training) enforces the same values. Returns the
+    previous values for `main` to put back (the CLI is also called in-process, by tests and scripts)."""
+    before: dict[str, str | None] = {}
+    for name, flag in LIMIT_FLAGS.items():
+        v = getattr(args, name, None)
+        if v is not None:
+            if v < 1:
+                raise UsageError(f"{flag} must be >= 1")
+            key = f"TEXTCLS_{name.upper()}"
+            before[key] = os.environ.get(key)
+            os.environ[key] = str(v)
+    return before
+
+
+def cmd_limits(args) -> int:
+    from .limits import current, describe
+    rows = describe(current())
+    if args.json:
+        print(json.dumps({n: v for n, v, _ in rows}, indent=2))
+        return 0
+    for n, v, h in rows:
+        print(f"{n:<22} {v:>12,}  {h}")
+    return 0
 
 
 # ---------------------------------------------------------------- train
@@ -304,8 +346,8 @@ def cmd_list(args) -> int:
         datasets = list_datasets(args.data_root)
     except (ValueError, FileNotFoundError) as e:
         raise UsageError(_one_line(e)) from None
-    cks = (list_checkpoints(args.checkpoints, include_invalid=True) if args.checkpoints
-           else list_all_checkpoints(include_invalid=True))
+    cks = (list_checkpoints(args.checkpoints, include_invalid=True, deep=True) if args.checkpoints
+           else list_all_checkpoints(include_invalid=True, deep=True))
     if args.json:
         print(json.dumps({"models": models, "datasets": datasets,
                           "checkpoints": [{"name": c.name, "path": str(c.path), "model": c.model, "data": c.data,
@@ -529,7 +571,7 @@ def cmd_reproduce(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="Small interpretable text classifiers: train, evaluate, predict, list.")
-    sub = p.add_subparsers(dest="command", metavar="{train,evaluate,predict,list,bench,reproduce}",
+    sub = p.add_subparsers(dest="command", metavar="{train,evaluate,predict,list,limits,bench,reproduce}",
                            parser_class=_Parser)
     sub.required = True
 
@@ -572,6 +614,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--device", default=None, help="auto (default), cpu or cuda")
     t.add_argument("--json", action="store_true", help="print the summary as JSON")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
+    _limit_flags(t)
     t.set_defaults(func=cmd_train)
 
     e = sub.add_parser("evaluate", help="evaluate a checkpoint on a data split",
@@ -585,6 +628,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--limit", type=int, default=None, help="use at most N examples")
     e.add_argument("--batch-size", type=int, default=128, help="batch size (default 128)")
     e.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
+    _limit_flags(e, ("max_file_mb", "max_parameters"))
     e.set_defaults(func=cmd_evaluate)
 
     r = sub.add_parser("predict", help="classify texts with a checkpoint",
@@ -595,6 +639,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print label, probabilities, tokens, truncated as JSON")
     r.add_argument("--batch-size", type=int, default=64, help="batch size (default 64)")
     r.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
+    _limit_flags(r, ("max_parameters",))
     r.set_defaults(func=cmd_predict)
 
     s = sub.add_parser("list", help="list models, data sets and checkpoints",
@@ -605,6 +650,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--data-root", default=None, help="folder(s) of data sets searched by name (default: TEXTCLS_DATA)")
     s.add_argument("--json", action="store_true", help="print JSON")
     s.set_defaults(func=cmd_list)
+
+    lm = sub.add_parser("limits", help="print the limits that protect the machine",
+                        description="The limits in force (textcls/limits.py, overridden by TEXTCLS_* variables); "
+                                    "train/evaluate/predict take flags that raise them for one run.")
+    lm.add_argument("--json", action="store_true", help="print JSON")
+    lm.set_defaults(func=cmd_limits)
 
     b = sub.add_parser("bench", help="parameters, speed and memory of every model; ACT Table 5, LAMA Fig. 4",
                        description="Benchmark the models (random weights) and the shipped checkpoints; with "
@@ -623,7 +674,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .checkpoint import CheckpointError
     bad_input = (UsageError, CheckpointError) + _data_error_types()
+    saved: dict[str, str | None] = {}
     try:
+        saved = _apply_limit_flags(args)
         return int(args.func(args) or 0)
     except bad_input as e:
         print(f"{PROG} {args.command}: error: {_one_line(e)}", file=sys.stderr)
@@ -638,3 +691,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"{PROG} {args.command}: error: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
         return 1
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

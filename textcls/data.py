@@ -51,6 +51,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .limits import current as current_limits
 from .paths import data_roots
 
 SPLITS = ("train", "dev", "test")
@@ -450,8 +451,14 @@ def load_file(path: str | Path, *, text_column: str = "text", label_column: str 
         raise DataError(f"{path}: unknown file type (expected one of {', '.join(FILE_FORMATS)}, optionally .gz)")
     if not path.is_file():
         raise DataError(f"{path}: no such file")
-    if path.stat().st_size == 0:
+    size = path.stat().st_size
+    if size == 0:
         raise DataError(f"{path}: empty file")
+    cap = current_limits().max_file_mb
+    if size > cap * 2**20:
+        raise DataError(f"{path}: {size / 2**20:,.0f} MB, over the {cap:,} MB limit for a data file read into "
+                        "memory; use a smaller sample, or raise the limit on the command line (--max-file-mb) or "
+                        "with env TEXTCLS_MAX_FILE_MB")
     cols = [text_column, label_column]
     if fmt in ("csv", "tsv"):
         delim = "\t" if fmt == "tsv" else ","

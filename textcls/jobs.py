@@ -23,10 +23,22 @@ Life of a job (`status`):
 
 Events: every step and epoch event of `fit` becomes a small dict in `events` (kind "step" or "epoch"), so a
 page can draw loss and dev-accuracy curves; the latest values are also kept as fields.
+
+Budgets (`textcls.limits`; a job is one of many things a shared server does):
+- at most `max_jobs` run at once per registry (per app server);
+- memory: the run's training memory is estimated before its first step (`textcls.sizing`) and must fit in
+  `job_max_memory_mb`; while it runs, if the whole process grows past `server_max_memory_mb` every running job
+  is stopped (best weights saved) rather than letting the machine swap or the OOM killer take the server;
+- time: after `job_max_seconds` of wall-clock time the run is stopped (best weights saved);
+- CPU: a job trains on `job_threads` torch threads (1) and its OS thread runs at nice +10 (Linux), so the pages'
+  interactive work goes first on a busy machine.
+Owners: each job records the `owner` that started it (the app passes its session id). Every session sees every
+job (`JobRegistry.ids`), but only the owner may stop one (`stop(job_id, by=owner)`).
 """
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import threading
 import time
@@ -35,6 +47,9 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
+
+from . import threads
+from .limits import Limits, current
 
 STATUSES = ("running", "done", "stopped", "failed")
 FINISHED = ("done", "stopped", "failed")
@@ -70,6 +85,9 @@ class JobState:
     metrics: dict[str, Any] = field(default_factory=dict)   # {"dev": {...}, "test": {...}} summaries
     spec: dict[str, Any] = field(default_factory=dict)      # what was asked for (JSON-able summary)
     stop_requested: bool = False
+    stopped_by: str = ""                       # "you" | "time budget" | "memory budget" when stopped
+    owner: str = ""                            # who started it (the app: a session id); only they may stop it
+    peak_rss_mb: float | None = None           # the process's largest resident memory seen during the run
 
     @property
     def finished_ok(self) -> bool:
@@ -118,6 +136,25 @@ def _metric_summary(metrics: dict[str, Any]) -> dict[str, Any]:
             for split, rep in (metrics or {}).items() if isinstance(rep, dict)}
 
 
+def rss_mb() -> float | None:
+    """This process's resident memory in MB (Linux /proc; None elsewhere)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def lower_priority(nice: int = 10) -> bool:
+    """Lower the calling OS thread's CPU priority (Linux: setpriority on the thread id; threads it starts,
+    such as torch's OpenMP workers, inherit it). False where the platform does not allow it."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+        return True
+    except (AttributeError, OSError):
+        return False
+
+
 class TrainingJob:
     """One `train_from_spec` run in a daemon thread. See the module docstring.
 
@@ -126,7 +163,7 @@ class TrainingJob:
     """
 
     def __init__(self, job_id: str, kwargs: dict[str, Any], callbacks: Iterable[Callable[[Any], None]] = (),
-                 runner: Callable[..., Any] | None = None):
+                 runner: Callable[..., Any] | None = None, owner: str = "", limits: Limits | None = None):
         if not kwargs.get("out"):
             raise JobError("a training job needs an output folder (out=...)")
         if not kwargs.get("model") or kwargs.get("data") is None:
@@ -138,7 +175,9 @@ class TrainingJob:
         self._runner = runner
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._state = JobState(job_id, spec=_spec_summary(kwargs), epochs=int(kwargs.get("epochs", 5)))
+        self.limits = limits or current()
+        self._state = JobState(job_id, spec=_spec_summary(kwargs), epochs=int(kwargs.get("epochs", 5)), owner=owner)
+        self._next_check = 0.0
         self._thread = threading.Thread(target=self._run, name=f"textcls-train-{job_id}", daemon=True)
         self.result = None                      # the TrainResult once done/stopped (model, tokenizer, ...)
 
@@ -149,14 +188,34 @@ class TrainingJob:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
-        """Ask the run to stop before its next optimiser step; the best weights so far are saved."""
+    def stop(self, reason: str = "you") -> None:
+        """Ask the run to stop before its next optimiser step; the best weights so far are saved. `reason`:
+        who or what stopped it ("you", "time budget", "memory budget")."""
         with self._lock:
-            if self._state.status != "running":
+            if self._state.status != "running" or self._state.stop_requested:
                 return
             self._state.stop_requested = True
+            self._state.stopped_by = reason
             self._state.phase = "stopping"
         self._stop.set()
+
+    def _check_budgets(self) -> None:
+        """Stop the run when it is over its time budget or the process over the server's memory budget
+        (checked at most once a second, from the training thread)."""
+        now = time.time()
+        if now < self._next_check:
+            return
+        self._next_check = now + 1.0
+        rss = rss_mb()
+        with self._lock:
+            s = self._state
+            if rss is not None:
+                s.peak_rss_mb = max(s.peak_rss_mb or 0.0, rss)
+            over_time = s.started and now - s.started > self.limits.job_max_seconds
+        if over_time:
+            self.stop("time budget")
+        elif rss is not None and rss > self.limits.server_max_memory_mb:
+            self.stop("memory budget")
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the job ends (or timeout seconds); True when it has ended."""
@@ -180,6 +239,7 @@ class TrainingJob:
         # while a run goes on, and the run's event classes are then not the freshly imported ones
         is_epoch = hasattr(event, "epochs") and hasattr(event, "train_loss")
         is_step = not is_epoch and hasattr(event, "loss") and hasattr(event, "total_steps")
+        self._check_budgets()
         with self._lock:
             s = self._state
             if is_step:
@@ -210,8 +270,10 @@ class TrainingJob:
         if runner is None:
             from .pipeline import train_from_spec
             runner = train_from_spec
+        lower_priority()
         try:
-            result = runner(**self.kwargs, callbacks=[self._on_event], stop_event=self._stop)
+            with threads.batch(self.limits.job_threads):
+                result = runner(**self.kwargs, callbacks=[self._on_event], stop_event=self._stop)
         except BaseException as e:  # noqa: BLE001 - every failure ends the job with its message
             with self._lock:
                 s = self._state
@@ -246,31 +308,36 @@ class TrainingJob:
                 s.message = f"Saved {kept}{where}." if s.path else "Nothing was saved."
             elif hist.stopped_by_user:
                 s.status, s.phase = "stopped", "stopped"
-                s.message = f"Stopped by you after {len(hist.epochs)} complete epoch(s); saved {kept}{where}."
+                by = {"you": "by you", "time budget": f"after its time budget ({self.limits.job_max_seconds:,} s)",
+                      "memory budget": f"because the server went over its memory budget "
+                                       f"({self.limits.server_max_memory_mb:,} MB)"}.get(s.stopped_by, "")
+                s.message = f"Stopped {by} after {len(hist.epochs)} complete epoch(s); saved {kept}{where}."
             else:
                 s.status, s.phase = "done", "done"
                 s.message = f"{hist.stopped_reason.capitalize()}; saved {kept}{where}."
 
 
 class JobRegistry:
-    """Jobs by id. `max_running` jobs at most at once (env TEXTCLS_MAX_JOBS, default 3): CPU training is heavy."""
+    """Jobs by id. `max_running` jobs at most at once (default: limits.max_jobs, env TEXTCLS_MAX_JOBS): CPU
+    training is heavy. Each job runs under `limits` (default: the environment's, `textcls.limits`); its training
+    memory estimate must fit in `limits.job_max_memory_mb`."""
 
-    def __init__(self, max_running: int | None = None, keep_finished: int = 100):
-        if max_running is None:
-            try:
-                max_running = int(os.environ.get("TEXTCLS_MAX_JOBS", "3"))
-            except ValueError:
-                max_running = 3
-        self.max_running = max(1, max_running)
+    def __init__(self, max_running: int | None = None, keep_finished: int = 100, limits: Limits | None = None):
+        self.limits = limits or current()
+        self.max_running = max(1, max_running if max_running is not None else self.limits.max_jobs)
         self.keep_finished = keep_finished
         self._jobs: dict[str, TrainingJob] = {}
         self._lock = threading.Lock()
 
     def submit(self, callbacks: Iterable[Callable[[Any], None]] = (), runner: Callable[..., Any] | None = None,
-               **kwargs: Any) -> str:
-        """Start a job with `train_from_spec(**kwargs)`; returns its id. Raises JobError when it cannot start."""
+               owner: str = "", **kwargs: Any) -> str:
+        """Start a job with `train_from_spec(**kwargs)`; returns its id. Raises JobError when it cannot start.
+        The run's training memory is capped at `limits.job_max_memory_mb` (passed as train_from_spec's limits)."""
         job_id = uuid.uuid4().hex[:12]
-        job = TrainingJob(job_id, kwargs, callbacks, runner)
+        lim = self.limits
+        kwargs.setdefault("limits", dataclasses.replace(
+            lim, max_train_memory_mb=min(lim.max_train_memory_mb, lim.job_max_memory_mb)))
+        job = TrainingJob(job_id, kwargs, callbacks, runner, owner=owner, limits=lim)
         with self._lock:
             running = [j for j in self._jobs.values() if j.is_alive()]
             if len(running) >= self.max_running:
@@ -297,12 +364,18 @@ class JobRegistry:
         job = self.get(job_id)
         return None if job is None else job.snapshot()
 
-    def stop(self, job_id: str) -> bool:
+    def stop(self, job_id: str, by: str | None = None) -> bool:
+        """Ask a job to stop. `by`: who asks; when given it must be the job's owner (False otherwise)."""
         job = self.get(job_id)
-        if job is None:
+        if job is None or (by is not None and not self.may_stop(job_id, by)):
             return False
         job.stop()
         return True
+
+    def may_stop(self, job_id: str, who: str) -> bool:
+        """Whether `who` may stop the job: its owner only (a job started without an owner: anyone)."""
+        job = self.get(job_id)
+        return job is not None and job._state.owner in ("", who)
 
     def forget(self, job_id: str) -> bool:
         """Drop a finished job from the registry (a running one is kept)."""

@@ -13,7 +13,9 @@ from typing import Any, Iterable
 import torch
 
 from .batching import encode_split, predict_encoded
+from .limits import Limits
 from .records import History
+from .sizing import check_parameters, check_training, count_parameters, training_bytes
 from .training import PAPER_TRAINING, Callback, TrainConfig, fit
 
 
@@ -82,7 +84,7 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
                     train_overrides: dict[str, Any] | None = None, paper_training: bool = False,
                     seed: int = 0, float16: bool = False, evaluate_test: bool = True,
                     text_column: str = "text", label_column: str = "label",
-                    data_spec: str | None = None) -> TrainResult:
+                    data_spec: str | None = None, limits: Limits | None = None) -> TrainResult:
     """Load data, build tokenizer + vocabulary + embeddings + model, fit, evaluate, and save a checkpoint.
 
     data: a bundled name, a path, "hf:ID" (see `data.load_data`), or an already loaded DataBundle (then
@@ -97,6 +99,9 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
         their pretrained vectors and unseen test words are not all `<unk>` (Kim 2014 builds the vocabulary over
         all texts for this).
     out: the checkpoint folder to write (replaced atomically), or None to write nothing.
+    limits: the machine-protecting limits (`textcls.limits`; default: the environment's): the parameter count
+        is checked on the meta device before the model is built, and the training memory (`sizing`) before
+        the first step; either raises LimitError.
     Returns a TrainResult; the checkpoint's config.json records data, metrics (test accuracy included),
     training settings, tokenizer settings and the history's stop reason.
     """
@@ -137,6 +142,10 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
         from .embeddings import build_embedding_matrix
         matrix, coverage = build_embedding_matrix(tokenizer.vocab, emb_source, seed=seed)
 
+    sizes = {"vocab_size": len(tokenizer.vocab), "num_labels": len(labels),
+             **({"embed_dim": int(matrix.shape[1])} if matrix is not None and "embed_dim" not in overrides else {})}
+    check_parameters(count_parameters(entry.cls, make_config(model, preset=preset, variant=variant,
+                                                             **{**overrides, **sizes})), limits)
     torch.manual_seed(seed)
     net = create_model(model, vocab_size=len(tokenizer.vocab), num_labels=len(labels), preset=preset,
                        variant=variant, embeddings=matrix, **overrides)
@@ -144,6 +153,9 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
     train_enc = encode_split(tokenizer, bundle.splits["train"])
     dev_split = bundle.splits.get("dev")
     dev_enc = encode_split(tokenizer, dev_split) if dev_split is not None and len(dev_split) else None
+    longest = dataclasses.replace(tokenizer.config, **train_enc.longest())  # batches pad to their longest text
+    check_training(training_bytes(net, tcfg.batch_size, longest), limits)
+    torch.manual_seed(seed)                  # the probe drew no random numbers, but keep the run's seed exact
     history = fit(net, train_enc, dev_enc, tcfg, callbacks, stop_event)
 
     ignore = default_ignore_label(bundle.name, labels)

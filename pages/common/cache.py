@@ -6,6 +6,7 @@ reloaded because its files' modification time is part of the cache key.
 """
 from __future__ import annotations
 
+import sys
 import threading
 from pathlib import Path
 
@@ -33,14 +34,18 @@ def stamp(path: str | Path) -> float:
 
 
 @st.cache_data(ttl=10, show_spinner=False)
-def _checkpoints(roots: tuple[str, ...]) -> tuple[list[CheckpointInfo], list[CheckpointInfo]]:
-    infos = list_all_checkpoints(include_invalid=True)
+def _checkpoints(roots: tuple[str, ...], deep: bool) -> tuple[list[CheckpointInfo], list[CheckpointInfo]]:
+    infos = list_all_checkpoints(include_invalid=True, deep=deep)
     return [i for i in infos if i.valid], [i for i in infos if not i.valid]
 
 
-def checkpoints() -> tuple[list[CheckpointInfo], list[CheckpointInfo]]:
-    """(valid, invalid) checkpoints, shipped then the user's; re-read every 10 s at most."""
-    return _checkpoints(tuple(str(r) for r in checkpoint_roots()))
+def checkpoints(deep: bool | None = None) -> tuple[list[CheckpointInfo], list[CheckpointInfo]]:
+    """(valid, invalid) checkpoints, shipped then the user's; re-read every 10 s at most. deep: validate every
+    folder in full (textcls.checkpoint.validate_checkpoint, needs torch); None: in full once torch is loaded
+    (the pages that run models), else the torch-free checks, so Home's first render does not wait for torch."""
+    if deep is None:
+        deep = "torch" in sys.modules
+    return _checkpoints(tuple(str(r) for r in checkpoint_roots()), deep)
 
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=32)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import tempfile
 import time
+import uuid
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
@@ -64,9 +65,15 @@ def show_invalid(invalid: Sequence[CheckpointInfo]) -> None:
                 st.text(f"{i.name}: {i.error}")
 
 
+def session_id() -> str:
+    """A random id for this browser session (kept in st.session_state): who started a training job."""
+    return st.session_state.setdefault("_textcls_session_id", uuid.uuid4().hex)
+
+
 def require_checkpoints() -> list[CheckpointInfo]:
-    """The valid checkpoints; if there are none, explain how to make one and stop the page."""
-    valid, invalid = cache.checkpoints()
+    """The valid checkpoints (validated in full: the page runs models); if there are none, explain how to make
+    one and stop the page."""
+    valid, invalid = cache.checkpoints(deep=True)
     if not valid:
         no_checkpoints_message(invalid)
         st.stop()
