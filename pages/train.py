@@ -54,9 +54,11 @@ def say(message: object, limit: int = MSG_LIMIT) -> str:
 
 
 def unique_name(base: str) -> str:
-    """base, or base_2, base_3, ... : the first name not taken in any checkpoint folder (shipped or yours)."""
+    """base, or base_2, base_3, ... : the first name not taken in any checkpoint folder (shipped or yours) nor by
+    a run still training on this server (its folder appears only when it is saved)."""
+    busy = {Path(str(x.spec.get("out"))).name for x in map(REGISTRY.snapshot, REGISTRY.running()) if x is not None}
     name, k = base, 1
-    while any((r / name).exists() for r in cache.checkpoint_roots()):
+    while name in busy or any((r / name).exists() for r in cache.checkpoint_roots()):
         k += 1
         name = f"{base}_{k}"
     return name

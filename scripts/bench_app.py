@@ -132,6 +132,35 @@ def stop(procs: list[subprocess.Popen], grace: float = 10.0) -> list[int]:
     return [p.pid for p in procs]
 
 
+def start_server(env: dict, port: int, log_path: Path) -> subprocess.Popen:
+    """`streamlit run app.py`, headless on `port`, its output in log_path; it dies with this process (Linux)."""
+    with open(log_path, "w") as log:
+        return subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"),
+                                 "--server.headless", "true", "--server.port", str(port)],
+                                cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+
+
+def wait_healthy(server: subprocess.Popen, url: str, log_path: Path, timeout: float) -> None:
+    """Wait for the server's health check to answer; RuntimeError with its log's tail if it does not."""
+    t0 = time.time()
+    while True:
+        try:
+            urllib.request.urlopen(url + "/_stcore/health", timeout=2)
+            return
+        except OSError:
+            if server.poll() is not None or time.time() - t0 > timeout:
+                raise RuntimeError("streamlit did not start: " + log_path.read_text()[-2000:]) from None
+            time.sleep(0.05)
+
+
+def fresh_env(tmp: str) -> dict:
+    """The environment for the server: a fresh, empty user folder unless TEXTCLS_HOME / TEXTCLS_CACHE are set."""
+    env = dict(os.environ)
+    for var in ("TEXTCLS_HOME", "TEXTCLS_CACHE"):
+        env.setdefault(var, str(Path(tmp) / var.lower()))
+    return env
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -271,9 +300,7 @@ def run(args) -> dict:
                  "errors": {}, "exceptions": {}, "outside_requests": []}
     server: subprocess.Popen | None = None
     tmp = tempfile.TemporaryDirectory(prefix="textcls-bench-")
-    env = dict(os.environ)
-    for var in ("TEXTCLS_HOME", "TEXTCLS_CACHE"):
-        env.setdefault(var, str(Path(tmp.name) / var.lower()))
+    env = fresh_env(tmp.name)
     log_path = Path(tmp.name) / "streamlit.log"
     requests: list[str] = []
 
@@ -295,19 +322,8 @@ def run(args) -> dict:
             b = Bench(page, url, args.timeout, args.quiet)
 
             t0 = time.time()
-            with open(log_path, "w") as log:
-                server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"),
-                                           "--server.headless", "true", "--server.port", str(port)],
-                                          cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                          preexec_fn=_die_with_parent)
-            while True:
-                try:
-                    urllib.request.urlopen(url + "/_stcore/health", timeout=2)
-                    break
-                except OSError:
-                    if server.poll() is not None or time.time() - t0 > args.timeout:
-                        raise RuntimeError("streamlit did not start: " + log_path.read_text()[-2000:]) from None
-                    time.sleep(0.05)
+            server = start_server(env, port, log_path)
+            wait_healthy(server, url, log_path, args.timeout)
             out["details"]["server_up_s"] = round(time.time() - t0, 3)
             page.goto(url, wait_until="domcontentloaded")
             b.track(HOME_PRED, require_run=False)

@@ -184,3 +184,35 @@ def test_the_default_number_of_jobs_comes_from_the_limits(monkeypatch):
     assert JobRegistry().max_running == Limits().max_jobs
     monkeypatch.setenv("TEXTCLS_MAX_JOBS", "5")
     assert JobRegistry().max_running == 5
+
+
+def test_a_training_process_killed_from_outside_fails_the_job_and_leaves_no_checkpoint(bundled_data, tmp_path):
+    """The default isolation trains in a child process at a lower priority; the server survives its death."""
+    import signal
+    reg = JobRegistry()
+    data = load_data("sst2", root=bundled_data, limit=400)
+    gate = threading.Event()
+
+    def first_step(event):
+        if isinstance(event, StepEvent) and event.step == 1:
+            gate.set()
+    jid = reg.submit(callbacks=[first_step], data=data, model="kim_cnn", preset="small", embeddings="random",
+                     epochs=50, out=tmp_path / "k")
+    job = reg.get(jid)
+    assert gate.wait(120) and job.isolation == "process" and job.pid != os.getpid()
+    assert os.getpriority(os.PRIO_PROCESS, job.pid) >= 10
+    os.kill(job.pid, signal.SIGKILL)
+    assert job.wait(60)
+    s = job.snapshot()
+    assert s.status == "failed" and "ended unexpectedly" in s.error and "exit code -9" in s.error
+    assert not (tmp_path / "k").exists() and not list(tmp_path.glob(".k.*"))
+
+
+def test_a_run_over_the_job_memory_budget_fails_before_training(bundled_data, tmp_path):
+    reg = JobRegistry(limits=Limits(job_max_memory_mb=1))
+    jid = reg.submit(data="sst2", data_root=bundled_data, limit=200, model="kim_cnn", embeddings="random",
+                     epochs=1, out=tmp_path / "m")
+    assert reg.get(jid).wait(120)
+    s = reg.snapshot(jid)
+    assert s.status == "failed" and "LimitError" in s.error and "over the limit of 1 MB" in s.error
+    assert s.step == 0 and not (tmp_path / "m").exists()

@@ -1,8 +1,16 @@
-"""Background training jobs: `train_from_spec` in a worker thread, with a thread-safe progress state.
+"""Background training jobs: `train_from_spec` in a training process of its own, watched by a thread, with a
+thread-safe progress state.
 
 The app's Train page must not train in the Streamlit script thread (a rerun would kill the run, and the page
-would freeze). A `TrainingJob` runs `pipeline.train_from_spec` in its own daemon thread; the training loop's
-callbacks write into a `JobState` under a lock, and any thread reads a consistent copy with `snapshot()`.
+would freeze), nor in the server's process: a training loop there holds the GIL between its torch calls and
+slows every page of every user, its memory cannot be told from the server's, and a crash or the out-of-memory
+killer would take the server with it. A `TrainingJob` therefore runs `pipeline.train_from_spec` in a child
+process (multiprocessing "spawn"; `isolation="process"`, the default) that sends every event back through a
+queue; a daemon thread of the parent relays them to the job's callbacks, which write into a `JobState` under a
+lock, and any thread reads a consistent copy with `snapshot()`. A stop is a shared event the training loop checks
+before every step. `isolation="thread"` (the default when a custom `runner` is given, e.g. in tests) runs the
+runner in the daemon thread itself. A callback that raises fails the run (the training process is killed;
+nothing half-written, saves are atomic).
 
 Where jobs live: a `JobRegistry` (jobs by id). A job must outlive the script run - and the page - that started
 it, so it cannot live in st.session_state: the app keeps one process-wide registry (`pages/common/cache.py`
@@ -27,11 +35,12 @@ page can draw loss and dev-accuracy curves; the latest values are also kept as f
 Budgets (`textcls.limits`; a job is one of many things a shared server does):
 - at most `max_jobs` run at once per registry (per app server);
 - memory: the run's training memory is estimated before its first step (`textcls.sizing`) and must fit in
-  `job_max_memory_mb`; while it runs, if the whole process grows past `server_max_memory_mb` every running job
-  is stopped (best weights saved) rather than letting the machine swap or the OOM killer take the server;
+  `job_max_memory_mb`; while it runs, the training process's resident memory is watched and the run is
+  stopped (best weights saved) when it passes `job_max_memory_mb + PROCESS_BASE_MB` (a thread-isolated run:
+  when the whole process passes `server_max_memory_mb`), killed if it does not end within KILL_AFTER_S;
 - time: after `job_max_seconds` of wall-clock time the run is stopped (best weights saved);
-- CPU: a job trains on `job_threads` torch threads (1) and its OS thread runs at nice +10 (Linux), so the pages'
-  interactive work goes first on a busy machine.
+- CPU: a job trains on `job_threads` torch threads (1) at nice +10, so the pages' interactive work goes first
+  on a busy machine.
 Owners: each job records the `owner` that started it (the app passes its session id). Every session sees every
 job (`JobRegistry.ids`), but only the owner may stop one (`stop(job_id, by=owner)`).
 """
@@ -136,16 +145,22 @@ def _metric_summary(metrics: dict[str, Any]) -> dict[str, Any]:
             for split, rep in (metrics or {}).items() if isinstance(rep, dict)}
 
 
-def rss_mb() -> float | None:
-    """This process's resident memory in MB (Linux /proc; None elsewhere)."""
+ISOLATIONS = ("process", "thread")
+NICE = 10                 # the training's OS priority: interactive work (nice 0) goes first
+PROCESS_BASE_MB = 600     # resident memory of a training process before its model: Python, torch, data, GloVe
+KILL_AFTER_S = 30         # a run stopped for a budget that has not ended after this long is killed
+
+
+def rss_mb(pid: int | None = None) -> float | None:
+    """The resident memory in MB of process `pid` (default: this one); Linux /proc, None elsewhere."""
     try:
-        with open("/proc/self/statm") as f:
+        with open(f"/proc/{pid or 'self'}/statm") as f:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
     except (OSError, ValueError, IndexError):
         return None
 
 
-def lower_priority(nice: int = 10) -> bool:
+def lower_priority(nice: int = NICE) -> bool:
     """Lower the calling OS thread's CPU priority (Linux: setpriority on the thread id; threads it starts,
     such as torch's OpenMP workers, inherit it). False where the platform does not allow it."""
     try:
@@ -163,7 +178,8 @@ class TrainingJob:
     """
 
     def __init__(self, job_id: str, kwargs: dict[str, Any], callbacks: Iterable[Callable[[Any], None]] = (),
-                 runner: Callable[..., Any] | None = None, owner: str = "", limits: Limits | None = None):
+                 runner: Callable[..., Any] | None = None, owner: str = "", limits: Limits | None = None,
+                 isolation: str | None = None):
         if not kwargs.get("out"):
             raise JobError("a training job needs an output folder (out=...)")
         if not kwargs.get("model") or kwargs.get("data") is None:
@@ -176,8 +192,14 @@ class TrainingJob:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.limits = limits or current()
+        self.isolation = isolation or ("thread" if runner is not None else "process")
+        if self.isolation not in ISOLATIONS:
+            raise JobError(f"isolation must be one of {ISOLATIONS}, got {self.isolation!r}")
+        self.pid: int | None = None               # the training process (isolation "process"), once started
+        self._mp_stop = None
         self._state = JobState(job_id, spec=_spec_summary(kwargs), epochs=int(kwargs.get("epochs", 5)), owner=owner)
         self._next_check = 0.0
+        self._stop_time = 0.0
         self._thread = threading.Thread(target=self._run, name=f"textcls-train-{job_id}", daemon=True)
         self.result = None                      # the TrainResult once done/stopped (model, tokenizer, ...)
 
@@ -197,24 +219,38 @@ class TrainingJob:
             self._state.stop_requested = True
             self._state.stopped_by = reason
             self._state.phase = "stopping"
+        self._stop_time = time.time()
         self._stop.set()
+        if self._mp_stop is not None:
+            self._mp_stop.set()
 
-    def _check_budgets(self) -> None:
-        """Stop the run when it is over its time budget or the process over the server's memory budget
-        (checked at most once a second, from the training thread)."""
+    def _memory_cap_mb(self) -> int:
+        """The resident memory the run may use: its training process's (job_max_memory_mb plus what torch, the
+        data and the vocabulary take, PROCESS_BASE_MB), or in a thread the whole server's."""
+        if self.isolation == "process":
+            return self.limits.job_max_memory_mb + PROCESS_BASE_MB
+        return self.limits.server_max_memory_mb
+
+    def _check_budgets(self, pid: int | None = None) -> None:
+        """Stop the run when it is over its time budget or its memory budget (`_memory_cap_mb`: the training
+        process `pid`, else this process); at most once a second. A stopped run that does not end within
+        KILL_AFTER_S seconds of a budget stop is killed (nothing half-written: saves are atomic)."""
         now = time.time()
         if now < self._next_check:
             return
         self._next_check = now + 1.0
-        rss = rss_mb()
+        rss = rss_mb(pid)
         with self._lock:
             s = self._state
             if rss is not None:
                 s.peak_rss_mb = max(s.peak_rss_mb or 0.0, rss)
             over_time = s.started and now - s.started > self.limits.job_max_seconds
+            budget_stop = s.stop_requested and s.stopped_by != "you"
+        if budget_stop and pid is not None and now - self._stop_time > KILL_AFTER_S:
+            os.kill(pid, 9)
         if over_time:
             self.stop("time budget")
-        elif rss is not None and rss > self.limits.server_max_memory_mb:
+        elif rss is not None and rss > self._memory_cap_mb():
             self.stop("memory budget")
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -234,12 +270,12 @@ class TrainingJob:
             return s
 
     # ------------------------------------------------------------ the worker
-    def _on_event(self, event: Any) -> None:
+    def _on_event(self, event: Any, pid: int | None = None) -> None:
         # duck-typed (EpochEvent has `epochs`, StepEvent does not): the app's dev server may re-import textcls
         # while a run goes on, and the run's event classes are then not the freshly imported ones
         is_epoch = hasattr(event, "epochs") and hasattr(event, "train_loss")
         is_step = not is_epoch and hasattr(event, "loss") and hasattr(event, "total_steps")
-        self._check_budgets()
+        self._check_budgets(pid)
         with self._lock:
             s = self._state
             if is_step:
@@ -266,31 +302,92 @@ class TrainingJob:
             cb(event)
 
     def _run(self) -> None:
+        try:
+            if self.isolation == "process":
+                path, metrics, hist = self._run_process()
+            else:
+                path, metrics, hist = self._run_thread()
+        except _ChildError as e:
+            self._failed(str(e), e.child_traceback)
+            return
+        except BaseException as e:  # noqa: BLE001 - every failure ends the job with its message
+            self._failed(f"{type(e).__name__}: {e}", traceback.format_exc())
+            return
+        self._finished(path, metrics, hist)
+
+    def _run_thread(self):
         runner = self._runner
         if runner is None:
             from .pipeline import train_from_spec
             runner = train_from_spec
         lower_priority()
-        try:
-            with threads.batch(self.limits.job_threads):
-                result = runner(**self.kwargs, callbacks=[self._on_event], stop_event=self._stop)
-        except BaseException as e:  # noqa: BLE001 - every failure ends the job with its message
-            with self._lock:
-                s = self._state
-                s.status, s.phase = "failed", "failed"
-                s.error = f"{type(e).__name__}: {e}"
-                s.traceback = traceback.format_exc()
-                existing = self.out.is_dir() and (self.out / "config.json").exists()
-                s.message = ("The run failed; nothing new was saved" +
-                             (f" and the existing checkpoint {self.out.name} is unchanged." if existing else "."))
-                s.finished = time.time()
-            return
+        with threads.batch(self.limits.job_threads):
+            result = runner(**self.kwargs, callbacks=[self._on_event], stop_event=self._stop)
         self.result = result
-        hist = result.history
+        return result.path, result.metrics, result.history
+
+    def _run_process(self):
+        """Train in a child process (see the module docstring); relay its events, watch its budgets."""
+        import multiprocessing as mp
+        import queue
+
+        ctx = mp.get_context("spawn")      # never fork a multi-threaded server
+        events = ctx.Queue()
+        self._mp_stop = ctx.Event()
+        if self._stop.is_set():
+            self._mp_stop.set()
+        child = ctx.Process(target=_train_in_child, name=f"textcls-train-{self.id}", daemon=True,
+                            args=(self.kwargs, events, self._mp_stop, self.limits.job_threads))
+        child.start()
+        self.pid = child.pid
+        outcome: tuple | None = None
+        try:
+            while outcome is None:
+                try:
+                    kind, payload = events.get(timeout=0.5)
+                except queue.Empty:
+                    self._check_budgets(child.pid)
+                    if not child.is_alive():
+                        try:                                   # the last messages may still be in the pipe
+                            kind, payload = events.get(timeout=2.0)
+                        except queue.Empty:
+                            raise RuntimeError(f"the training process ended unexpectedly (exit code "
+                                               f"{child.exitcode}; killed for memory?); nothing new was saved") \
+                                from None
+                    else:
+                        continue
+                if kind == "event":
+                    self._on_event(payload, child.pid)        # a callback that raises fails the run (below)
+                elif kind in ("result", "error"):
+                    outcome = (kind, payload)
+        except BaseException:
+            child.kill()                                      # checkpoints are written atomically: nothing half
+            child.join(10)
+            raise
+        child.join(30)
+        if child.is_alive():
+            child.kill()
+        kind, payload = outcome
+        if kind == "error":
+            raise _ChildError(*payload)
+        from .records import History
+        return payload["path"], payload["metrics"], History.from_dict(payload["history"])
+
+    def _failed(self, error: str, tb: str) -> None:
         with self._lock:
             s = self._state
-            s.path = str(result.path) if result.path is not None else None
-            s.metrics = _metric_summary(result.metrics)
+            s.status, s.phase = "failed", "failed"
+            s.error, s.traceback = error, tb
+            existing = self.out.is_dir() and (self.out / "config.json").exists()
+            s.message = ("The run failed; nothing new was saved" +
+                         (f" and the existing checkpoint {self.out.name} is unchanged." if existing else "."))
+            s.finished = time.time()
+
+    def _finished(self, path, metrics, hist) -> None:
+        with self._lock:
+            s = self._state
+            s.path = str(path) if path is not None else None
+            s.metrics = _metric_summary(metrics)
             s.best_epoch, s.best_dev_accuracy = hist.best_epoch, hist.best_dev_accuracy
             s.elapsed = hist.elapsed
             s.finished = time.time()
@@ -309,12 +406,40 @@ class TrainingJob:
             elif hist.stopped_by_user:
                 s.status, s.phase = "stopped", "stopped"
                 by = {"you": "by you", "time budget": f"after its time budget ({self.limits.job_max_seconds:,} s)",
-                      "memory budget": f"because the server went over its memory budget "
-                                       f"({self.limits.server_max_memory_mb:,} MB)"}.get(s.stopped_by, "")
+                      "memory budget": f"because it went over its memory budget ({self._memory_cap_mb():,} MB)"
+                      }.get(s.stopped_by, "")
                 s.message = f"Stopped {by} after {len(hist.epochs)} complete epoch(s); saved {kept}{where}."
             else:
                 s.status, s.phase = "done", "done"
                 s.message = f"{hist.stopped_reason.capitalize()}; saved {kept}{where}."
+
+
+class _ChildError(RuntimeError):
+    """The training process's exception, re-raised in the job's thread with the child's own traceback."""
+
+    def __init__(self, message: str, tb: str):
+        super().__init__(message)
+        self.child_traceback = tb
+
+
+def _train_in_child(kwargs: dict[str, Any], events, stop_event, n_threads: int) -> None:
+    """The training process of a process-isolated job: train_from_spec at a lower priority on `n_threads`,
+    every event and the outcome sent back through `events`."""
+    try:
+        os.nice(NICE)
+    except (AttributeError, OSError):
+        pass
+    try:
+        from .pipeline import train_from_spec
+        with threads.batch(n_threads):
+            r = train_from_spec(**kwargs, callbacks=[lambda e: events.put(("event", e))], stop_event=stop_event)
+        events.put(("result", {"path": None if r.path is None else str(r.path), "metrics": r.metrics,
+                               "history": r.history.to_dict()}))
+    except BaseException as e:  # noqa: BLE001 - reported to the parent, which ends the job with it
+        events.put(("error", (f"{type(e).__name__}: {e}", traceback.format_exc())))
+    finally:
+        events.close()
+        events.join_thread()
 
 
 class JobRegistry:
@@ -330,14 +455,15 @@ class JobRegistry:
         self._lock = threading.Lock()
 
     def submit(self, callbacks: Iterable[Callable[[Any], None]] = (), runner: Callable[..., Any] | None = None,
-               owner: str = "", **kwargs: Any) -> str:
+               owner: str = "", isolation: str | None = None, **kwargs: Any) -> str:
         """Start a job with `train_from_spec(**kwargs)`; returns its id. Raises JobError when it cannot start.
-        The run's training memory is capped at `limits.job_max_memory_mb` (passed as train_from_spec's limits)."""
+        The run's training memory is capped at `limits.job_max_memory_mb` (passed as train_from_spec's limits).
+        isolation: "process" (default for train_from_spec) or "thread" (default when a `runner` is given)."""
         job_id = uuid.uuid4().hex[:12]
         lim = self.limits
         kwargs.setdefault("limits", dataclasses.replace(
             lim, max_train_memory_mb=min(lim.max_train_memory_mb, lim.job_max_memory_mb)))
-        job = TrainingJob(job_id, kwargs, callbacks, runner, owner=owner, limits=lim)
+        job = TrainingJob(job_id, kwargs, callbacks, runner, owner=owner, limits=lim, isolation=isolation)
         with self._lock:
             running = [j for j in self._jobs.values() if j.is_alive()]
             if len(running) >= self.max_running:

@@ -1,0 +1,283 @@
+"""Many users at once on one app server, in real headless Chromium sessions: `python scripts/bench_crowd.py`.
+
+Starts `streamlit run app.py` (as scripts/bench_app.py does: headless, a free port, a fresh user folder) and
+runs two scenarios with one browser and one context (its own Streamlit session) per user:
+
+  crowd       --sessions users (default 8) on Compare, all at once, each submitting --rounds new sentences
+              (no two alike, so no answer comes from a cache): seconds from the click on Compare until every
+              checkpoint's answer is shown. Target: p95 under 3 s.
+  training    two sessions start a training run each on the Train page (kim_cnn on sst2 with its defaults and
+              many epochs, so they run throughout), then --beside users (default 4) work beside them: half
+              submit new sentences on Compare, half switch views in Inspect. Target: p95 under 5 s for each.
+
+Throughout, the server process's resident memory is sampled every 0.2 s (target: under 2 GB). "Shown" is the
+same condition as bench_app's (script run over, nothing stale or loading, every chart drawn, the answer on the
+page). The trainings are stopped with their Stop buttons at the end and the server, browser and any busy
+processes (--load) are stopped by PID. Numbers from a machine that others share are indicative only.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_app import (CHROMIUM, CHROMIUM_ARGS, FIGURE_PRED, HOME_PRED, MAIN, TRACK_JS, BusyLoad,  # noqa: E402
+                       fresh_env, free_port, start_server, stop, wait_healthy)
+
+TARGETS = {"crowd compare": 3.0, "training compare": 5.0, "training inspect": 5.0, "memory_mb": 2048}
+ADJ = ["warm", "dull", "clever", "tedious", "lovely", "clumsy", "bright", "bleak", "gentle", "loud", "subtle", "flat"]
+NOUN = ["film", "story", "cast", "script", "ending", "score", "plot", "pace", "dialogue", "finale"]
+
+
+def sentence(k: int) -> str:
+    """The k-th test sentence: every k gives another one (12 x 10 x 12 x 10 combinations)."""
+    a, n, b, m = ADJ[k % 12], NOUN[(k // 12) % 10], ADJ[(k // 120) % 12], NOUN[(k // 1440) % 10]
+    return f"the {n} is {a} but the {m} feels {b} , take {k} ."
+
+
+def pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    v = sorted(values)
+    return round(v[min(len(v) - 1, max(0, int(round(q / 100 * len(v) + 0.5)) - 1))], 3)
+
+
+def summary(times: list[float]) -> dict:
+    return {"n": len(times), "p50": pct(times, 50), "p95": pct(times, 95), "max": round(max(times), 3) if times
+            else None}
+
+
+class RssSampler:
+    """The resident memory of a process, sampled every `every` seconds in a thread; `.peak_mb` and `.mark()`."""
+
+    def __init__(self, pid: int, every: float = 0.2):
+        self.pid, self.every, self.peak_mb, self._stop = pid, every, 0.0, threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                with open(f"/proc/{self.pid}/status") as f:
+                    kb = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+                self.peak_mb = max(self.peak_mb, kb / 1024)
+            except (OSError, StopIteration, ValueError):
+                pass
+            self._stop.wait(self.every)
+
+    def mark(self) -> float:
+        """The peak so far, and start a new one."""
+        peak, self.peak_mb = self.peak_mb, 0.0
+        return round(peak, 1)
+
+    def start(self) -> "RssSampler":
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+class User:
+    """One browser context (one Streamlit session) driven with Playwright's async API."""
+
+    def __init__(self, browser, url: str, timeout: float, quiet: float):
+        self.browser, self.url, self.timeout, self.quiet = browser, url, timeout, quiet
+
+    async def open(self, stem: str) -> None:
+        self.ctx = await self.browser.new_context(viewport={"width": 1400, "height": 1600})
+        self.page = await self.ctx.new_page()
+        self.page.set_default_timeout(self.timeout * 1000)
+        await self.page.goto(f"{self.url}/{stem}", wait_until="domcontentloaded")
+        await self.track(HOME_PRED.replace("stDataFrame", "stElementContainer"), require_run=False)
+        await self.done()
+
+    async def track(self, pred: str = "() => true", require_run: bool = True) -> None:
+        await self.page.evaluate(TRACK_JS.replace("PRED", pred).replace("REQUIRE_RUN", json.dumps(require_run)))
+
+    async def done(self) -> float:
+        since = await self.page.wait_for_function(
+            f"() => window.__tr && window.__tr.since !== null && Date.now() - window.__tr.since >= "
+            f"{int(self.quiet * 1000)} ? window.__tr.since : null", polling=50, timeout=self.timeout * 1000)
+        return await since.json_value() / 1000
+
+    async def compare(self, text: str) -> float:
+        await self.page.get_by_role("textbox", name="Sentence").first.fill(text)
+        await self.track(f"() => document.querySelector('{MAIN}').innerText.includes('confidence ')")
+        t = time.time()
+        await self.page.get_by_role("button", name="Compare", exact=True).first.click()
+        return await self.done() - t
+
+    async def switch_view(self) -> float:
+        pg = self.page
+        sel = pg.locator('[data-testid="stSelectbox"]').filter(has=pg.locator("label").filter(has_text="View"))
+        await sel.first.click()
+        options = pg.get_by_role("option")
+        await options.first.wait_for()
+        pick = 0
+        for k in range(await options.count()):
+            if await options.nth(k).get_attribute("aria-selected") != "true":
+                pick = k
+                break
+        await self.track(FIGURE_PRED)
+        t = time.time()
+        await options.nth(pick).click()
+        return await self.done() - t
+
+    async def start_training(self, epochs: int) -> None:
+        pg = self.page
+        box = pg.get_by_label("Epochs")
+        await box.fill(str(epochs))
+        await box.press("Tab")
+        await pg.get_by_role("button", name="Start training").click()
+        try:
+            await pg.get_by_text("Epochs done").first.wait_for(timeout=self.timeout * 1000)
+        except Exception:
+            shot = Path(tempfile.gettempdir()) / "bench_crowd_train.png"
+            await pg.screenshot(path=str(shot), full_page=True)
+            raise RuntimeError(f"the training run did not start within {self.timeout:g} s (screenshot: {shot})") \
+                from None
+
+    async def stop_training(self) -> None:
+        btn = self.page.get_by_role("button", name="Stop", exact=True)
+        if await btn.count():
+            await btn.first.click()
+
+    async def close(self) -> None:
+        await self.ctx.close()
+
+
+async def scenario_crowd(browser, url, args, errors: list[str]) -> list[float]:
+    users = [User(browser, url, args.timeout, args.quiet) for _ in range(args.sessions)]
+    await asyncio.gather(*(u.open("compare") for u in users))
+    times: list[float] = []
+
+    async def work(i: int, u: User) -> None:
+        for r in range(args.rounds):
+            try:
+                times.append(await u.compare(sentence(1000 * i + r)))
+            except Exception as e:  # noqa: BLE001 - one failed submit is reported, the others go on
+                errors.append(f"crowd user {i} round {r}: {type(e).__name__}: {str(e)[:200]}")
+
+    await asyncio.gather(*(work(i, u) for i, u in enumerate(users)))
+    await asyncio.gather(*(u.close() for u in users))
+    return times
+
+
+async def scenario_training(browser, url, args, errors: list[str]) -> tuple[list[float], list[float]]:
+    trainers = [User(browser, url, args.timeout, args.quiet) for _ in range(2)]
+    for t in trainers:         # one after the other: the page then offers the second a name the first did not take
+        await t.open("train")
+        await t.start_training(args.train_epochs)
+    n_cmp = (args.beside + 1) // 2
+    users = [User(browser, url, args.timeout, args.quiet) for _ in range(args.beside)]
+    await asyncio.gather(*(u.open("compare" if i < n_cmp else "inspect") for i, u in enumerate(users)))
+    cmp_times: list[float] = []
+    insp_times: list[float] = []
+
+    async def work(i: int, u: User) -> None:
+        for r in range(args.rounds):
+            try:
+                if i < n_cmp:
+                    cmp_times.append(await u.compare(sentence(50_000 + 1000 * i + r)))
+                else:
+                    insp_times.append(await u.switch_view())
+            except Exception as e:  # noqa: BLE001
+                errors.append(f"training user {i} round {r}: {type(e).__name__}: {str(e)[:200]}")
+
+    await asyncio.gather(*(work(i, u) for i, u in enumerate(users)))
+    await asyncio.gather(*(t.stop_training() for t in trainers))
+    await asyncio.gather(*(u.close() for u in users + trainers))
+    return cmp_times, insp_times
+
+
+async def run_async(args, url: str, rss: RssSampler, out: dict) -> None:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        warm = User(browser, url, args.timeout, args.quiet)      # load the models once before timing
+        await warm.open("compare")
+        await warm.compare(sentence(999_999))
+        await warm.close()
+        rss.mark()
+        if "crowd" in args.scenarios:
+            t = time.time()
+            times = await scenario_crowd(browser, url, args, out["errors"])
+            out["scenarios"]["crowd"] = {"users": args.sessions, "compare": summary(times),
+                                         "seconds": round(time.time() - t, 1), "peak_rss_mb": rss.mark()}
+        if "training" in args.scenarios:
+            t = time.time()
+            cmp_times, insp_times = await scenario_training(browser, url, args, out["errors"])
+            out["scenarios"]["training"] = {"users": args.beside, "trainings": 2, "compare": summary(cmp_times),
+                                            "inspect": summary(insp_times), "seconds": round(time.time() - t, 1),
+                                            "peak_rss_mb": rss.mark()}
+        await browser.close()
+
+
+def report(out: dict) -> str:
+    lines = [f"textcls app, many sessions at once: {out['load']} busy background process(es), {out['cpus']} CPUs"]
+    for name, sc in out["scenarios"].items():
+        lines.append(f"  {name}: {sc['users']} users" + (f" beside {sc['trainings']} trainings" if "trainings" in sc
+                                                         else "") + f", {sc['seconds']} s")
+        for action in ("compare", "inspect"):
+            if action in sc and sc[action]["n"]:
+                s, target = sc[action], TARGETS[f"{name} {action}"]
+                lines.append(f"    {action:<8} n={s['n']:<3} p50 {s['p50']:6.2f} s  p95 {s['p95']:6.2f} s  "
+                             f"max {s['max']:6.2f} s   target p95 < {target:g} s  "
+                             f"{'ok' if s['p95'] < target else 'SLOW'}")
+        lines.append(f"    server memory peak {sc['peak_rss_mb']:,.0f} MB (target < {TARGETS['memory_mb']:,} MB)")
+    lines.append(f"  server memory at start {out['start_rss_mb']:,.0f} MB; errors: {out['errors'] or 'none'}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sessions", type=int, default=8, help="users in the crowd scenario (default 8)")
+    ap.add_argument("--beside", type=int, default=4, help="users beside the two trainings (default 4)")
+    ap.add_argument("--rounds", type=int, default=5, help="actions per user (default 5)")
+    ap.add_argument("--train-epochs", type=int, default=30, help="epochs of each training run (they are stopped)")
+    ap.add_argument("--scenarios", default="crowd,training", help="comma-separated: crowd, training")
+    ap.add_argument("--load", type=int, default=0, metavar="N", help="busy background processes during the run")
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds allowed for each action")
+    ap.add_argument("--quiet", type=float, default=0.3, help="seconds a result must stay shown and idle")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    args = ap.parse_args(argv)
+    if not Path(CHROMIUM).exists():
+        print(f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)", file=sys.stderr)
+        return 2
+    out: dict = {"load": args.load, "cpus": os.cpu_count(), "scenarios": {}, "errors": []}
+    tmp = tempfile.TemporaryDirectory(prefix="textcls-crowd-")
+    log_path = Path(tmp.name) / "streamlit.log"
+    load = BusyLoad(args.load)
+    server = None
+    try:
+        load.start()
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        server = start_server(fresh_env(tmp.name), port, log_path)
+        wait_healthy(server, url, log_path, args.timeout)
+        rss = RssSampler(server.pid).start()
+        time.sleep(0.5)
+        out["start_rss_mb"] = rss.peak_mb
+        try:
+            asyncio.run(run_async(args, url, rss, out))
+        finally:
+            rss.stop()
+    finally:
+        if server is not None:
+            stop([server])
+        load.stop()
+        tmp.cleanup()
+    print(json.dumps(out, indent=1) if args.json else report(out))
+    return 1 if out["errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
