@@ -1,6 +1,8 @@
 """Command line: `python -m textcls {train,evaluate,predict,list,bench,reproduce}`. Other tools rely on these spellings.
 
     python -m textcls train --model NAME --data DATA --epochs N --out DIR [--embeddings glove|random|FILE]
+                            [--device auto|cpu|cuda[:N]|mps] [--amp [bf16|fp16]] [--workers N]
+    torchrun --nproc_per_node N -m textcls train ...   (DistributedDataParallel; see textcls/distributed.py)
     python -m textcls evaluate DIR [--data DATA] [--split test] [--json]
     python -m textcls predict DIR "some text" [more texts | -] [--json]
     python -m textcls list [--checkpoints ROOT] [--json]
@@ -11,7 +13,8 @@
 
 Exit codes: 0 ok, 1 runtime failure (including a training run that diverged), 2 usage or bad input
 (unknown model/data set/option, invalid checkpoint folder). Errors are one line on stderr, no traceback
-(set TEXTCLS_DEBUG=1 to see one). Training shows a tqdm progress bar on stderr; results go to stdout.
+(set TEXTCLS_DEBUG=1 to see one). Under torchrun each rank's message starts with "rank R of N"; a rank whose
+peer failed says so in one line, and only rank 0 prints results and writes the checkpoint. Training shows a tqdm progress bar on stderr; results go to stdout.
 
 This file is longer than 600 lines on purpose: it is the one place that defines every subcommand and its options
 (the library, textcls/experiments included, takes plain arguments). It imports no torch; each command imports
@@ -95,6 +98,28 @@ def _device(name: str | None) -> str:
         raise UsageError(f"--device: {_one_line(e)}") from None
 
 
+def _dist_context():
+    """The distributed Context when this process joined a group (without importing torch otherwise)."""
+    mod = sys.modules.get(f"{__package__}.distributed")
+    return mod.context() if mod is not None else None
+
+
+def _rank_prefix() -> str:
+    ctx = _dist_context()
+    return f"rank {ctx.rank} of {ctx.world_size}: " if ctx is not None and ctx.active else ""
+
+
+def _join_group(device: str | None):
+    """Join torchrun's process group when launched by torchrun (a bad device or backend: UsageError)."""
+    if int(os.environ.get("WORLD_SIZE", "1") or 1) <= 1:
+        return None
+    from . import distributed
+    try:
+        return distributed.init(device)
+    except ValueError as e:
+        raise UsageError(f"--device: {_one_line(e)}") from None
+
+
 def _data_error_types() -> tuple[type, ...]:
     try:
         from .data import DataError
@@ -158,10 +183,11 @@ def cmd_train(args) -> int:
         tokenizer_config_for(model_config, entry.input_kind, tok)
         train_over = {k: v for k, v in dict(batch_size=args.batch_size, lr=args.lr, optimizer=args.optimizer,
                                              patience=args.patience, clip_norm=args.clip, max_norm=args.max_norm,
-                                             max_steps=args.max_steps, device=args.device).items()
+                                             max_steps=args.max_steps, device=args.device, amp=args.amp,
+                                             workers=args.workers, pin_memory=args.pin_memory).items()
                       if v is not None}
         TrainConfig(epochs=args.epochs, seed=args.seed, **train_over)
-        _device(args.device)
+        device = _device(args.device)
         emb = args.embeddings
         if emb not in ("glove", "random") and not Path(emb).expanduser().is_file():
             raise UsageError(f"--embeddings must be glove, random or an existing file; no file {emb!r}")
@@ -180,8 +206,21 @@ def cmd_train(args) -> int:
         check_trainable(bundle)
     except (KeyError, TypeError, ValueError, FileNotFoundError) as e:
         raise UsageError(_one_line(e)) from None
+    ctx = _join_group(args.device)
+    main_rank = ctx is None or ctx.is_main
+    if args.amp not in (None, "off"):
+        import torch
 
-    progress = _Progress(f"{args.model} on {bundle.name}", enabled=not args.quiet)
+        from .devices import resolve_amp
+        note = resolve_amp(args.amp, ctx.device if ctx is not None else torch.device(device), warn=False).note
+        if note:
+            import warnings
+            warnings.filterwarnings("ignore", message="--amp", category=RuntimeWarning)  # said once, here
+            if main_rank:
+                print(f"{PROG} train: warning: {note}", file=sys.stderr)
+
+    where = "" if ctx is None else f" ({ctx.describe()})"
+    progress = _Progress(f"{args.model} on {bundle.name}{where}", enabled=not args.quiet and main_rank)
     try:
         result = train_from_spec(bundle, args.model, preset=args.preset, variant=args.variant, overrides=overrides,
                                  embeddings=emb, epochs=args.epochs, out=out, callbacks=[progress],
@@ -191,6 +230,8 @@ def cmd_train(args) -> int:
                                  float16=args.float16, limit=args.limit, data_spec=args.data)
     finally:
         progress.close()
+    if not main_rank:
+        return 0                     # rank 0 reports (and wrote the checkpoint)
     h = result.history
     test, dev = result.metrics.get("test"), result.metrics.get("dev")
     summary = {"checkpoint": str(result.path), "model": args.model, "data": result.data_name,
@@ -569,7 +610,16 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--text-column", default="text", help="text column of a CSV/JSONL/Parquet file")
     t.add_argument("--label-column", default="label", help="label column of a CSV/JSONL/Parquet file")
     t.add_argument("--float16", action="store_true", help="store the weights as float16")
-    t.add_argument("--device", default=None, help="auto (default), cpu or cuda")
+    t.add_argument("--device", default=None,
+                   help="auto (default: cuda when there is one, under torchrun cuda:LOCAL_RANK), cpu, cuda, "
+                        "cuda:N or mps")
+    t.add_argument("--amp", nargs="?", const="auto", default=None, choices=("off", "auto", "bf16", "fp16"),
+                   help="mixed precision on CUDA: bf16 (no scaler) or fp16 (with a grad scaler); --amp alone picks "
+                        "bf16 where the GPU supports it. No effect on the CPU (a warning)")
+    t.add_argument("--workers", type=int, default=None,
+                   help="worker processes that pad batches (default: 2 on CUDA, 0 on the CPU)")
+    t.add_argument("--pin-memory", action=argparse.BooleanOptionalAction, default=None,
+                   help="pinned host memory for batches (default: on with CUDA; never on the CPU)")
     t.add_argument("--json", action="store_true", help="print the summary as JSON")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=cmd_train)
@@ -626,15 +676,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except bad_input as e:
-        print(f"{PROG} {args.command}: error: {_one_line(e)}", file=sys.stderr)
+        print(f"{PROG} {args.command}: error: {_rank_prefix()}{_one_line(e)}", file=sys.stderr)
         if os.environ.get("TEXTCLS_DEBUG"):
             raise
         return 2
     except KeyboardInterrupt:
-        print(f"{PROG} {args.command}: interrupted", file=sys.stderr)
+        print(f"{PROG} {args.command}: {_rank_prefix()}interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # noqa: BLE001 - the CLI's contract: one line, no traceback
         if os.environ.get("TEXTCLS_DEBUG"):
             raise
-        print(f"{PROG} {args.command}: error: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
+        prefix = _rank_prefix()
+        if prefix and sys.modules[f"{__package__}.distributed"].is_peer_failure(e):
+            print(f"{PROG} {args.command}: error: {prefix}stopped because another rank failed or was killed "
+                  f"(its own message says why); no checkpoint written", file=sys.stderr)
+        else:
+            print(f"{PROG} {args.command}: error: {prefix}{type(e).__name__}: {_one_line(e)}", file=sys.stderr)
         return 1
+    finally:
+        dist_mod = sys.modules.get(f"{__package__}.distributed")
+        if dist_mod is not None:
+            dist_mod.shutdown()

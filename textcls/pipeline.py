@@ -1,6 +1,10 @@
 """Training from a spec: `train_from_spec(data, model, ...)` loads the data, builds the tokenizer, vocabulary and
 embeddings a model needs, trains it with `training.fit`, evaluates dev and test, and saves a checkpoint. The CLI,
-the Train page, the reproduction suites and the checkpoint recipe all call it."""
+the Train page, the reproduction suites and the checkpoint recipe all call it.
+
+Under torchrun (`distributed.init` called first) every rank runs it: each loads and tokenises the same data and
+builds the same vocabulary (deterministic), `fit` trains with DDP, dev/test are predicted in shards and
+gathered, and only rank 0 writes the checkpoint (atomically, as always); the others return with `path` None."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,7 +16,8 @@ from typing import Any, Iterable
 
 import torch
 
-from .batching import encode_split, predict_encoded
+from . import distributed
+from .batching import encode_split
 from .records import History
 from .training import PAPER_TRAINING, Callback, TrainConfig, fit
 
@@ -155,13 +160,14 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
         if history.stopped_by_user and split_name == "test":
             continue  # a stopped run is saved as is; evaluate it later with `textcls evaluate`
         enc = dev_enc if split_name == "dev" else encode_split(tokenizer, split)
-        preds, loss = predict_encoded(net, enc, tcfg.eval_batch_size)
+        preds, loss = distributed.predict_sharded(net, enc, tcfg.eval_batch_size)
         report = classification_report(enc.labels.tolist(), preds.tolist(), labels, ignore_label=ignore)
         report["loss"] = loss
         metrics[split_name] = report
 
     path = None
-    if out is not None:
+    ctx = distributed.context()
+    if out is not None and ctx.is_main:
         from .checkpoint import save_checkpoint
         summary = {f"{s}_{k}": metrics[s][k] for s in metrics for k in ("accuracy", "macro_f1")}
         meta = {
@@ -172,7 +178,8 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
             "metrics": {**summary, **metrics},
             "training": {**dataclasses.asdict(tcfg), "stopped_reason": history.stopped_reason,
                          "diverged": history.diverged, "best_epoch": history.best_epoch,
-                         "seconds": history.elapsed},
+                         "seconds": history.elapsed, "device": history.device,
+                         "world_size": ctx.world_size},
             "preset": preset, "variant": variant, "overrides": overrides,
             "embeddings": {"source": embeddings or "random", "coverage": coverage},
             "vocab": {"min_freq": min_freq, "max_size": max_vocab, "size": len(tokenizer.vocab),
