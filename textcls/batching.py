@@ -158,7 +158,10 @@ def make_batches(lengths: Sequence[int], batch_size: int, generator: torch.Gener
 
 
 def subset(enc: EncodedSplit, index: Sequence[int]) -> EncodedSplit:
-    """The examples `index` of an encoded split, as a new EncodedSplit (tensors shared, not copied)."""
+    """The examples `index` of an encoded split, as a new EncodedSplit (tensors shared, not copied); a split
+    with its own `subset` (arrow_data.ArrowSplit) makes its own."""
+    if hasattr(enc, "subset"):
+        return enc.subset(index)
     index = list(index)
     return EncodedSplit([enc.ids[i] for i in index], [enc.masks[i] for i in index],
                         None if enc.labels is None else enc.labels[index], [enc.lengths[i] for i in index],

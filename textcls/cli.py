@@ -164,6 +164,19 @@ class _Progress:
             self.bar.close()
 
 
+ARROW_AUTO_BYTES = 256 * 2 ** 20     # local files at least this big take the memory-mapped path by default
+
+
+def _use_arrow(args) -> bool:
+    """--arrow / --no-arrow, else automatic: hub data sets and local files of ARROW_AUTO_BYTES or more."""
+    if args.arrow is not None:
+        return bool(args.arrow)
+    if str(args.data).startswith("hf:"):
+        return True
+    p = Path(str(args.data)).expanduser()
+    return p.is_file() and p.stat().st_size >= ARROW_AUTO_BYTES
+
+
 def cmd_train(args) -> int:
     from .checkpoint import check_target
     from .data import check_trainable, load_data
@@ -201,12 +214,24 @@ def cmd_train(args) -> int:
             from .paths import new_run_dir
             args.out = str(new_run_dir(args.model, args.data))
         out = check_target(args.out)
-        bundle = load_data(args.data, root=args.data_root, limit=args.limit, seed=args.seed,
-                           text_column=args.text_column, label_column=args.label_column)
-        check_trainable(bundle)
+        if args.num_proc is not None and args.num_proc < 1:
+            raise UsageError("--num-proc must be >= 1")
+        use_arrow = _use_arrow(args)
     except (KeyError, TypeError, ValueError, FileNotFoundError) as e:
         raise UsageError(_one_line(e)) from None
-    ctx = _join_group(args.device)
+    ctx = _join_group(args.device)              # before the data: the Arrow path lets rank 0 build caches first
+    try:
+        if use_arrow:
+            from .arrow_data import check_trainable_arrow, load_arrow
+            bundle = load_arrow(args.data, root=args.data_root, limit=args.limit, seed=args.seed,
+                                text_column=args.text_column, label_column=args.label_column)
+            check_trainable_arrow(bundle)
+        else:
+            bundle = load_data(args.data, root=args.data_root, limit=args.limit, seed=args.seed,
+                               text_column=args.text_column, label_column=args.label_column)
+            check_trainable(bundle)
+    except (KeyError, TypeError, ValueError, FileNotFoundError) as e:
+        raise UsageError(_one_line(e)) from None
     main_rank = ctx is None or ctx.is_main
     if args.amp not in (None, "off"):
         import torch
@@ -227,7 +252,8 @@ def cmd_train(args) -> int:
                                  min_freq=args.min_freq, max_vocab=args.max_vocab,
                                  extra_vocab=args.extra_vocab, tokenizer_overrides=tok,
                                  train_overrides=train_over, paper_training=args.paper_training, seed=args.seed,
-                                 float16=args.float16, limit=args.limit, data_spec=args.data)
+                                 float16=args.float16, limit=args.limit, data_spec=args.data, arrow=use_arrow,
+                                 num_proc=args.num_proc)
     finally:
         progress.close()
     if not main_rank:
@@ -609,6 +635,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--limit", type=int, default=None, help="use at most N examples per split (quick runs)")
     t.add_argument("--text-column", default="text", help="text column of a CSV/JSONL/Parquet file")
     t.add_argument("--label-column", default="label", help="label column of a CSV/JSONL/Parquet file")
+    t.add_argument("--arrow", action=argparse.BooleanOptionalAction, default=None,
+                   help="read the data as memory-mapped Arrow tables, tokenised in --num-proc processes into a "
+                        "disk cache (default: for hf:ID and files of 256 MB or more)")
+    t.add_argument("--num-proc", type=int, default=None,
+                   help="tokenising processes for --arrow (default: the usable cores, at most 8)")
     t.add_argument("--float16", action="store_true", help="store the weights as float16")
     t.add_argument("--device", default=None,
                    help="auto (default: cuda when there is one, under torchrun cuda:LOCAL_RANK), cpu, cuda, "
