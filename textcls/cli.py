@@ -532,6 +532,10 @@ def _reproduce_arguments(p) -> None:
     p.add_argument("--list", action="store_true", help="list the selected cells and exit")
     p.add_argument("--dry-run", action="store_true", help="say what would run and exit")
     p.add_argument("--report", action="store_true", help="only rebuild the Markdown from the results file")
+    p.add_argument("--device", default=None, help="auto (default), cpu, cuda, cuda:N or mps; under torchrun every "
+                                                  "rank trains each cell together (DDP)")
+    p.add_argument("--amp", nargs="?", const="auto", default=None, choices=("off", "auto", "bf16", "fp16"),
+                   help="mixed precision on CUDA for every run (default: each suite's; the GPU suites use auto)")
 
 
 def _reproduce_job(args) -> Callable[[], int]:
@@ -562,13 +566,20 @@ def _reproduce_job(args) -> Callable[[], int]:
             return 0
         return listing
 
+    if args.device is not None:
+        _device(args.device)
+
     def job() -> int:
         from .experiments.reproduce import reproduce
+        ctx = _join_group(args.device)
         command = "python -m textcls reproduce " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else ""
+        if ctx is not None:
+            command = f"torchrun (world size {ctx.world_size}) " + command
         res = reproduce(cells, out=out, markdown=md, runs=args.runs, epochs=args.epochs, limit=args.limit,
                         seed=args.seed, data_root=args.data_root, force=args.force, dry_run=args.dry_run,
-                        log=lambda m: print(m, file=sys.stderr, flush=True), command=command)
-        if args.dry_run:
+                        log=lambda m: print(m, file=sys.stderr, flush=True), command=command,
+                        device=args.device, amp=args.amp)
+        if args.dry_run or (ctx is not None and not ctx.is_main):
             return 0
         keys = {c.key for c in cells}
         for r in table_rows(res):

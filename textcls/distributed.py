@@ -129,6 +129,16 @@ def broadcast(t: torch.Tensor, src: int = 0) -> torch.Tensor:
     return t
 
 
+def broadcast_object(obj, src: int = 0):
+    """Rank `src`'s picklable `obj` on every rank (the object itself in a single process)."""
+    if not context().active:
+        return obj
+    import torch.distributed as dist
+    box = [obj]
+    dist.broadcast_object_list(box, src=src)
+    return box[0]
+
+
 def barrier() -> None:
     if context().active:
         import torch.distributed as dist
