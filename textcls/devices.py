@@ -2,7 +2,8 @@
 | "mps")`, a clear `DeviceError` when the device asked for is not there), the AMP setting for a training run
 (`resolve_amp`: bf16 / fp16 on CUDA, with a grad scaler for fp16; a warning and float32 elsewhere), and the
 batching defaults per device (`loader_defaults`: pinned memory and worker processes on CUDA, both off on the
-CPU). `describe_device` says in words where something runs (the app shows it). No distributed code here
+CPU). `describe_device` says in words where something runs, and `app_device` is where the app predicts
+(TEXTCLS_DEVICE, default auto). No distributed code here
 (textcls/distributed.py)."""
 from __future__ import annotations
 
@@ -63,6 +64,16 @@ def describe_device(device: torch.device | str) -> str:
     if d.type == "cpu":
         return f"cpu ({torch.get_num_threads()} threads)"
     return str(d)
+
+
+def app_device() -> torch.device:
+    """Where the app runs predictions: env TEXTCLS_DEVICE (auto, cpu, cuda, cuda:N, mps), default auto - the
+    GPU when there is one. A device that is not there falls back to the CPU (the app must start)."""
+    import os
+    try:
+        return resolve_device(os.environ.get("TEXTCLS_DEVICE", "auto") or "auto")
+    except DeviceError:
+        return torch.device("cpu")
 
 
 # ---------------------------------------------------------------- mixed precision
