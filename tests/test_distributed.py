@@ -174,3 +174,19 @@ def test_a_failed_rank_stops_the_run_and_leaves_no_checkpoint(tmp_path, mode):
     assert "saved " not in r.stdout
     assert not out.exists()
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())   # no temp folders
+
+
+@needs_gloo
+def test_reproduce_under_torchrun_records_the_world_size(tmp_path):
+    out = tmp_path / "results.json"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TEXTCLS_THREADS": "1"}
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                        "-m", "textcls", "reproduce", "--suite", "smoke", "--only", "smoke/cnn-rand/*",
+                        "--limit", "40", "--device", "cpu", "--out", str(out)],
+                       cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.count("wrote ") == 1                                     # rank 0 alone reports
+    stored = json.loads(out.read_text())
+    (run,) = stored["cells"]["smoke/cnn-rand/trec"]["runs"]
+    assert run["world_size"] == 2 and run["device"] == "cpu" and len(stored["sessions"]) == 1
+    assert "| cpu x 2 |" in out.with_suffix(".md").read_text()
