@@ -30,14 +30,15 @@ def csv_file(tmp_path_factory):
     return path
 
 
-def test_same_splits_vocabulary_and_ids_as_in_memory(csv_file, tmp_path):
+@pytest.mark.parametrize("hierarchical", [False, True])
+def test_same_splits_vocabulary_and_ids_as_in_memory(csv_file, tmp_path, hierarchical):
     ab = load_arrow(csv_file, seed=4, cache_dir=tmp_path)
     mb = load_file(csv_file, seed=4)
     assert ab.labels == mb.labels and set(ab.splits) == set(mb.splits)
     for k in mb.splits:
         assert list(ab.splits[k]["text"]) == mb.splits[k].texts
         assert list(ab.splits[k]["label"]) == mb.splits[k].labels
-    cfg = TokenizerConfig(max_len=12)
+    cfg = TokenizerConfig(max_len=12, hierarchical=hierarchical)
     tok = build_tokenizer(ab.splits["train"], cfg)
     assert tok.vocab == Tokenizer.build(mb.splits["train"].texts, cfg).vocab
     ea = encode_arrow(tok, ab.splits["dev"], num_proc=1, cache_dir=tmp_path)
