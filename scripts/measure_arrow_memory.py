@@ -3,7 +3,7 @@ against the memory-mapped Arrow path (arrow_data: load_arrow + streaming vocabul
 over the batches). Each path runs in a fresh process; prints peak RSS (this process, and its tokenising
 children), the peak of anonymous memory (RSS without the memory-mapped files' pages) and seconds.
 
-    python scripts/measure_arrow_memory.py [--rows 200000] [--words 80] [--num-proc 2]
+    python scripts/measure_arrow_memory.py [--rows 200000] [--words 80] [--num-proc 2] [--paths arrow,memory]
 """
 from __future__ import annotations
 
@@ -95,6 +95,9 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=200_000)
     ap.add_argument("--words", type=int, default=80)
     ap.add_argument("--num-proc", type=int, default=2)
+    ap.add_argument("--paths", default="arrow,arrow,memory",
+                    help="which paths to run, in order (default arrow,arrow,memory: the second arrow run reads the "
+                         "caches back)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--file", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--cache", default=None, help=argparse.SUPPRESS)
@@ -106,7 +109,7 @@ def main() -> int:
         path = Path(tmp) / "big.csv"
         make_csv(path, a.rows, a.words)
         print(f"{a.rows:,} rows, {path.stat().st_size / 2 ** 20:.0f} MB CSV", flush=True)
-        for kind in ("arrow", "arrow", "memory"):        # the second arrow run reads the caches back
+        for kind in a.paths.split(","):
             r = subprocess.run([sys.executable, __file__, "--child", kind, "--file", str(path), "--cache",
                                 str(Path(tmp) / "cache"), "--num-proc", str(a.num_proc)],
                                capture_output=True, text=True)
