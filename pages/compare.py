@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from pages.common import inside_app, widgets as w
+from pages.common import cache, inside_app, widgets as w
 from textcls import viz
 from textcls.metrics import agreement, agreement_rows
 
@@ -112,7 +112,8 @@ def single(text: str) -> None:
         st.info("None of these models exposes a token-level weight.")
     else:
         w.show_figure(reasons, "cmp_reasons")
-    st.caption("Open Inspect for each model's full internals.")
+    st.caption(f"Open Inspect for each model's full internals. Predicted on "
+               f"{w.md_escape(cache.describe_predict_device())}.")
     w.zip_button([item] + ([reasons] if reasons else []), "compare_sentence")
 
 

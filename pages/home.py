@@ -76,6 +76,8 @@ else:
                                 "tokens": len(p.tokens), "unknown words": unk, "truncated": p.truncated})
             if out:
                 df = pd.DataFrame(out)
+                st.caption(f"Predicted on {w.md_escape(cache.describe_predict_device())} "
+                           "(the GPU when there is one; TEXTCLS\\_DEVICE chooses).")
                 meaningless = w.unknown_warning(counts)
                 # One verdict per data set: checkpoints of different tasks have different labels.
                 for data, part in df.groupby("data set", sort=False):

@@ -102,9 +102,12 @@ def test_tiny_suite_end_to_end_then_resume(tmp_path, bundled_data):
         assert run["signature"]["limit"] == 30 and run["signature"]["epochs"] == 1
         assert len(run["loadavg_end"]) == 3 and run["torch_threads"] >= 1
         assert entry["cell"]["paper"] in (91.2, 92.5)
+        assert run["device"] == "cpu" and run["world_size"] == 1 and run["amp"] == "off"
     text = md.read_text()
     assert "| CNN-rand | trec (TREC) |" in text and "| 91.2 |" in text
     assert "--limit 30" in text and "binomial s.e." in text and "SMOKE TEST" in text
+    assert "| measured on |" in text and "| cpu |" in text
+    assert "`act_full` (full benchmarks, needs GPUs): 6 of 6 cells" in text
     assert "## Not run yet" in text and "`agcnn_t3`: 63 of 63 cells" in text
     assert stored["sessions"][-1]["ran"] == 2
 
@@ -207,3 +210,27 @@ def test_cli_reproduce(tmp_path, bundled_data, capsys):
     out.write_text("{broken")
     assert main(args) == 2
     assert "cannot read the results file" in capsys.readouterr().err
+
+
+def test_full_benchmark_suites_are_defined_for_gpus():
+    from textcls.experiments.cells import DEFAULT_SUITES, GPU_SUITES
+    full = select_cells(["act_full"])
+    assert {(c.model, c.data) for c in full} == {(m, d) for m in ("act", "transformer")
+                                                 for d in ("ag_news", "dbpedia", "yelp_f")}
+    assert all(c.runs == 5 and c.source.startswith("hf:") and c.needs_gpu for c in full)
+    assert {c.source for c in full} == {"hf:fancyzhx/ag_news", "hf:fancyzhx/dbpedia_14", "hf:Yelp/yelp_review_full"}
+    assert next(c for c in full if c.data == "dbpedia").text_column == "content"
+    assert {c.paper for c in full if c.model == "act"} == {94.25, 99.19, 68.16}
+    hcan = select_cells(["hcan_yelp"])
+    assert {c.model for c in hcan} == {"hcan", "kim_cnn"} and all(c.source == "hf:Yelp/yelp_review_full" for c in hcan)
+    assert set(GPU_SUITES) == {"act_full", "hcan_yelp"} and not set(GPU_SUITES) & set(DEFAULT_SUITES)
+    assert "source" in full[0].signature(5, None)
+    assert "source" not in select_cells(["smoke"])[0].signature(1, None)   # older cells keep their signature
+
+
+def test_measured_on_says_device_world_size_and_amp():
+    from textcls.experiments.results import measured_on
+    assert measured_on([{"seed": 0}]) == "cpu"
+    assert measured_on([{"device": "cpu", "device_name": "cpu (2 threads)", "world_size": 2}]) == "cpu x 2"
+    assert measured_on([{"device": "cuda:0", "device_name": "cuda:0 (NVIDIA H100)", "world_size": 8,
+                         "amp": "bf16"}]) == "cuda:0 (NVIDIA H100) x 8, bf16"

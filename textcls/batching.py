@@ -1,6 +1,18 @@
 """Encoded splits and batches: a split's texts turned into token ids once (`encode_split`, `EncodedSplit`),
 length-bucketed batches padded per batch (`make_batches`, `EncodedSplit.batch`), and a model's predictions
-over a whole encoded split (`predict_encoded`). Used by training, evaluation and the data-set views."""
+over a whole encoded split (`predict_encoded`). Used by training, evaluation and the data-set views.
+
+Several processes (`DistributedBatchSampler`, the DistributedSampler contract: one per rank, `set_epoch` every
+epoch): every rank draws the same global batches as a single-process run with the same seed (`make_batches`,
+bucketing included), and rank r of N takes positions r, r+N, ... of each global batch. So the union of the
+ranks' step-t batches is the single-process step-t batch, and with the loss weighted by the global batch size
+(training.fit) the averaged gradient is the single-process mean gradient. Uneven batches (a global batch that N
+does not divide, e.g. the last one) give ranks shards differing by one example, which that weighting makes
+exact; a rank whose shard would be empty (a global batch smaller than N) gets a copy of the batch's first
+example with weight 0 (`Shard.weight`), so every rank runs the same number of steps and nothing is dropped.
+
+`iterate_batches` pads the batches, optionally in worker processes and into pinned memory (CUDA); with no
+workers and no pinning it is the plain loop the CPU path always ran."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -8,6 +20,7 @@ from typing import Sequence
 
 import numpy as np
 import torch
+import torch.utils.data
 import torch.nn.functional as F
 
 from .threads import batch_work
@@ -150,6 +163,96 @@ def make_batches(lengths: Sequence[int], batch_size: int, generator: torch.Gener
     if shuffle:
         batches = [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
     return batches
+
+
+def subset(enc: EncodedSplit, index: Sequence[int]) -> EncodedSplit:
+    """The examples `index` of an encoded split, as a new EncodedSplit (tensors shared, not copied); a split
+    with its own `subset` (arrow_data.ArrowSplit) makes its own."""
+    if hasattr(enc, "subset"):
+        return enc.subset(index)
+    index = list(index)
+    return EncodedSplit([enc.ids[i] for i in index], [enc.masks[i] for i in index],
+                        None if enc.labels is None else enc.labels[index], [enc.lengths[i] for i in index],
+                        enc.hierarchical, [enc.truncated[i] for i in index] if enc.truncated else [], enc.pad_id)
+
+
+@dataclass
+class Shard:
+    """One rank's part of one global batch: `index` (example ids), `weight` (1 per real example, 0 for the
+    stand-in an empty shard gets) and `global_size` (examples in the global batch)."""
+    index: list[int]
+    weight: list[float]
+    global_size: int
+
+
+class DistributedBatchSampler:
+    """Rank `rank` of `world_size`'s shards of the global length-bucketed batches (see the module docstring).
+
+    Same contract as torch's DistributedSampler: create one per rank, call `set_epoch(e)` before each epoch
+    (1, 2, ... in order; the global batches of epoch e are those a single process draws in its e-th epoch from
+    `seed`), iterate. len() is the number of steps per epoch, equal on every rank."""
+
+    def __init__(self, lengths: Sequence[int], batch_size: int, seed: int, rank: int = 0, world_size: int = 1,
+                 bucket: bool = True):
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank {rank} is outside 0..{world_size - 1}")
+        self.lengths, self.batch_size, self.bucket = lengths, batch_size, bucket
+        self.rank, self.world_size = rank, world_size
+        self.seed = seed
+        self.generator = torch.Generator().manual_seed(seed)
+        self.epoch = 0
+        self._batches: list[list[int]] = []
+
+    def set_epoch(self, epoch: int) -> None:
+        if epoch < self.epoch + 1:                      # going back: replay from the seed
+            self.generator.manual_seed(self.seed)
+            self.epoch = 0
+        while self.epoch < epoch:
+            self._batches = make_batches(self.lengths, self.batch_size, self.generator, bucket=self.bucket)
+            self.epoch += 1
+
+    def __len__(self) -> int:
+        return -(-len(self.lengths) // self.batch_size)
+
+    def __iter__(self):
+        if self.epoch == 0:
+            self.set_epoch(1)
+        for b in self._batches:
+            mine = b[self.rank::self.world_size]
+            if mine:
+                yield Shard(mine, [1.0] * len(mine), len(b))
+            else:
+                yield Shard(b[:1], [0.0], len(b))
+
+
+class _BatchView(torch.utils.data.Dataset):
+    """A split seen as a dataset of whole padded batches (for DataLoader workers)."""
+
+    def __init__(self, split, batches):
+        self.split, self.batches = split, batches
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __getitem__(self, i):
+        return self.split.batch(self.batches[i], "cpu")
+
+
+def iterate_batches(split, batches: Sequence[Sequence[int]], device: torch.device | str = "cpu",
+                    workers: int = 0, pin_memory: bool = False):
+    """(ids, mask, labels) on `device` for each index list in `batches`, in order; padding done in `workers`
+    processes and the tensors pinned when asked (both off: the plain loop)."""
+    if not workers and not pin_memory:
+        for index in batches:
+            yield split.batch(index, device)
+        return
+    loader = torch.utils.data.DataLoader(_BatchView(split, list(batches)), batch_size=None, shuffle=False,
+                                         num_workers=workers, pin_memory=pin_memory,
+                                         persistent_workers=False)
+    for ids, mask, y in loader:
+        nb = pin_memory
+        yield (ids.to(device, non_blocking=nb), mask.to(device, non_blocking=nb),
+               None if y is None else y.to(device, non_blocking=nb))
 
 
 def model_device(model: torch.nn.Module) -> torch.device:

@@ -1,6 +1,8 @@
 """Command line: `python -m textcls {train,evaluate,predict,list,bench,reproduce}`. Other tools rely on these spellings.
 
     python -m textcls train --model NAME --data DATA --epochs N --out DIR [--embeddings glove|random|FILE]
+                            [--device auto|cpu|cuda[:N]|mps] [--amp [bf16|fp16]] [--workers N]
+    torchrun --nproc_per_node N -m textcls train ...   (DistributedDataParallel; see textcls/distributed.py)
     python -m textcls evaluate DIR [--data DATA] [--split test] [--json]
     python -m textcls predict DIR "some text" [more texts | -] [--json]
     python -m textcls list [--checkpoints ROOT] [--json]
@@ -11,7 +13,8 @@
 
 Exit codes: 0 ok, 1 runtime failure (including a training run that diverged), 2 usage or bad input
 (unknown model/data set/option, invalid checkpoint folder). Errors are one line on stderr, no traceback
-(set TEXTCLS_DEBUG=1 to see one). Training shows a tqdm progress bar on stderr; results go to stdout.
+(set TEXTCLS_DEBUG=1 to see one). Under torchrun each rank's message starts with "rank R of N"; a rank whose
+peer failed says so in one line, and only rank 0 prints results and writes the checkpoint. Training shows a tqdm progress bar on stderr; results go to stdout.
 
 This file is longer than 600 lines on purpose: it is the one place that defines every subcommand and its options
 (the library, textcls/experiments included, takes plain arguments). It imports no torch; each command imports
@@ -92,6 +95,28 @@ def _device(name: str | None) -> str:
     try:
         return str(resolve_device(name))
     except (ValueError, RuntimeError) as e:
+        raise UsageError(f"--device: {_one_line(e)}") from None
+
+
+def _dist_context():
+    """The distributed Context when this process joined a group (without importing torch otherwise)."""
+    mod = sys.modules.get(f"{__package__}.distributed")
+    return mod.context() if mod is not None else None
+
+
+def _rank_prefix() -> str:
+    ctx = _dist_context()
+    return f"rank {ctx.rank} of {ctx.world_size}: " if ctx is not None and ctx.active else ""
+
+
+def _join_group(device: str | None):
+    """Join torchrun's process group when launched by torchrun (a bad device or backend: UsageError)."""
+    if int(os.environ.get("WORLD_SIZE", "1") or 1) <= 1:
+        return None
+    from . import distributed
+    try:
+        return distributed.init(device)
+    except ValueError as e:
         raise UsageError(f"--device: {_one_line(e)}") from None
 
 
@@ -181,6 +206,19 @@ class _Progress:
             self.bar.close()
 
 
+ARROW_AUTO_BYTES = 256 * 2 ** 20     # local files at least this big take the memory-mapped path by default
+
+
+def _use_arrow(args) -> bool:
+    """--arrow / --no-arrow, else automatic: hub data sets and local files of ARROW_AUTO_BYTES or more."""
+    if args.arrow is not None:
+        return bool(args.arrow)
+    if str(args.data).startswith("hf:"):
+        return True
+    p = Path(str(args.data)).expanduser()
+    return p.is_file() and p.stat().st_size >= ARROW_AUTO_BYTES
+
+
 def cmd_train(args) -> int:
     from .checkpoint import check_target
     from .data import check_trainable, load_data
@@ -200,10 +238,11 @@ def cmd_train(args) -> int:
         tokenizer_config_for(model_config, entry.input_kind, tok)
         train_over = {k: v for k, v in dict(batch_size=args.batch_size, lr=args.lr, optimizer=args.optimizer,
                                              patience=args.patience, clip_norm=args.clip, max_norm=args.max_norm,
-                                             max_steps=args.max_steps, device=args.device).items()
+                                             max_steps=args.max_steps, device=args.device, amp=args.amp,
+                                             workers=args.workers, pin_memory=args.pin_memory).items()
                       if v is not None}
         TrainConfig(epochs=args.epochs, seed=args.seed, **train_over)
-        _device(args.device)
+        device = _device(args.device)
         emb = args.embeddings
         if emb not in ("glove", "random") and not Path(emb).expanduser().is_file():
             raise UsageError(f"--embeddings must be glove, random or an existing file; no file {emb!r}")
@@ -217,22 +256,50 @@ def cmd_train(args) -> int:
             from .paths import new_run_dir
             args.out = str(new_run_dir(args.model, args.data))
         out = check_target(args.out)
-        bundle = load_data(args.data, root=args.data_root, limit=args.limit, seed=args.seed,
-                           text_column=args.text_column, label_column=args.label_column)
-        check_trainable(bundle)
+        if args.num_proc is not None and args.num_proc < 1:
+            raise UsageError("--num-proc must be >= 1")
+        use_arrow = _use_arrow(args)
     except (KeyError, TypeError, ValueError, FileNotFoundError) as e:
         raise UsageError(_one_line(e)) from None
+    ctx = _join_group(args.device)              # before the data: the Arrow path lets rank 0 build caches first
+    try:
+        if use_arrow:
+            from .arrow_data import check_trainable_arrow, load_arrow
+            bundle = load_arrow(args.data, root=args.data_root, limit=args.limit, seed=args.seed,
+                                text_column=args.text_column, label_column=args.label_column)
+            check_trainable_arrow(bundle)
+        else:
+            bundle = load_data(args.data, root=args.data_root, limit=args.limit, seed=args.seed,
+                               text_column=args.text_column, label_column=args.label_column)
+            check_trainable(bundle)
+    except (KeyError, TypeError, ValueError, FileNotFoundError) as e:
+        raise UsageError(_one_line(e)) from None
+    main_rank = ctx is None or ctx.is_main
+    if args.amp not in (None, "off"):
+        import torch
 
-    progress = _Progress(f"{args.model} on {bundle.name}", enabled=not args.quiet)
+        from .devices import resolve_amp
+        note = resolve_amp(args.amp, ctx.device if ctx is not None else torch.device(device), warn=False).note
+        if note:
+            import warnings
+            warnings.filterwarnings("ignore", message="--amp", category=RuntimeWarning)  # said once, here
+            if main_rank:
+                print(f"{PROG} train: warning: {note}", file=sys.stderr)
+
+    where = "" if ctx is None else f" ({ctx.describe()})"
+    progress = _Progress(f"{args.model} on {bundle.name}{where}", enabled=not args.quiet and main_rank)
     try:
         result = train_from_spec(bundle, args.model, preset=args.preset, variant=args.variant, overrides=overrides,
                                  embeddings=emb, epochs=args.epochs, out=out, callbacks=[progress],
                                  min_freq=args.min_freq, max_vocab=args.max_vocab,
                                  extra_vocab=args.extra_vocab, tokenizer_overrides=tok,
                                  train_overrides=train_over, paper_training=args.paper_training, seed=args.seed,
-                                 float16=args.float16, limit=args.limit, data_spec=args.data)
+                                 float16=args.float16, limit=args.limit, data_spec=args.data, arrow=use_arrow,
+                                 num_proc=args.num_proc)
     finally:
         progress.close()
+    if not main_rank:
+        return 0                     # rank 0 reports (and wrote the checkpoint)
     h = result.history
     test, dev = result.metrics.get("test"), result.metrics.get("dev")
     summary = {"checkpoint": str(result.path), "model": args.model, "data": result.data_name,
@@ -507,6 +574,10 @@ def _reproduce_arguments(p) -> None:
     p.add_argument("--list", action="store_true", help="list the selected cells and exit")
     p.add_argument("--dry-run", action="store_true", help="say what would run and exit")
     p.add_argument("--report", action="store_true", help="only rebuild the Markdown from the results file")
+    p.add_argument("--device", default=None, help="auto (default), cpu, cuda, cuda:N or mps; under torchrun every "
+                                                  "rank trains each cell together (DDP)")
+    p.add_argument("--amp", nargs="?", const="auto", default=None, choices=("off", "auto", "bf16", "fp16"),
+                   help="mixed precision on CUDA for every run (default: each suite's; the GPU suites use auto)")
 
 
 def _reproduce_job(args) -> Callable[[], int]:
@@ -537,13 +608,20 @@ def _reproduce_job(args) -> Callable[[], int]:
             return 0
         return listing
 
+    if args.device is not None:
+        _device(args.device)
+
     def job() -> int:
         from .experiments.reproduce import reproduce
+        ctx = _join_group(args.device)
         command = "python -m textcls reproduce " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else ""
+        if ctx is not None:
+            command = f"torchrun (world size {ctx.world_size}) " + command
         res = reproduce(cells, out=out, markdown=md, runs=args.runs, epochs=args.epochs, limit=args.limit,
                         seed=args.seed, data_root=args.data_root, force=args.force, dry_run=args.dry_run,
-                        log=lambda m: print(m, file=sys.stderr, flush=True), command=command)
-        if args.dry_run:
+                        log=lambda m: print(m, file=sys.stderr, flush=True), command=command,
+                        device=args.device, amp=args.amp)
+        if args.dry_run or (ctx is not None and not ctx.is_main):
             return 0
         keys = {c.key for c in cells}
         for r in table_rows(res):
@@ -610,8 +688,22 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--limit", type=int, default=None, help="use at most N examples per split (quick runs)")
     t.add_argument("--text-column", default="text", help="text column of a CSV/JSONL/Parquet file")
     t.add_argument("--label-column", default="label", help="label column of a CSV/JSONL/Parquet file")
+    t.add_argument("--arrow", action=argparse.BooleanOptionalAction, default=None,
+                   help="read the data as memory-mapped Arrow tables, tokenised in --num-proc processes into a "
+                        "disk cache (default: for hf:ID and files of 256 MB or more)")
+    t.add_argument("--num-proc", type=int, default=None,
+                   help="tokenising processes for --arrow (default: the usable cores, at most 8)")
     t.add_argument("--float16", action="store_true", help="store the weights as float16")
-    t.add_argument("--device", default=None, help="auto (default), cpu or cuda")
+    t.add_argument("--device", default=None,
+                   help="auto (default: cuda when there is one, under torchrun cuda:LOCAL_RANK), cpu, cuda, "
+                        "cuda:N or mps")
+    t.add_argument("--amp", nargs="?", const="auto", default=None, choices=("off", "auto", "bf16", "fp16"),
+                   help="mixed precision on CUDA: bf16 (no scaler) or fp16 (with a grad scaler); --amp alone picks "
+                        "bf16 where the GPU supports it. No effect on the CPU (a warning)")
+    t.add_argument("--workers", type=int, default=None,
+                   help="worker processes that pad batches (default: 2 on CUDA, 0 on the CPU)")
+    t.add_argument("--pin-memory", action=argparse.BooleanOptionalAction, default=None,
+                   help="pinned host memory for batches (default: on with CUDA; never on the CPU)")
     t.add_argument("--json", action="store_true", help="print the summary as JSON")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     _limit_flags(t)
@@ -679,17 +771,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         saved = _apply_limit_flags(args)
         return int(args.func(args) or 0)
     except bad_input as e:
-        print(f"{PROG} {args.command}: error: {_one_line(e)}", file=sys.stderr)
+        print(f"{PROG} {args.command}: error: {_rank_prefix()}{_one_line(e)}", file=sys.stderr)
         if os.environ.get("TEXTCLS_DEBUG"):
             raise
         return 2
     except KeyboardInterrupt:
-        print(f"{PROG} {args.command}: interrupted", file=sys.stderr)
+        print(f"{PROG} {args.command}: {_rank_prefix()}interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # noqa: BLE001 - the CLI's contract: one line, no traceback
         if os.environ.get("TEXTCLS_DEBUG"):
             raise
-        print(f"{PROG} {args.command}: error: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
+        prefix = _rank_prefix()
+        if prefix and sys.modules[f"{__package__}.distributed"].is_peer_failure(e):
+            print(f"{PROG} {args.command}: error: {prefix}stopped because another rank failed or was killed "
+                  f"(its own message says why); no checkpoint written", file=sys.stderr)
+        else:
+            print(f"{PROG} {args.command}: error: {prefix}{type(e).__name__}: {_one_line(e)}", file=sys.stderr)
         return 1
     finally:
         for key, value in saved.items():
@@ -697,3 +794,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+        dist_mod = sys.modules.get(f"{__package__}.distributed")
+        if dist_mod is not None:
+            dist_mod.shutdown()

@@ -1,6 +1,15 @@
 """Training from a spec: `train_from_spec(data, model, ...)` loads the data, builds the tokenizer, vocabulary and
 embeddings a model needs, trains it with `training.fit`, evaluates dev and test, and saves a checkpoint. The CLI,
-the Train page, the reproduction suites and the checkpoint recipe all call it."""
+the Train page, the reproduction suites and the checkpoint recipe all call it.
+
+Under torchrun (`distributed.init` called first) every rank runs it: each loads and tokenises the same data and
+builds the same vocabulary (deterministic), `fit` trains with DDP, dev/test are predicted in shards and
+gathered, and only rank 0 writes the checkpoint (atomically, as always); the others return with `path` None.
+
+`arrow=True` reads the data as memory-mapped Arrow tables, builds the vocabulary in a streaming pass and
+tokenises with `map(batched=True, num_proc=...)` into a disk cache (textcls/arrow_data.py): for hub data sets
+and files too big for memory. `arrow=None` takes that path for `hf:` specs only; the default, False, is the
+in-memory path."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,7 +21,8 @@ from typing import Any, Iterable
 
 import torch
 
-from .batching import encode_split, predict_encoded
+from . import distributed
+from .batching import encode_split
 from .limits import Limits
 from .records import History
 from .sizing import check_parameters, check_training, count_parameters, training_bytes
@@ -84,7 +94,8 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
                     train_overrides: dict[str, Any] | None = None, paper_training: bool = False,
                     seed: int = 0, float16: bool = False, evaluate_test: bool = True,
                     text_column: str = "text", label_column: str = "label",
-                    data_spec: str | None = None, limits: Limits | None = None) -> TrainResult:
+                    data_spec: str | None = None, arrow: bool | None = False,
+                    num_proc: int | None = None, limits: Limits | None = None) -> TrainResult:
     """Load data, build tokenizer + vocabulary + embeddings + model, fit, evaluate, and save a checkpoint.
 
     data: a bundled name, a path, "hf:ID" (see `data.load_data`), or an already loaded DataBundle (then
@@ -125,14 +136,34 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
     tcfg = TrainConfig(epochs=epochs, seed=seed, **tcfg_values)
     tok_config = tokenizer_config_for(model_config, entry.input_kind, tokenizer_overrides)
 
-    bundle = data if isinstance(data, DataBundle) else load_data(
-        data, root=data_root, text_column=text_column, label_column=label_column, limit=limit, seed=seed)
-    if isinstance(data, DataBundle) and limit is not None:
-        bundle = dataclasses.replace(bundle, splits={k: s.sample(limit, seed) for k, s in bundle.splits.items()})
-    check_trainable(bundle)
+    use_arrow = (arrow if arrow is not None else isinstance(data, str) and data.startswith("hf:")) \
+        and not isinstance(data, DataBundle)
+    if use_arrow:
+        from .arrow_data import (ArrowBundle, build_tokenizer, check_trainable_arrow, default_num_proc,
+                                 encode_arrow, load_arrow)
+        bundle = data if isinstance(data, ArrowBundle) else load_arrow(
+            data, root=data_root, text_column=text_column, label_column=label_column, limit=limit, seed=seed)
+        check_trainable_arrow(bundle)
+        procs = num_proc or default_num_proc()
+
+        def encode(split):
+            return encode_arrow(tokenizer, split, num_proc=procs)
+    else:
+        bundle = data if isinstance(data, DataBundle) else load_data(
+            data, root=data_root, text_column=text_column, label_column=label_column, limit=limit, seed=seed)
+        if isinstance(data, DataBundle) and limit is not None:
+            bundle = dataclasses.replace(bundle, splits={k: s.sample(limit, seed) for k, s in bundle.splits.items()})
+        check_trainable(bundle)
+
+        def encode(split):
+            return encode_split(tokenizer, split)
     labels = list(bundle.labels)
 
-    tokenizer = Tokenizer.build(bundle.splits["train"].texts, tok_config, min_freq=min_freq, max_size=max_vocab)
+    if use_arrow:
+        tokenizer = build_tokenizer(bundle.splits["train"], tok_config, min_freq=min_freq, max_size=max_vocab)
+    else:
+        tokenizer = Tokenizer.build(bundle.splits["train"].texts, tok_config, min_freq=min_freq,
+                                    max_size=max_vocab)
     added = 0
     if extra_vocab:
         tokenizer, added = extend_vocab(tokenizer, emb_source, int(extra_vocab))
@@ -150,9 +181,9 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
     net = create_model(model, vocab_size=len(tokenizer.vocab), num_labels=len(labels), preset=preset,
                        variant=variant, embeddings=matrix, **overrides)
 
-    train_enc = encode_split(tokenizer, bundle.splits["train"])
+    train_enc = encode(bundle.splits["train"])
     dev_split = bundle.splits.get("dev")
-    dev_enc = encode_split(tokenizer, dev_split) if dev_split is not None and len(dev_split) else None
+    dev_enc = encode(dev_split) if dev_split is not None and len(dev_split) else None
     longest = dataclasses.replace(tokenizer.config, **train_enc.longest())  # batches pad to their longest text
     check_training(training_bytes(net, tcfg.batch_size, longest), limits)
     torch.manual_seed(seed)                  # the probe drew no random numbers, but keep the run's seed exact
@@ -166,25 +197,27 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
             continue
         if history.stopped_by_user and split_name == "test":
             continue  # a stopped run is saved as is; evaluate it later with `textcls evaluate`
-        enc = dev_enc if split_name == "dev" else encode_split(tokenizer, split)
-        preds, loss = predict_encoded(net, enc, tcfg.eval_batch_size)
+        enc = dev_enc if split_name == "dev" else encode(split)
+        preds, loss = distributed.predict_sharded(net, enc, tcfg.eval_batch_size)
         report = classification_report(enc.labels.tolist(), preds.tolist(), labels, ignore_label=ignore)
         report["loss"] = loss
         metrics[split_name] = report
 
     path = None
-    if out is not None:
+    ctx = distributed.context()
+    if out is not None and ctx.is_main:
         from .checkpoint import save_checkpoint
         summary = {f"{s}_{k}": metrics[s][k] for s in metrics for k in ("accuracy", "macro_f1")}
         meta = {
             "data": {"name": bundle.name, "spec": data_spec or (str(data) if isinstance(data, (str, Path))
                                                                  else bundle.name),
-                     "task": bundle.task, "source": bundle.source, "limit": limit,
+                     "task": bundle.task, "source": bundle.source, "limit": limit, "arrow": bool(use_arrow),
                      "splits": {k: len(v) for k, v in bundle.splits.items()}, "ignore_label": ignore},
             "metrics": {**summary, **metrics},
             "training": {**dataclasses.asdict(tcfg), "stopped_reason": history.stopped_reason,
                          "diverged": history.diverged, "best_epoch": history.best_epoch,
-                         "seconds": history.elapsed},
+                         "seconds": history.elapsed, "device": history.device,
+                         "world_size": ctx.world_size},
             "preset": preset, "variant": variant, "overrides": overrides,
             "embeddings": {"source": embeddings or "random", "coverage": coverage},
             "vocab": {"min_freq": min_freq, "max_size": max_vocab, "size": len(tokenizer.vocab),

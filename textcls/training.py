@@ -20,6 +20,19 @@ Choices (written down because the papers leave them open or differ):
 - A non-finite loss (or, with clipping, a non-finite gradient norm) stops the run before the bad update;
   the weights go back to the best dev epoch, else the end of the last completed epoch, else the initial
   weights; `History.stopped_reason` says what happened and `History.diverged` is True.
+- Devices: `device` ("auto" | "cpu" | "cuda[:N]" | "mps"); `amp` ("off" | "auto" | "bf16" | "fp16") autocasts
+  the forward pass on CUDA (fp16 with a GradScaler), and is float32 with a warning elsewhere; `workers` /
+  `pin_memory` pad batches in worker processes / into pinned memory (default: on CUDA only). With all of them
+  at their CPU defaults the loop is exactly the single-process CPU loop it always was.
+- Several processes (torchrun; `distributed.init` joined the group before fit): the model is wrapped in
+  DistributedDataParallel; every rank walks the same global batches (`batching.DistributedBatchSampler`) and
+  takes its stride of each; each rank's summed cross-entropy is scaled by world_size / global batch size, so
+  DDP's gradient average is the single-process mean gradient (exactly, up to float summation order, also for
+  uneven last batches; the extra loss, e.g. ACT's center loss, is the mean of the ranks' per-shard means). The
+  step loss is all-reduced, so a non-finite loss or a user stop on any rank stops every rank before the
+  update; dev predictions are computed in shards and gathered, rank 0's dev accuracy is broadcast, and the
+  early-stopping verdict is rank 0's, broadcast. Dropout draws differ from a single-process run (each rank
+  draws for its own shard), so only a model without dropout trains to the same weights.
 """
 from __future__ import annotations
 
@@ -33,8 +46,9 @@ from typing import Any, Callable, Iterable
 import torch
 import torch.nn.functional as F
 
-from .batching import EncodedSplit, make_batches, predict_encoded
-from .devices import resolve_device
+from . import distributed
+from .batching import DistributedBatchSampler, EncodedSplit, iterate_batches, make_batches
+from .devices import AMP_CHOICES, autocast, grad_scaler, loader_defaults, resolve_amp, resolve_device
 from .metrics import macro_f1
 from .records import EpochEvent, History, StepEvent
 from .threads import batch_work
@@ -65,7 +79,10 @@ class TrainConfig:
     max_steps: int | None = None     # stop after this many optimiser steps in all (quick runs)
     bucket: bool = True              # length-bucketed batches
     eval_batch_size: int = 128
-    device: str = "auto"             # auto | cpu | cuda | cuda:N
+    device: str = "auto"             # auto | cpu | cuda | cuda:N | mps
+    amp: str | None = None           # mixed precision on CUDA: None/"off" | "auto" | "bf16" | "fp16"
+    workers: int | None = None       # batch-padding worker processes; None: 2 on CUDA, 0 elsewhere
+    pin_memory: bool | None = None   # pinned host memory for batches; None: on CUDA only
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
@@ -85,6 +102,10 @@ class TrainConfig:
                 raise ValueError(f"{name} must be > 0 or None, got {v}")
         if self.betas is not None:
             self.betas = tuple(float(b) for b in self.betas)
+        if self.amp is not None and str(self.amp).lower() not in AMP_CHOICES:
+            raise ValueError(f"amp must be one of {', '.join(AMP_CHOICES)}, got {self.amp!r}")
+        if self.workers is not None and int(self.workers) < 0:
+            raise ValueError(f"workers must be >= 0 or None, got {self.workers}")
 
 
 # Training settings the papers report, for `train_from_spec(paper_training=True)` / the CLI's --paper-training.
@@ -130,6 +151,34 @@ def _snapshot(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
 
 
+class _TrainStep(torch.nn.Module):
+    """The model's forward and its extra loss as one module, so DistributedDataParallel sees every parameter
+    that gets a gradient (ACT's class centres are used only by the extra loss)."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids, mask, y):
+        out = self.model(ids, mask)
+        extra = self.model.extra_loss(out, y) if hasattr(self.model, "extra_loss") else None
+        return out.logits, (torch.zeros((), device=out.logits.device) if extra is None else extra)
+
+
+def _wrap_for_ddp(model: torch.nn.Module, train: EncodedSplit, device: torch.device) -> torch.nn.Module:
+    step = _TrainStep(model)
+
+    def probe() -> None:                     # one forward+backward on a few examples; buffers put back
+        buffers = {k: v.detach().clone() for k, v in model.named_buffers()}
+        ids, mask, y = train.batch(list(range(min(2, len(train)))), device)
+        logits, extra = step(ids, mask, y)
+        (logits.float().sum() + extra).backward()
+        with torch.no_grad():
+            for k, v in model.named_buffers():
+                v.copy_(buffers[k])
+    return distributed.wrap_ddp(step, device, probe)
+
+
 def _emit(callbacks: Iterable[Callback], event: Any) -> None:
     for cb in callbacks:
         cb(event)
@@ -159,7 +208,11 @@ def fit(model: torch.nn.Module, train: EncodedSplit, dev: EncodedSplit | None = 
                 raise ValueError(f"fit: the {name} split has label index {int(split.labels.max())} but the model "
                                  f"has {num_labels} classes")
 
-    device = resolve_device(config.device)
+    ctx = distributed.context()
+    device = ctx.device if ctx.active else resolve_device(config.device)
+    amp = resolve_amp(config.amp, device)
+    scaler = grad_scaler(amp, device)
+    workers, pin = loader_defaults(device, config.workers, config.pin_memory)
     torch.manual_seed(config.seed)
     gen = torch.Generator().manual_seed(config.seed)
     model.to(device)
@@ -173,6 +226,10 @@ def fit(model: torch.nn.Module, train: EncodedSplit, dev: EncodedSplit | None = 
     if not params:
         raise ValueError("fit: the model has no trainable parameters")
     opt = _make_optimizer(params, config)
+    ddp = _wrap_for_ddp(model, train, device) if ctx.active else None
+    sampler = (DistributedBatchSampler(train.lengths, config.batch_size, config.seed, ctx.rank, ctx.world_size,
+                                       config.bucket) if ctx.active else None)
+    fail_at = distributed.fail_step()
 
     steps_per_epoch = math.ceil(len(train) / config.batch_size)
     total_steps = config.epochs * steps_per_epoch
@@ -181,6 +238,10 @@ def fit(model: torch.nn.Module, train: EncodedSplit, dev: EncodedSplit | None = 
     warmup = config.warmup_steps or max(1, total_steps // 10)
 
     hist = History(device=str(device), config=dataclasses.asdict(config))
+    if ctx.active:
+        hist.config.update(world_size=ctx.world_size, backend=ctx.backend)
+    if amp.enabled or amp.note:
+        hist.config["amp_used"] = amp.name
     start = time.perf_counter()
     initial = _snapshot(model)
     last_good = initial            # end of the last completed epoch (used without a dev split)
@@ -199,57 +260,100 @@ def fit(model: torch.nn.Module, train: EncodedSplit, dev: EncodedSplit | None = 
         model.train()
         t_epoch = time.perf_counter()
         loss_sum, correct, seen, epoch_steps = 0.0, 0, 0, 0
-        for index in make_batches(train.lengths, config.batch_size, gen, bucket=config.bucket):
-            if stop_event is not None and stop_event.is_set():
+        if sampler is not None:
+            sampler.set_epoch(epoch)
+            shards = list(sampler)
+            batches = [sh.index for sh in shards]
+        else:
+            batches = make_batches(train.lengths, config.batch_size, gen, bucket=config.bucket)
+        for k, (ids, mask, y) in enumerate(iterate_batches(train, batches, device, workers, pin)):
+            index = batches[k]
+            user_stop = stop_event is not None and stop_event.is_set()
+            if user_stop and ddp is None:
                 stop = f"stopped by user at epoch {epoch}, step {step}"
                 hist.stopped_by_user = True
                 break
-            ids, mask, y = train.batch(index, device)
+            distributed.maybe_fail(step + 1, fail_at)
             lr = current_lr()
             for g in opt.param_groups:
                 g["lr"] = lr
-            out = model(ids, mask)
-            loss = F.cross_entropy(out.logits.float(), y)
-            extra = model.extra_loss(out, y) if hasattr(model, "extra_loss") else None
-            if extra is not None:
-                loss = loss + extra
-            value = float(loss.detach())
+            if ddp is None:
+                with autocast(amp, device):
+                    out = model(ids, mask)
+                logits = out.logits
+                loss = F.cross_entropy(logits.float(), y)
+                extra = model.extra_loss(out, y) if hasattr(model, "extra_loss") else None
+                if extra is not None:
+                    loss = loss + extra
+                value = float(loss.detach())
+                n_step = len(index)
+                weight = None
+            else:
+                shard = shards[k]
+                weight = torch.tensor(shard.weight, device=device)
+                with autocast(amp, device):
+                    logits, extra = ddp(ids, mask, y)
+                ce = (F.cross_entropy(logits.float(), y, reduction="none") * weight).sum()
+                stats = torch.stack([ce.detach().double(), extra.detach().double().reshape(()),
+                                     torch.tensor(float(user_stop), dtype=torch.float64, device=device)])
+                distributed.all_reduce_sum(stats)
+                if float(stats[2]) > 0:
+                    stop = f"stopped by user at epoch {epoch}, step {step}"
+                    hist.stopped_by_user = True
+                    break
+                n_step = shard.global_size
+                value = float(stats[0]) / n_step + float(stats[1]) / ctx.world_size
+                loss = ce * (ctx.world_size / n_step) + extra
             if not math.isfinite(value):
                 stop = (f"non-finite training loss ({value}) at epoch {epoch}, step {step + 1}; "
                         f"kept the last good weights")
                 hist.diverged = True
                 break
             opt.zero_grad(set_to_none=True)
-            loss.backward()
+            if scaler is not None:
+                scaler.scale(loss).backward()
+            else:
+                loss.backward()
             if config.clip_norm is not None:
+                if scaler is not None:
+                    scaler.unscale_(opt)
                 norm = float(torch.nn.utils.clip_grad_norm_(params, config.clip_norm))
                 if not math.isfinite(norm):
                     stop = (f"non-finite gradient norm ({norm}) at epoch {epoch}, step {step + 1}; "
                             f"kept the last good weights")
                     hist.diverged = True
                     break
-            opt.step()
+            if scaler is not None:
+                scaler.step(opt)
+                scaler.update()
+            else:
+                opt.step()
             if max_norm_weight is not None:
                 with torch.no_grad():                                   # (C, F) rows: one per class
                     max_norm_weight.copy_(torch.renorm(max_norm_weight, 2, 0, config.max_norm))
             step += 1
             epoch_steps += 1
             hist.step_losses.append(value)
-            loss_sum += value * len(index)
-            correct += int((out.logits.detach().argmax(-1) == y).sum())
-            seen += len(index)
+            loss_sum += value * n_step
+            hits = logits.detach().argmax(-1) == y
+            correct += int(hits.sum()) if weight is None else int((hits.float() * weight).sum())
+            seen += n_step
             _emit(callbacks, StepEvent(epoch, step, total_steps, value, lr, time.perf_counter() - start))
             if step >= total_steps:
                 break
         if stop is not None and (hist.diverged or hist.stopped_by_user):
             break  # an interrupted epoch is neither evaluated nor recorded
+        if ddp is not None:                  # the ranks' correct counts (loss_sum and seen are global already)
+            correct = int(distributed.all_reduce_sum(torch.tensor([correct], dtype=torch.long, device=device)))
 
         dev_metrics = None
         improved = False
         if dev is not None:
-            preds, dev_loss = predict_encoded(model, dev, config.eval_batch_size)
+            preds, dev_loss = distributed.predict_sharded(model, dev, config.eval_batch_size)
             y_dev = dev.labels.numpy()
             acc = float((preds == y_dev).mean())
+            if ddp is not None:              # every rank decides on rank 0's figure
+                acc = float(distributed.broadcast(torch.tensor([acc], dtype=torch.float64, device=device)))
             dev_metrics = {"accuracy": acc, "loss": dev_loss,
                            "macro_f1": macro_f1(y_dev, preds, max(int(y_dev.max()), int(preds.max())) + 1
                                                 if num_labels is None else num_labels)}
@@ -277,7 +381,10 @@ def fit(model: torch.nn.Module, train: EncodedSplit, dev: EncodedSplit | None = 
         if step >= total_steps and epoch < config.epochs:
             stop = f"reached max_steps={config.max_steps} at epoch {epoch}"
             break
-        if dev is not None and config.patience is not None and since_best >= config.patience:
+        patience_out = dev is not None and config.patience is not None and since_best >= config.patience
+        if ddp is not None:                  # the early-stopping verdict: rank 0's, broadcast
+            patience_out = bool(distributed.broadcast(torch.tensor([int(patience_out)], device=device)))
+        if patience_out:
             stop = (f"early stopping at epoch {epoch}: no dev-accuracy improvement for {config.patience} "
                     f"epoch(s); best epoch {hist.best_epoch}")
             break

@@ -53,6 +53,29 @@ def _predictor(path: str, mtime: float):
     return load_checkpoint(path)
 
 
+@st.cache_resource(show_spinner="Loading the model…", max_entries=32)
+def _device_predictor(path: str, mtime: float, device: str):
+    return load_checkpoint(path, device=device)
+
+
+def predict_device() -> str:
+    """Where predictions run: the GPU when there is one (textcls.devices.app_device, env TEXTCLS_DEVICE)."""
+    from textcls.devices import app_device
+    return str(app_device())
+
+
+def describe_predict_device() -> str:
+    """In words, for the pages: where predictions run (explanations and maps of the internals stay on the CPU)."""
+    from textcls.devices import describe_device
+    return describe_device(predict_device())
+
+
+def _fast(path: str, mtime: float):
+    """The predictor for plain predictions: on the GPU when there is one (the CPU one otherwise, shared)."""
+    device = predict_device()
+    return _predictor(path, mtime) if device == "cpu" else _device_predictor(path, mtime, device)
+
+
 def predictor(path: str | Path):
     """The shared, read-only Predictor of a checkpoint folder (loaded once per process)."""
     return _predictor(str(path), stamp(path))
@@ -60,7 +83,7 @@ def predictor(path: str | Path):
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def _predict(path: str, mtime: float, texts: tuple[str, ...]):
-    return _predictor(path, mtime).predict(list(texts), return_maps=False)
+    return _fast(path, mtime).predict(list(texts), return_maps=False)
 
 
 @st.cache_data(show_spinner=False, max_entries=24)

@@ -1,5 +1,9 @@
 """Running the reproduction (`python -m textcls reproduce`): train each selected cell `runs` times with seeds
-seed, seed+1, ..., skipping runs already in the results file, saving it and the Markdown after every run."""
+seed, seed+1, ..., skipping runs already in the results file, saving it and the Markdown after every run.
+
+`device` / `amp` go to every run's TrainConfig. Under torchrun (the CLI joins the process group first) every
+rank runs every cell together (DDP); only rank 0 reads and writes the results file and logs. Each run records
+where it was measured (device, its name, world size, AMP), and the table says so per row."""
 from __future__ import annotations
 
 import datetime as _dt
@@ -11,14 +15,21 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from .. import distributed
+from ..devices import describe_device, resolve_device
 from ..pipeline import train_from_spec
 from .cells import SUITES, Cell, all_cells
-from .results import DEFAULT_OUT, load_results, update_results
+from .results import DEFAULT_OUT, load_results
+from .results import update_results as _update_results
 
 
 def _loadavg() -> list[float]:
     """os.getloadavg() rounded, or [] where the platform has none."""
     return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else []
+
+
+def _silent(message: str) -> None:
+    pass
 
 
 def done_seeds(entry: dict[str, Any] | None, signature: dict[str, Any]) -> set[int]:
@@ -32,16 +43,27 @@ def done_seeds(entry: dict[str, Any] | None, signature: dict[str, Any]) -> set[i
 
 
 def run_cell(cell: Cell, seed: int, *, epochs: int, limit: int | None = None, data_root=None,
-             callbacks: Sequence[Callable] = (), stop_event=None) -> dict[str, Any]:
+             callbacks: Sequence[Callable] = (), stop_event=None, device: str | None = None,
+             amp: str | None = None) -> dict[str, Any]:
     """Train one cell once (no checkpoint written) and return the run record (with the load average and the
     torch thread count: on a shared machine the seconds per epoch are inflated by the load)."""
     t0 = time.perf_counter()
     load0 = _loadavg()
-    res = train_from_spec(cell.data, cell.model, preset=cell.preset, variant=cell.variant,
+    train = dict(cell.train)
+    if device is not None:
+        train["device"] = device
+    if amp is not None:
+        train["amp"] = amp
+    ctx = distributed.context()
+    where = ctx.device if ctx.active else resolve_device(train.get("device", "auto"))
+    if where.type != "cuda":
+        train.pop("amp", None)               # a cell's amp is for CUDA; float32 elsewhere, without a warning
+    res = train_from_spec(cell.source or cell.data, cell.model, preset=cell.preset, variant=cell.variant,
                           overrides=dict(cell.overrides), embeddings=cell.embeddings, epochs=epochs, out=None,
                           callbacks=callbacks, stop_event=stop_event, data_root=data_root, limit=limit,
-                          tokenizer_overrides=dict(cell.tokenizer) or None, train_overrides=dict(cell.train),
-                          extra_vocab=cell.extra_vocab, seed=seed)
+                          tokenizer_overrides=dict(cell.tokenizer) or None, train_overrides=train,
+                          extra_vocab=cell.extra_vocab, seed=seed, text_column=cell.text_column,
+                          arrow=True if cell.source.startswith("hf:") else False)
     h = res.history
     m = res.metrics
     if cell.metric_split not in m:
@@ -62,6 +84,8 @@ def run_cell(cell: Cell, seed: int, *, epochs: int, limit: int | None = None, da
         "parameters_total": res.model.num_parameters(include_embeddings=True),
         "finished": _dt.datetime.now().isoformat(timespec="seconds"),
         "loadavg_start": load0, "loadavg_end": _loadavg(), "torch_threads": torch.get_num_threads(),
+        "device": h.device, "device_name": describe_device(h.device),
+        "world_size": distributed.context().world_size, "amp": h.config.get("amp_used", "off"),
     }
 
 
@@ -69,7 +93,7 @@ def reproduce(cells: Sequence[Cell], *, out: str | Path = DEFAULT_OUT, markdown:
               runs: int | None = None, epochs: int | None = None, limit: int | None = None, seed: int = 0,
               data_root=None, force: bool = False, dry_run: bool = False,
               log: Callable[[str], None] = print, callbacks: Sequence[Callable] = (),
-              command: str = "") -> dict[str, Any]:
+              command: str = "", device: str | None = None, amp: str | None = None) -> dict[str, Any]:
     """Run the cells (skipping runs already in `out`), saving `out` and the Markdown after every run.
 
     runs/epochs override every cell's own (default runs: as many as the paper averaged); limit samples at most
@@ -82,6 +106,13 @@ def reproduce(cells: Sequence[Cell], *, out: str | Path = DEFAULT_OUT, markdown:
             raise ValueError(f"{name} must be >= 1, got {v}")
     out = Path(out)
     md = Path(markdown) if markdown is not None else out.with_suffix(".md")
+    if distributed.context().is_main:
+        update_results = _update_results
+    else:                                            # under torchrun: rank 0 logs and writes the results
+        log = _silent
+
+        def update_results(out, md, change):
+            return load_results(out)
     results = load_results(out)
     session = {"started": _dt.datetime.now().isoformat(timespec="seconds"), "command": command,
                "loadavg_start": _loadavg(), "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
@@ -95,6 +126,15 @@ def reproduce(cells: Sequence[Cell], *, out: str | Path = DEFAULT_OUT, markdown:
         todo = [s for s in want if s not in have]
         session["skipped"] += len(want) - len(todo)
         plan += [(cell, s, e, sig) for s in todo]
+    if distributed.context().active:                 # every rank runs rank 0's plan, in its order
+        keys = distributed.broadcast_object([(c.key, s) for c, s, _, _ in plan])
+        by = {(c.key, s): (c, s, e, sig) for c, s, e, sig in plan}
+        cell_of = {c.key: c for c in cells}
+
+        def item(key: str, seed_: int):
+            c = cell_of[key]
+            return by.get((key, seed_)) or (c, seed_, epochs or c.epochs, c.signature(epochs or c.epochs, limit))
+        plan = [item(k, sd) for k, sd in keys]
     log(f"{len(plan)} run(s) to do, {session['skipped']} already in {out}")
     if dry_run:
         for cell, s, e, _ in plan:
@@ -113,11 +153,14 @@ def reproduce(cells: Sequence[Cell], *, out: str | Path = DEFAULT_OUT, markdown:
         log(f"[{i}/{len(plan)}] {cell.key} seed {s}: {cell.model} {e} epoch(s) on {cell.data}"
             + (f" (limit {limit})" if limit else ""))
         try:
-            record = run_cell(cell, s, epochs=e, limit=limit, data_root=data_root, callbacks=callbacks)
+            record = run_cell(cell, s, epochs=e, limit=limit, data_root=data_root, callbacks=callbacks,
+                              device=device, amp=amp)
         except KeyboardInterrupt:
             session["interrupted"] = True
             break
         except Exception as ex:  # noqa: BLE001 - one failing cell must not lose the others; it is recorded
+            if distributed.context().active and distributed.is_peer_failure(ex):
+                raise                        # a lost rank ends the whole job (every rank stops)
             msg = f"{cell.key} seed {s}: {type(ex).__name__}: {' '.join(str(ex).split())}"
             log(f"  FAILED {msg}")
             session["failed"].append(msg)

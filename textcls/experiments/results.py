@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..files import atomic_write, atomic_write_json
-from .cells import DEFAULT_SUITES, SUITES
+from .cells import DEFAULT_SUITES, GPU_SUITES, SUITES
 from .papers import AGCNN_COLUMNS, AGCNN_TABLE3
 
 RESULTS_VERSION = 1
@@ -119,6 +119,20 @@ def _md(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def measured_on(runs: list[dict[str, Any]]) -> str:
+    """Where a cell's runs were measured, e.g. "cpu", "cuda:0 (NVIDIA H100) x 8, bf16" (runs before devices
+    were recorded: "cpu")."""
+    seen: dict[str, None] = {}
+    for r in runs:
+        where = r.get("device_name") or r.get("device") or "cpu"
+        if str(where).startswith("cpu"):
+            where = "cpu"
+        world = r.get("world_size") or 1
+        amp = r.get("amp") or "off"
+        seen[where + (f" x {world}" if world > 1 else "") + (f", {amp}" if amp != "off" else "")] = None
+    return "; ".join(seen)
+
+
 def table_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     """One flat row per cell that has runs, in suite order (for the Benchmarks page and the Markdown)."""
     suite_rank = {s: i for i, s in enumerate(SUITES)}
@@ -137,7 +151,8 @@ def table_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
             "paper": c.get("paper"), "paper_note": c.get("paper_note", ""), "delta": s["delta"],
             "epochs": last.get("signature", {}).get("epochs"), "epochs_run": last.get("epochs_run"),
             "seconds_per_epoch": last.get("seconds_per_epoch"), "loadavg": (last.get("loadavg_end") or [None])[0],
-            "limit": last.get("signature", {}).get("limit"), "gap": gap_line(e)})
+            "limit": last.get("signature", {}).get("limit"), "gap": gap_line(e),
+            "measured": measured_on(e["runs"])})
     return rows
 
 
@@ -224,8 +239,9 @@ def render_markdown(results: dict[str, Any]) -> str:
         if suite in SUITES:
             lines.append(f"Suite `{suite}`: {SUITES[suite][0]}.")
             lines.append("")
-        lines.append("| setting | data | ours | spread | paper | Δ | epochs (s/epoch) | why the numbers differ |")
-        lines.append("|---|---|---:|---|---:|---:|---|---|")
+        lines.append("| setting | data | ours | spread | paper | Δ | epochs (s/epoch) | measured on | "
+                     "why the numbers differ |")
+        lines.append("|---|---|---:|---|---:|---:|---|---|---|")
         for r in trs:
             paper = "—" if r["paper"] is None else f"{r['paper']:.2f}".rstrip("0").rstrip(".")
             if r["paper_note"]:
@@ -234,7 +250,8 @@ def render_markdown(results: dict[str, Any]) -> str:
             spe = "" if r["seconds_per_epoch"] is None else f" ({r['seconds_per_epoch']:.0f} s)"
             ep = f"{r['epochs_run']}/{r['epochs']}{spe}"
             lines.append(f"| {_md(r['setting'])} | {_md(data)} | {fmt_number(r['ours'])} | {_md(r['spread'])} | "
-                         f"{_md(paper)} | {fmt_number(r['delta'], signed=True)} | {ep} | {_md(r['gap'])} |")
+                         f"{_md(paper)} | {fmt_number(r['delta'], signed=True)} | {ep} | {_md(r['measured'])} | "
+                         f"{_md(r['gap'])} |")
         lines.append("")
     # what is still missing, per suite
     lines.append("## Not run yet")
@@ -250,6 +267,12 @@ def render_markdown(results: dict[str, Any]) -> str:
                          f"(`python -m textcls reproduce --suite {name}`)")
     if not any_missing:
         lines.append("- nothing: every cell of every suite has at least one run.")
+    for name in GPU_SUITES:
+        missing = [c for c in SUITES[name][1]() if c.key not in have]
+        if missing:
+            lines.append(f"- `{name}` (full benchmarks, needs GPUs): {len(missing)} of {len(SUITES[name][1]())} "
+                         f"cells (`python -m textcls reproduce --suite {name} --device cuda`, or under "
+                         f"`torchrun --nproc_per_node N -m textcls reproduce --suite {name}`)")
     lines.append("")
     return "\n".join(lines)
 

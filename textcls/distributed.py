@@ -1,0 +1,227 @@
+"""Several processes (or machines) training one model: process-group setup from torchrun's environment, rank
+helpers, and the few collectives `training.fit` needs.
+
+`init(device)` joins the group when torchrun started this process (WORLD_SIZE > 1 in the environment) and
+returns a `Context` (rank, world size, local rank, backend, device); otherwise a single-process Context and
+nothing else happens. The backend is chosen from the device: nccl on CUDA, gloo on the CPU. `context()` is the
+Context of the group joined, or the single-process one, so library code asks `context().active` instead of
+passing ranks around. Collectives: `all_reduce_sum`, `broadcast`, `barrier`, `predict_sharded` (each rank
+predicts a stride of a split; the predictions and loss are summed back so every rank holds all of them),
+`wrap_ddp` (DistributedDataParallel around a module, with find_unused_parameters only where a probe pass finds
+a parameter without a gradient). `is_peer_failure` tells apart the error a surviving rank gets when another
+rank died, so the command line can say so in one line instead of a backend traceback.
+
+Test hook: TEXTCLS_FAIL_RANK=R and TEXTCLS_FAIL_STEP=S make rank R fail before optimiser step S
+(`maybe_fail`; TEXTCLS_FAIL_MODE=kill sends itself SIGKILL instead of raising), so a test can check what a
+failed rank leaves behind. Unset, the hook costs one dictionary lookup per run.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import signal
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+import torch
+
+from .devices import resolve_device
+
+TIMEOUT_S = int(os.environ.get("TEXTCLS_DIST_TIMEOUT", "1800"))
+
+
+@dataclass(frozen=True)
+class Context:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    backend: str = ""
+    device: torch.device = torch.device("cpu")
+
+    @property
+    def active(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def describe(self) -> str:
+        return f"{self.device} x {self.world_size} process(es)" + (f" ({self.backend})" if self.active else "")
+
+
+_CURRENT: Context | None = None
+
+
+def launched_by_torchrun() -> bool:
+    """True when the environment says this is one of several torchrun workers."""
+    try:
+        return int(os.environ.get("WORLD_SIZE", "1")) > 1
+    except ValueError:
+        return False
+
+
+def backend_for(device: torch.device) -> str:
+    return "nccl" if device.type == "cuda" else "gloo"
+
+
+def init(device: str | None = "auto") -> Context:
+    """Join torchrun's process group (once per process) and return the Context; single-process otherwise.
+
+    Raises ValueError for a device that is not there or a backend torch lacks (one line for the CLI)."""
+    global _CURRENT
+    if _CURRENT is not None and _CURRENT.active:
+        return _CURRENT
+    if not launched_by_torchrun():
+        return Context(device=resolve_device(device))
+    import torch.distributed as dist
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    dev = resolve_device(device, local_rank=local)
+    if dev.type == "mps":
+        raise ValueError("distributed training on mps is not supported; use cuda or cpu")
+    backend = backend_for(dev)
+    if not dist.is_available() or (backend == "gloo" and not dist.is_gloo_available()) or \
+            (backend == "nccl" and not dist.is_nccl_available()):
+        raise ValueError(f"this torch build has no {backend} backend for distributed training on {dev.type}")
+    if dev.type == "cuda":
+        torch.cuda.set_device(dev)
+    if not dist.is_initialized():
+        kw = {"device_id": dev} if dev.type == "cuda" else {}
+        dist.init_process_group(backend, rank=rank, world_size=world,
+                                timeout=_dt.timedelta(seconds=TIMEOUT_S), **kw)
+    _CURRENT = Context(rank, world, local, backend, dev)
+    return _CURRENT
+
+
+def context() -> Context:
+    """The Context of the group this process joined, else a single-process one."""
+    return _CURRENT if _CURRENT is not None else Context()
+
+
+def shutdown() -> None:
+    global _CURRENT
+    if _CURRENT is not None and _CURRENT.active:
+        import torch.distributed as dist
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    _CURRENT = None
+
+
+# ---------------------------------------------------------------- collectives
+
+
+def all_reduce_sum(t: torch.Tensor) -> torch.Tensor:
+    """Sum of `t` over ranks, in place (a no-op in a single process)."""
+    if context().active:
+        import torch.distributed as dist
+        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    return t
+
+
+def broadcast(t: torch.Tensor, src: int = 0) -> torch.Tensor:
+    """Rank `src`'s `t` on every rank, in place."""
+    if context().active:
+        import torch.distributed as dist
+        dist.broadcast(t, src=src)
+    return t
+
+
+def broadcast_object(obj, src: int = 0):
+    """Rank `src`'s picklable `obj` on every rank (the object itself in a single process)."""
+    if not context().active:
+        return obj
+    import torch.distributed as dist
+    box = [obj]
+    dist.broadcast_object_list(box, src=src)
+    return box[0]
+
+
+def barrier() -> None:
+    if context().active:
+        import torch.distributed as dist
+        dist.barrier()
+
+
+@contextmanager
+def main_first() -> Iterator[None]:
+    """Rank 0 runs the block first (e.g. writes a cache), the others after it (and read the cache)."""
+    ctx = context()
+    if ctx.active and not ctx.is_main:
+        barrier()
+    yield
+    if ctx.active and ctx.is_main:
+        barrier()
+
+
+def predict_sharded(model, enc, batch_size: int = 64) -> tuple[np.ndarray, float | None]:
+    """`batching.predict_encoded` over the ranks: rank r predicts examples r, r+N, ...; every rank gets all
+    the predictions and the mean loss. In a single process it is predict_encoded itself."""
+    from .batching import predict_encoded, subset
+    ctx = context()
+    if not ctx.active:
+        return predict_encoded(model, enc, batch_size)
+    n = len(enc)
+    mine = list(range(ctx.rank, n, ctx.world_size))
+    preds_local, loss_local = predict_encoded(model, subset(enc, mine), batch_size) if mine else (np.zeros(0), None)
+    full = torch.zeros(n, dtype=torch.long, device=ctx.device)
+    full[mine] = torch.as_tensor(preds_local, dtype=torch.long, device=ctx.device)
+    stats = torch.tensor([0.0 if loss_local is None else loss_local * len(mine),
+                          0.0 if loss_local is None else float(len(mine))], dtype=torch.float64, device=ctx.device)
+    all_reduce_sum(full)
+    all_reduce_sum(stats)
+    loss = float(stats[0] / stats[1]) if stats[1] > 0 else None
+    return full.cpu().numpy(), loss
+
+
+def wrap_ddp(module: torch.nn.Module, device: torch.device, probe=None) -> torch.nn.Module:
+    """DistributedDataParallel around `module`. `probe()`, if given, runs one forward+backward (RNG state kept)
+    to see whether every parameter gets a gradient; only then is find_unused_parameters left off."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    unused = False
+    if probe is not None:
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            probe()
+        unused = any(p.requires_grad and p.grad is None for p in module.parameters())
+        module.zero_grad(set_to_none=True)
+    ids = [device.index or 0] if device.type == "cuda" else None
+    return DDP(module, device_ids=ids, find_unused_parameters=unused)
+
+
+# ---------------------------------------------------------------- failures
+
+
+PEER_FAILURE_HINTS = ("connection closed by peer", "connection reset by peer", "broken pipe", "socket timeout",
+                      "timed out", "nccl", "gloo", "process group", "connection refused")
+
+
+def is_peer_failure(e: BaseException) -> bool:
+    """Whether `e` is what a collective raises on a surviving rank when another rank failed or was killed."""
+    import torch.distributed as dist
+    if isinstance(e, getattr(dist, "DistError", ())) or type(e).__name__.startswith("Dist"):
+        return True
+    text = f"{type(e).__name__}: {e}".lower()
+    return isinstance(e, RuntimeError) and any(h in text for h in PEER_FAILURE_HINTS)
+
+
+class InjectedFailure(RuntimeError):
+    """The failure TEXTCLS_FAIL_RANK / TEXTCLS_FAIL_STEP asked for (tests only)."""
+
+
+def fail_step() -> int | None:
+    """The step at which this rank must fail (the test hook), or None."""
+    rank, step = os.environ.get("TEXTCLS_FAIL_RANK"), os.environ.get("TEXTCLS_FAIL_STEP")
+    if rank is None or step is None or int(rank) != context().rank:
+        return None
+    return int(step)
+
+
+def maybe_fail(step: int, at: int | None) -> None:
+    if at is None or step != at:
+        return
+    if os.environ.get("TEXTCLS_FAIL_MODE") == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    raise InjectedFailure(f"injected failure on rank {context().rank} before step {step} "
+                          f"(TEXTCLS_FAIL_RANK/TEXTCLS_FAIL_STEP)")
