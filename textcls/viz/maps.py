@@ -297,14 +297,25 @@ def attention_grid(att: Any, tokens: Sequence[str] | None = None, *, window: tup
                 z=a[l, h], x=cats, y=cats, coloraxis="coloraxis",
                 hovertemplate=(f"{row_label} {l + 1}, {col_label} {h + 1}<br>query: %{{y}}<br>"
                                "key: %{x}<br>weight: %{z:.6g}<extra></extra>")), row=l + 1, col=h + 1)
+    cell = int(min(220, max(70, 900 / max(nh, nl))))       # square cells, the grid at most ~900 px wide
+    # the tokens name the rows of the first column and the columns of the last row while each gets >= 9 px
+    labelled = (hi - lo) * 9 <= cell
+    ticks = [esc(short(x, 10)) for x in labels]
     fig.update_xaxes(showticklabels=False, showgrid=False)
     fig.update_yaxes(showticklabels=False, showgrid=False, autorange="reversed")
+    if labelled:
+        for h in range(nh):
+            fig.update_xaxes(showticklabels=True, tickmode="array", tickvals=cats, ticktext=ticks, tickangle=-90,
+                             tickfont=dict(size=8), row=nl, col=h + 1)
+        for l in range(nl):
+            fig.update_yaxes(showticklabels=True, tickmode="array", tickvals=cats, ticktext=ticks,
+                             tickfont=dict(size=8), row=l + 1, col=1)
+    pad = 60 if labelled else 0
     note = f"<br><sup>tokens {lo + 1}-{hi} of {n}</sup>" if (lo, hi) != (0, n) else ""
-    cell = int(min(220, max(70, 900 / max(nh, nl))))       # square cells, the grid at most ~900 px wide
     fig.update_layout(title=dict(text=esc(title) + note, x=0.01, font=dict(size=14)),
                       coloraxis=dict(colorscale="Blues", cmin=0, cmax=max(zmax, 1e-12)),
-                      width=int(60 + cell * nh + 90), height=int(90 + cell * nl),
-                      margin=dict(l=10, r=40, t=80, b=10), font=dict(family=FONT))
+                      width=int(60 + pad + cell * nh + 90), height=int(90 + pad + cell * nl),
+                      margin=dict(l=10 + pad, r=40, t=80, b=10 + pad), font=dict(family=FONT))
     return fig
 
 

@@ -200,9 +200,9 @@ def _tr_controls(vi: ViewInput) -> list[Control]:
     return _layer_head_controls(vi, _tr_specs(vi.specs)[0])
 
 
-@register_view("TR-ATT", "Transformer self-attention: matrix per layer/head, all-heads grid, cls row",
+@register_view("TR-ATT", "Transformer self-attention: one layer and head, and the grid of all heads",
                "Self-attention weights (query x key) for one layer and head; the grid of every layer and head "
-               "(bertviz's model view); the row of the classification token per layer and head.",
+               "(bertviz's model view); with cls pooling also the classification token's row per layer and head.",
                models=("transformer",), needs=lambda specs: _tr_specs(specs)[0] is not None,
                controls=_tr_controls)
 def _tr_att(vi: ViewInput) -> list[FigureOut]:

@@ -74,11 +74,13 @@ def register_view(view_id: str, title: str, description: str, models: Sequence[s
 
 
 def views_for(model: str, specs: dict[str, MapSpec] | Sequence[MapSpec]) -> list[View]:
-    """The paper views available for a model whose maps are `specs`, then "generic" (always; it registers in
-    `paper_views`, which the package imports)."""
+    """The paper views available for a model whose maps are `specs` - first those registered for it first (the
+    Transformer's own self-attention before ACT's Table 4, which it shares) - then "generic" (always; it
+    registers in `paper_views`, which the package imports)."""
     if not isinstance(specs, dict):
         specs = {s.name: s for s in specs}
     out = [VIEWS[v] for v in MODEL_VIEWS.get(model, []) if VIEWS[v].needs(specs)]
+    out.sort(key=lambda v: v.models[0] != model)      # the model's own paper views first (stable), then shared ones
     return out + [VIEWS["generic"]]
 
 
