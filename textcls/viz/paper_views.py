@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..concentration import Concentration, concentration
 from .axes import AXIS_TITLES, axis_labels, token_window
 from .maps import (attention_grid, find_spec, find_specs, grid_table, heatmap_from_slice, heatmap_item, slice_map,
                    slice_table, window_sizes)
@@ -45,6 +46,16 @@ def _token_choice(vi: ViewInput, name: str = "token", label: str = "word", defau
 
 def _ngram(tokens: Sequence[str], start: int, h: int) -> str:
     return " ".join(str(t) for t in tokens[max(0, start): start + h])
+
+
+def _trust(item: FigureOut, conc: Concentration, over: str = "shaded") -> FigureOut:
+    """The view's concentration sentence first in its caption, and its numbers in meta (tests, exports).
+    over: "shaded" (the weights the figure draws) or "heads" (each head's or query's own distribution)."""
+    item.caption = conc.sentence() + (" " + item.caption if item.caption else "")
+    item.meta["concentration"] = {"normalised_entropy": conc.entropy, "peak": conc.peak,
+                                  "effective": conc.effective, "n": conc.n, "distributions": conc.count,
+                                  "verdict": conc.verdict, "over": over}
+    return item
 
 
 def _heat(vi: ViewInput, key: str, spec: MapSpec, arr, *, title: str, caption: str = "",
@@ -120,9 +131,10 @@ def _act_t4(vi: ViewInput) -> list[FigureOut]:
     rows = [(f"{name} → {vi.label}" if vi.label else name, vi.tokens, w)]
     kw = dict(title=f"{name}: global attention over the words", window=vi.window,
               stretch=bool(vi.opts.get("stretch")))
-    return [FigureOut(f"{vi.model}_act-t4", "words shaded by global attention",
-                      token_highlight_rows(rows, chars_per_line=_cpl(vi), **kw), highlight_table(rows),
-                      caption=f"Weights: {src}. {SHADE_NOTE}", html=token_rows_html(rows, **kw))]
+    return [_trust(FigureOut(f"{vi.model}_act-t4", "words shaded by global attention",
+                             token_highlight_rows(rows, chars_per_line=_cpl(vi), **kw), highlight_table(rows),
+                             caption=f"Weights: {src}. {SHADE_NOTE}", html=token_rows_html(rows, **kw)),
+                   concentration(w, vi.tokens))]
 
 
 def _layer_head_controls(vi: ViewInput, spec: MapSpec | None) -> list[Control]:
@@ -215,15 +227,16 @@ def _tr_att(vi: ViewInput) -> list[FigureOut]:
     h = min(int(vi.opts.get("head", 0)), nh - 1)
     partial = " Rows sum to less than 1: the rest of each query's weight is on the cls token." \
         if att.values == "partial" and "cls" not in att.description else ""
-    out = [_heat(vi, f"tr-att_l{l + 1}_h{h + 1}", att, A, index={"layer": l, "head": h},
-                 title=f"{vi.title} · self-attention (rows: queries, columns: keys)",
-                 caption=att.description + partial)]
+    n = min(len(vi.tokens), A.shape[-1])
+    out = [_trust(_heat(vi, f"tr-att_l{l + 1}_h{h + 1}", att, A, index={"layer": l, "head": h},
+                        title=f"{vi.title} · self-attention (rows: queries, columns: keys)",
+                        caption=att.description + partial), concentration(A[l, h, :n, :n], vi.tokens), "heads")]
     grid = attention_grid(A, vi.tokens, window=vi.window,
                           title=f"{vi.title} · all layers x heads (rows: queries, columns: keys)")
-    out.append(FigureOut(f"{vi.model}_tr-grid", "all layers x heads", grid,
-                         grid_table(A, vi.tokens, window=vi.window),
-                         caption="Each cell is one head's attention matrix (bertviz's model view); hover for the "
-                                 "tokens and the weight."))
+    out.append(_trust(FigureOut(f"{vi.model}_tr-grid", "all layers x heads", grid,
+                                grid_table(A, vi.tokens, window=vi.window),
+                                caption="Each cell is one head's attention matrix (bertviz's model view); hover for "
+                                        "the tokens and the weight."), concentration(A[:, :, :n, :n], vi.tokens), "heads"))
     if cls is not None and cls.name in vi.maps:
         C = np.asarray(vi.maps[cls.name])                                  # (layer, head, token)
         flat = C.reshape(C.shape[0] * C.shape[1], -1)
@@ -338,10 +351,14 @@ def _hcan_f4(vi: ViewInput) -> list[FigureOut]:
         if not flat and window is not None and len(rows) < len(hi.sentences):
             title += f" (sentences {rows[0][0].split()[0]}-{rows[-1][0].split()[0]} of {len(hi.sentences)})"
         kw = dict(title=title, window=window if flat else None, stretch=bool(vi.opts.get("stretch")))
-        out.append(FigureOut(f"{vi.model}_hcan-f4-words", "word target attention per sentence",
-                             token_highlight_rows(rows, chars_per_line=_cpl(vi), **kw), highlight_table(rows),
-                             caption="Words shaded by beta (mean over heads), each sentence's words as a "
-                                     "distribution of their own. " + SHADE_NOTE, html=token_rows_html(rows, **kw)))
+        sents = hi.sentences[: B.shape[0]]
+        conc = concentration([hi.beta[1][si, :, : len(x)] for si, x in enumerate(sents) if len(x) >= 2] or
+                             [B[0, :1]])                               # each head's distribution per sentence
+        out.append(_trust(FigureOut(f"{vi.model}_hcan-f4-words", "word target attention per sentence",
+                                    token_highlight_rows(rows, chars_per_line=_cpl(vi), **kw), highlight_table(rows),
+                                    caption="Words shaded by beta (mean over heads), each sentence's words as a "
+                                            "distribution of their own; concentration per head and sentence. "
+                                            + SHADE_NOTE, html=token_rows_html(rows, **kw)), conc, "heads"))
         if G is not None:
             n = min(len(G), len(hi.sentences))
             labels = axis_labels("sentence", n, sentences=hi.sentences)
@@ -353,8 +370,9 @@ def _hcan_f4(vi: ViewInput) -> list[FigureOut]:
                               margin=dict(l=10, r=10, t=45, b=10), plot_bgcolor="white", font=dict(family=FONT),
                               xaxis=dict(title="weight", automargin=True))
             tab = pd.DataFrame({"sentence_index": range(n), "sentence": labels, "value": G[:n]})
-            out.append(FigureOut(f"{vi.model}_hcan-f4-sentences", "sentence attention", bar, tab,
-                                 caption=hi.gamma[0].description))
+            out.append(_trust(FigureOut(f"{vi.model}_hcan-f4-sentences", "sentence attention", bar, tab,
+                                        caption=hi.gamma[0].description),
+                              concentration(hi.gamma[1][:, :n], labels, unit="sentence"), "heads"))
     out += _hcan_self_rows(vi, hi, tag="f4")
     return out
 
@@ -449,14 +467,17 @@ def _lama_spec(specs):
 def _lama(vi: ViewInput) -> list[FigureOut]:
     spec = _lama_spec(vi.specs)
     A = np.asarray(vi.maps[spec.name])
-    out = [_heat(vi, "lama-ht", spec, A, title=f"{vi.title} · head x token attention", caption=spec.description,
-                 aggregate=bool(vi.opts.get("aggregate")))]
+    n = min(len(vi.tokens), A.shape[-1])
+    out = [_trust(_heat(vi, "lama-ht", spec, A, title=f"{vi.title} · head x token attention",
+                        caption=spec.description, aggregate=bool(vi.opts.get("aggregate"))),
+                  concentration(A[:, :n], vi.tokens), "heads")]
     rows = [(f"{vi.title} → {vi.label}" if vi.label else vi.title, vi.tokens, A.mean(axis=0)[: len(vi.tokens)])]
     kw = dict(title=f"{vi.title} · words shaded by the mean over heads", window=vi.window,
               stretch=bool(vi.opts.get("stretch")))
-    out.append(FigureOut(f"{vi.model}_lama-mean", "mean over heads",
-                         token_highlight_rows(rows, chars_per_line=_cpl(vi), **kw), highlight_table(rows),
-                         caption=SHADE_NOTE, html=token_rows_html(rows, **kw)))
+    out.append(_trust(FigureOut(f"{vi.model}_lama-mean", "mean over heads",
+                                token_highlight_rows(rows, chars_per_line=_cpl(vi), **kw), highlight_table(rows),
+                                caption=SHADE_NOTE, html=token_rows_html(rows, **kw)),
+                      concentration(A.mean(axis=0)[:n], vi.tokens)))
     return out
 
 
