@@ -368,7 +368,8 @@ def _hcan_f4(vi: ViewInput) -> list[FigureOut]:
                                                   f"of heads)"), x=0.01, font=dict(size=14)),
                               yaxis=dict(autorange="reversed", automargin=True), height=int(150 + 28 * n),
                               margin=dict(l=10, r=10, t=45, b=10), plot_bgcolor="white", font=dict(family=FONT),
-                              xaxis=dict(title="weight", automargin=True))
+                              xaxis=dict(title="weight (the sentences' weights sum to 1)", automargin=True,
+                                         range=[0, 1.02]))
             tab = pd.DataFrame({"sentence_index": range(n), "sentence": labels, "value": G[:n]})
             out.append(_trust(FigureOut(f"{vi.model}_hcan-f4-sentences", "sentence attention", bar, tab,
                                         caption=hi.gamma[0].description),
@@ -393,6 +394,15 @@ def _h_control(vi: ViewInput, default: int | None = None) -> Control:
     return Control("h", "window size h", hs, [f"h = {h}" for h in hs], default=hs[d])
 
 
+def _short_map_note(vi: ViewInput, arr, h: int) -> str:
+    """Why the last columns of a convolution map are grey: a window of h words starts at no later token."""
+    missing = len(vi.tokens) - np.asarray(arr).shape[-1]
+    if missing <= 0:
+        return ""
+    return (f" Grey columns: the last {missing} token(s) start no complete {h}-word window, so the map has no "
+            "value there (each column is the n-gram that starts at its token).")
+
+
 def _picks(vi: ViewInput, name: str, h: int) -> list[tuple[int, int, str]] | None:
     if name not in vi.maps:
         return None
@@ -414,12 +424,25 @@ def _ag_f3(vi: ViewInput) -> list[FigureOut]:
     for name, what in ((f"conv_pre_h{h}", "before ReLU"), (f"conv_h{h}", "after ReLU")):
         if name in vi.maps:
             out.append(_heat(vi, f"ag-f3_{name}", vi.specs[name], vi.maps[name], marks=marks,
-                             title=f"{vi.title} · h = {h}, {what}", caption=vi.specs[name].description))
+                             title=f"{vi.title} · h = {h}, {what}",
+                             caption=vi.specs[name].description + _short_map_note(vi, vi.maps[name], h)))
     return out
 
 
+def _agf4_gates(vi: ViewInput, h: int) -> list[MapSpec]:
+    return sorted((s for s in vi.specs.values() if s.kind == "gate" and re.match(rf"gate_h{h}_k\d+", s.name)),
+                  key=lambda s: [int(x) for x in re.findall(r"\d+", s.name)])
+
+
 def _agf4_controls(vi: ViewInput) -> list[Control]:
-    return [_h_control(vi, default=1)]
+    """The window size h, and which gate width k to show (one at a time fits a screen; "all" is the paper's
+    full stack)."""
+    hc = _h_control(vi, default=1)
+    ks = sorted({int(re.search(r"_k(\d+)", s.name).group(1)) for s in vi.specs.values()
+                 if s.kind == "gate" and re.search(r"_k(\d+)", s.name)})
+    if len(ks) <= 1:
+        return [hc]
+    return [hc, Control("k", "gate width k", [*ks, 0], [*(f"k = {k}" for k in ks), "all"], ks[0])]
 
 
 @register_view("AG-F4", "AGCNN Fig. 4: conv maps, gates k = 1/3/5, gated maps",
@@ -435,13 +458,13 @@ def _ag_f4(vi: ViewInput) -> list[FigureOut]:
     for name, what in ((f"conv_pre_h{h}", "before activation"), (f"conv_h{h}", "after activation (C)")):
         if name in vi.maps:
             out.append(_heat(vi, f"ag-f4_{name}", vi.specs[name], vi.maps[name],
-                             title=f"{vi.title} · h = {h}, {what}", caption=vi.specs[name].description))
-    gates = sorted((s for s in vi.specs.values() if s.kind == "gate" and re.match(rf"gate_h{h}_k\d+", s.name)),
-                   key=lambda s: [int(x) for x in re.findall(r"\d+", s.name)])
-    for g in gates:
-        if g.name not in vi.maps:
-            continue
+                             title=f"{vi.title} · h = {h}, {what}",
+                             caption=vi.specs[name].description + _short_map_note(vi, vi.maps[name], h)))
+    want = int(vi.opts.get("k", 0) or 0)                      # 0: every gate width (the paper's stack)
+    for g in _agf4_gates(vi, h):
         k = re.search(r"_k(\d+)", g.name).group(1)
+        if g.name not in vi.maps or (want and int(k) != want):
+            continue
         gated = g.name.replace("gate_", "gated_", 1)
         argn = g.name.replace("gate_", "argmax_", 1)
         out.append(_heat(vi, f"ag-f4_{g.name}", g, vi.maps[g.name], title=f"{vi.title} · gate D, h = {h}, k = {k}",
