@@ -72,11 +72,13 @@ def accuracy_figure(rows: Sequence[dict[str, Any]], title: str = "Accuracy: ours
     experiments.results.table_rows returns."""
     names = [esc(f"{r['setting']} / {r['data']}") for r in rows]
     err = [r["sd"] if r.get("sd") is not None else (r.get("se") or 0.0) for r in rows]
+    # horizontal bars: one row per cell, so long "setting / data" names never overlap whatever their number
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=names, y=[r["ours"] for r in rows], name="ours", marker_color=OURS,
-                         error_y=dict(type="data", array=err, visible=True)))
-    fig.add_trace(go.Bar(x=names, y=[r["paper"] for r in rows], name="paper", marker_color=PAPER))
-    style_figure(fig, title, 420, top=60, barmode="group", yaxis_title="accuracy (%)",
+    fig.add_trace(go.Bar(y=names, x=[r["ours"] for r in rows], name="ours", marker_color=OURS, orientation="h",
+                         error_x=dict(type="data", array=err, visible=True)))
+    fig.add_trace(go.Bar(y=names, x=[r["paper"] for r in rows], name="paper", marker_color=PAPER, orientation="h"))
+    style_figure(fig, title, max(300, 110 + 34 * len(rows)), top=60, barmode="group", bargap=0.25,
+                 xaxis_title="accuracy (%)", yaxis=dict(autorange="reversed", automargin=True),
                  legend=dict(orientation="h", x=1, xanchor="right", y=1.02, yanchor="bottom"))
     table = pd.DataFrame([{k: r[k] for k in ("key", "setting", "data", "ours", "sd", "se", "paper", "delta")}
                           for r in rows])
