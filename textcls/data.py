@@ -457,8 +457,8 @@ def load_file(path: str | Path, *, text_column: str = "text", label_column: str 
     cap = current_limits().max_file_mb
     if size > cap * 2**20:
         raise DataError(f"{path}: {size / 2**20:,.0f} MB, over the {cap:,} MB limit for a data file read into "
-                        "memory; use a smaller sample, or raise the limit on the command line (--max-file-mb) or "
-                        "with env TEXTCLS_MAX_FILE_MB")
+                        "memory; train from it with `train --arrow` (memory-mapped), use a smaller sample, or raise "
+                        "the limit on the command line (--max-file-mb) or with env TEXTCLS_MAX_FILE_MB")
     cols = [text_column, label_column]
     if fmt in ("csv", "tsv"):
         delim = "\t" if fmt == "tsv" else ","
