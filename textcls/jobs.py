@@ -201,7 +201,8 @@ class TrainingJob:
         self._next_check = 0.0
         self._stop_time = 0.0
         self._thread = threading.Thread(target=self._run, name=f"textcls-train-{job_id}", daemon=True)
-        self.result = None                      # the TrainResult once done/stopped (model, tokenizer, ...)
+        self.result = None                      # thread isolation: the TrainResult once done/stopped (a process
+                                                # run leaves its model in the checkpoint it saved)
 
     # ------------------------------------------------------------ control
     def start(self) -> "TrainingJob":
@@ -247,7 +248,10 @@ class TrainingJob:
             over_time = s.started and now - s.started > self.limits.job_max_seconds
             budget_stop = s.stop_requested and s.stopped_by != "you"
         if budget_stop and pid is not None and now - self._stop_time > KILL_AFTER_S:
-            os.kill(pid, 9)
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass                                    # it ended by itself meanwhile
         if over_time:
             self.stop("time budget")
         elif rss is not None and rss > self._memory_cap_mb():
