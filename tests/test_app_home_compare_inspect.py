@@ -284,7 +284,7 @@ def test_inspect_paper_view_is_the_default_and_has_token_axes(app, ckpt_dir):
     at.selectbox(key="insp_ckpt").set_value("transformer_tiny").run()
     assert at.selectbox(key="insp_view_0_transformer_tiny").value == "TR-ATT"
     figs = charts(at)
-    assert len(figs) == 3                                               # matrix, grid, cls row
+    assert len(figs) == 4                                               # matrix, head view, grid, cls row
     spec = figs[0].proto.spec
     for word in ("food", "service", "slow"):
         assert word in spec
@@ -312,7 +312,7 @@ def test_inspect_builds_only_the_selected_view_and_caches_it(app, monkeypatch):
     other = at.selectbox(key="insp_view_0_transformer_tiny").value
     assert other != "TR-ATT" and built == ["TR-ATT", other]
     at.selectbox(key="insp_view_0_transformer_tiny").select_index(0).run()
-    assert not at.exception and len(charts(at)) == 3
+    assert not at.exception and len(charts(at)) == 4
     assert built == ["TR-ATT", other]                                   # back to a view: cached, not rebuilt
 
 
@@ -322,8 +322,8 @@ def test_inspect_two_checkpoints_side_by_side_with_shared_reasons_figure(app, ck
     at.toggle(key="insp_two").set_value(True).run()
     at.selectbox(key="insp_ckpt2").set_value("transformer_tiny").run()
     assert not at.exception
-    # TR-ATT's three charts; the reasons figure and ACT-T4 are shaded words (HTML)
-    assert len(charts(at)) == 3
+    # TR-ATT's four charts; the reasons figure and ACT-T4 are shaded words (HTML)
+    assert len(charts(at)) == 4
     html = [h.proto.body.replace("&#95;", "_") for h in at.get("html")]
     assert len(html) == 2
     # the reasons figure in the paper's order: Transformer above ACT

@@ -318,3 +318,27 @@ def test_accuracy_axes_show_tenths_of_a_percent():
     assert fig.layout.yaxis2.tickformat == ".1%"
     curves = viz.training_curves([("run", epochs)], y="dev_accuracy").fig
     assert curves.layout.yaxis.tickformat == ".1%"
+
+
+def test_head_view_draws_every_weight_over_the_floor_once_and_filters_by_query():
+    rng = np.random.default_rng(0)
+    a = rng.dirichlet(np.ones(6), size=(3, 6))                       # (head, query, key), rows sum to 1
+    toks = ["a", "b", "c", "d", "e", "f"]
+    item = viz.head_view(a, toks, floor=0.05)
+    expect = {(h + 1, i, j) for h in range(3) for i in range(6) for j in range(6) if a[h, i, j] >= 0.05}
+    got = {(r.head, r.query_index, r.key_index) for r in item.table.itertuples()}
+    assert got == expect
+    assert np.allclose(item.table["weight"], [a[h - 1, i, j] for h, i, j in zip(
+        item.table["head"], item.table["query_index"], item.table["key_index"])])
+    assert {t.name for t in item.fig.data if t.showlegend} == {"head 1", "head 2", "head 3"}
+    one = viz.head_view(a, toks, query=2, floor=0.0)
+    assert set(one.table["query_index"]) == {2} and len(one.table) == 3 * 6
+    with pytest.raises(ValueError, match="head, query, key"):
+        viz.head_view(a[0], toks)
+
+
+def test_transformer_and_hcan_views_include_a_head_view():
+    for name, vid in (("transformer", "TR-ATT"), ("hcan", "HCAN-F5")):
+        specs, maps, tokens, sentences, config = model_output(name)
+        vi = viz.ViewInput(name, specs, maps, tokens, sentences, title=name, label="positive", config=vars(config))
+        assert any("headview" in f.key for f in viz.build_view(vid, vi)), name

@@ -31,6 +31,7 @@ from .axes import (AXIS_TITLES, MAX_GRID_TOKENS, MAX_HIGHLIGHT_TOKENS, MAX_TOKEN
 from .benchmarks import accuracy_figure, act_t5_figure, lama_f4_figure, models_figure
 from .export import (CHROME_NAMES, export_size, export_zip, figure_html, figure_image, find_chrome,
                      image_export_status)
+from .headview import HEAD_COLORS, head_view
 from .maps import (REAL, Slice2D, attention_grid, find_spec, find_specs, grid_table, heatmap, heatmap_from_slice,
                    heatmap_item, heatmap_table, slice_map, slice_table)
 from .paper_views import reasons_figure  # importing paper_views registers the views in VIEWS
@@ -50,6 +51,8 @@ __all__ = [
     # maps
     "REAL", "Slice2D", "attention_grid", "find_spec", "find_specs", "grid_table", "heatmap", "heatmap_from_slice",
     "heatmap_item", "heatmap_table", "slice_map", "slice_table",
+    # head view
+    "HEAD_COLORS", "head_view",
     # tokens
     "SHADE_NOTE", "UNIFORM_DARKEST", "esc_html", "highlight_table", "shade_weights", "token_highlight",
     "token_highlight_html", "token_highlight_rows", "token_rows_html", "token_weights",

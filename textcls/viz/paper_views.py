@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from ..concentration import Concentration, concentration
 from .axes import AXIS_TITLES, axis_labels, token_window
+from .headview import head_view
 from .maps import (attention_grid, find_spec, find_specs, grid_table, heatmap_from_slice, heatmap_item, slice_map,
                    slice_table, window_sizes)
 from .style import FONT, FigureOut, esc, short
@@ -208,8 +209,15 @@ def _tr_specs(specs):
     return att, cls
 
 
+def _query_control(vi: ViewInput) -> Control:
+    """The head view's query token: every token (-1), or one, as bertviz's hover does."""
+    toks = vi.tokens or [""]
+    return Control("query", "head view: lines from", [-1, *range(len(toks))],
+                   ["every token", *(f"{i + 1}: {t}" for i, t in enumerate(toks))], default=-1)
+
+
 def _tr_controls(vi: ViewInput) -> list[Control]:
-    return _layer_head_controls(vi, _tr_specs(vi.specs)[0])
+    return _layer_head_controls(vi, _tr_specs(vi.specs)[0]) + [_query_control(vi)]
 
 
 @register_view("TR-ATT", "Transformer self-attention: one layer and head, and the grid of all heads",
@@ -231,6 +239,9 @@ def _tr_att(vi: ViewInput) -> list[FigureOut]:
     out = [_trust(_heat(vi, f"tr-att_l{l + 1}_h{h + 1}", att, A, index={"layer": l, "head": h},
                         title=f"{vi.title} · self-attention (rows: queries, columns: keys)",
                         caption=att.description + partial), concentration(A[l, h, :n, :n], vi.tokens), "heads")]
+    q = int(vi.opts.get("query", -1))
+    out.append(head_view(A[l], vi.tokens, query=None if q < 0 else q, window=vi.window,
+                         title=f"{vi.title} · head view, layer {l + 1}", key=f"{vi.model}_tr-headview_l{l + 1}"))
     grid = attention_grid(A, vi.tokens, window=vi.window,
                           title=f"{vi.title} · all layers x heads (rows: queries, columns: keys)")
     out.append(_trust(FigureOut(f"{vi.model}_tr-grid", "all layers x heads", grid,
@@ -383,7 +394,19 @@ def _hcan_f4(vi: ViewInput) -> list[FigureOut]:
                "head; a one-self-attention checkpoint has a single branch.",
                models=("hcan", "can"), needs=lambda specs: bool(_hcan_specs(specs)[0]), controls=_hcan_controls)
 def _hcan_f5(vi: ViewInput) -> list[FigureOut]:
-    return _hcan_self_rows(vi, _hier(vi), tag="f5")
+    hi = _hier(vi)
+    out = _hcan_self_rows(vi, hi, tag="f5")
+    si, wi = _flat_word(hi.sentences, int(vi.opts.get("token", 0)))
+    words = hi.sentences[si] if si < len(hi.sentences) else []
+    for spec, A in hi.selfs:                                  # each branch's heads over the chosen word's sentence
+        if si < A.shape[0] and len(words) >= 2:
+            n = min(len(words), A.shape[-1])
+            branch = {"A_a": "branch a", "A_b": "branch b"}.get(spec.name, spec.name)
+            out.append(head_view(A[si, :, :n, :n], words[:n], query=wi if wi < n else None,
+                                 title=f"{vi.title} · head view, {branch}" + (f", sentence {si + 1}"
+                                                                             if len(hi.sentences) > 1 else ""),
+                                 key=f"{vi.model}_hcan-headview-{spec.name}_s{si + 1}"))
+    return out
 
 
 # ---- Kim CNN / AGCNN
