@@ -32,6 +32,21 @@ Choices where the paper and models.md are silent (written here as the spec asks)
 - The embedding (`self.embed`) is looked up on the full (B, S, W) ids, so attribution methods that hook it
   see a tensor aligned with the input; the word level then takes only the non-empty sentences.
 
+Why the shipped checkpoints' target attention is nearly uniform (docs/attention.md: median normalised entropy
+0.997-0.999 for beta on sst2 and trec), from the paper and our runs:
+- the paper says so itself: its appendix B (Figs. 6-8) finds HCAN's target attention "more spread out" than
+  HAN's, because the self-attentions below it redistribute a keyword's content over the other words ("best" is
+  reassigned to "the"), so the target attention has little reason to single a word out - the words it weighs
+  already carry each other's meaning;
+- the target vector hardly trains in our recipe: in hcan-sst2 |T| is 0.996 after 10 epochs, as at init
+  (E|T| = 1), so with 4 heads of 24 dimensions the scores T_h . K_h / sqrt(24) stay within about +-0.5 and a
+  word's weight is at most ~e^1 times another's. The paper trains one document at a time (no batching) with
+  Adam at lr 2e-5 until convergence, evaluating every 50,000 documents - far more updates than 10 epochs of
+  batches of 50;
+- sst2 and trec texts are one sentence: the sentence attention gamma is 1 by definition there, and HCAN is a
+  document model (the paper's figure is a Yelp review).
+No default changed: the paper's text gives no other init scale or temperature for T.
+
 Maps (computed only when asked; rows at padding / empty sentences are 0, rows over real positions sum to 1):
   HCAN  A_a, A_b    (B, sentence, head, query_word, key_word)   word-level self-attentions, branch a / b
         beta        (B, sentence, head, word)                    word-level target attention

@@ -68,6 +68,10 @@ class LAMAConfig(BaseConfig):
     context: str = param("learned", "learned: one learned context vector (LAMA); mean: the masked mean of the "
                          "embeddings (LAMA + Ctx)", choices=("learned", "mean"))
     learn_temperature: bool = param(False, "A = softmax(f / T) with T learned (init 1); off = the paper")
+    score_norm: str = param("l2_heads", "the 'normalization layer across the dimension' of f: l2_heads = "
+                            "tanh then unit L2 norm across heads (the reconstruction; bounds a head's weight ratio "
+                            "by e^2); layernorm_heads = a LayerNorm across heads with learned gain and bias "
+                            "(the other reading; unbounded)", choices=("l2_heads", "layernorm_heads"))
     dropout: float = param(0.3, "dropout on flatten(M) before the classifier (the paper's value is not given)")
 
 
@@ -76,7 +80,8 @@ class LowRankAttention(nn.Module):
     """The attention layer: W_w, b_w (eq. 7), P, Q (eq. 11), the learned c or the context projection, and the
     optional temperature. Every parameter here is an attention-layer parameter (see attention_parameter_count)."""
 
-    def __init__(self, width: int, heads: int, context: str, embed_width: int, learn_temperature: bool):
+    def __init__(self, width: int, heads: int, context: str, embed_width: int, learn_temperature: bool,
+                 score_norm: str = "l2_heads"):
         super().__init__()
         self.w = nn.Linear(width, width)                                  # W_w, b_w: 2d -> 2d
         self.P = nn.Parameter(torch.empty(width, heads))                  # column j = head j's p_j
@@ -93,6 +98,7 @@ class LowRankAttention(nn.Module):
             self.log_temperature = nn.Parameter(torch.zeros(()))         # T = exp(0) = 1 at init
         else:
             self.register_parameter("log_temperature", None)
+        self.norm = nn.LayerNorm(heads) if score_norm == "layernorm_heads" else None   # across the m heads
 
     def temperature(self) -> torch.Tensor | None:
         return None if self.log_temperature is None else self.log_temperature.exp()
@@ -102,7 +108,8 @@ class LowRankAttention(nn.Module):
                 description="LAMA (Mehta et al. 2019): BiGRU + low-rank multi-head attention, 10 heads",
                 presets={"small": dict(embed_dim=16, hidden_dim=8, heads=4)},
                 variants={"ctx": dict(context="mean"), "heads1": dict(heads=1), "heads20": dict(heads=20),
-                          "temperature": dict(learn_temperature=True)})
+                          "temperature": dict(learn_temperature=True),
+                          "layernorm": dict(score_norm="layernorm_heads")})
 class LAMA(TextClassifier):
     def __init__(self, config: LAMAConfig, embeddings=None):
         super().__init__(config)
@@ -114,10 +121,13 @@ class LAMA(TextClassifier):
                 raise ValueError(f"lama: {field} must be >= 1, got {getattr(c, field)}")
         if not 0.0 <= c.dropout < 1.0:
             raise ValueError(f"lama: dropout must be in [0, 1), got {c.dropout}")
+        if c.score_norm not in ("l2_heads", "layernorm_heads"):
+            raise ValueError(f"lama: unknown score_norm {c.score_norm!r}; known: l2_heads, layernorm_heads")
         self.embed = WordEmbedding(c.vocab_size, c.embed_dim, c.embedding_mode, c.channels, embeddings, c.pad_id)
         self.width = 2 * c.hidden_dim
         self.gru = nn.GRU(self.embed.out_dim, c.hidden_dim, batch_first=True, bidirectional=True)
-        self.attn = LowRankAttention(self.width, c.heads, c.context, self.embed.out_dim, c.learn_temperature)
+        self.attn = LowRankAttention(self.width, c.heads, c.context, self.embed.out_dim, c.learn_temperature,
+                                     c.score_norm)
         self.dropout = nn.Dropout(c.dropout)
         self.fc = nn.Linear(c.heads * self.width, c.num_labels)
 
@@ -127,6 +137,7 @@ class LAMA(TextClassifier):
             MapSpec("context", ("feature",), "feature_map",
                     "context vector c (learned, or the masked mean of the embeddings for LAMA + Ctx)"),
             MapSpec("scores", ("token", "head"), "attention",
+                    "f^ = LayerNorm across heads of f, f = (P^T u) * (Q^T c)" if self.attn.norm is not None else
                     "f^ = tanh(f)/||tanh(f)||, f = (P^T u) * (Q^T c); unit norm across heads", values="score"),
             MapSpec("attention", ("head", "token"), "attention", "A: per head, softmax over tokens of f^"),
             MapSpec("pooled", ("head", "feature"), "feature_map", "M = A H: one sentence embedding per head"),
@@ -158,7 +169,10 @@ class LAMA(TextClassifier):
         """f^ (B, L, m) from H (B, L, 2d) and c (B, 2d); unit L2 norm across heads at real tokens, 0 at pads."""
         u = torch.tanh(self.attn.w(h))                                          # (B, L, 2d) eq. 7
         f = (u @ self.attn.P) * (c @ self.attn.Q).unsqueeze(1)                  # (B, L, m)  eq. 11
-        f_hat = F.normalize(torch.tanh(f), p=2.0, dim=-1, eps=1e-12)            # (B, L, m)
+        if self.attn.norm is not None:                                          # the LayerNorm reading
+            f_hat = self.attn.norm(f)                                           # (B, L, m)
+        else:
+            f_hat = F.normalize(torch.tanh(f), p=2.0, dim=-1, eps=1e-12)        # (B, L, m)
         return f_hat * mask.unsqueeze(-1).to(f_hat.dtype)                       # (B, L, m) pads 0
 
     # ------------------------------------------------------------ forward
