@@ -362,6 +362,7 @@ class SliceRun:
         self.random = [rng.random(i.n) for i in self.insts] if "random" in methods else []
         self.attention_tests = bool(attention_tests and attention_maps(self.model))
         self.per_example: list[dict[str, Any]] = []
+        self.importances: dict[str, dict[int, Any]] = {m: {} for m in methods}   # method -> text -> importance
         self.perm: list[dict[str, Any]] = []
         self.uni: list[dict[str, Any]] = []
         self.timings: dict[str, float] = {}
@@ -430,6 +431,8 @@ class SliceRun:
                                   n_steps=self.n_steps, seed=self.seed)
                 imps[m] = dict(zip(texts, res))
             self._time(m, t)
+        for m, d in imps.items():
+            self.importances[m].update(d)
         t = time.perf_counter()
         rows = self._erasure(V, texts, imps, base, singles)
         self._time("erasure", t)
