@@ -331,12 +331,13 @@ class SliceRun:
                  "occlusion", "leave_one_out", "random"), *, tokenizer=None, removal: str = "delete",
                  reference: str = "leave_one_out", baseline: str = "pad", n_steps: int = 50,
                  n_permutations: int = 30, attention_tests: bool = True, captum_metrics: bool = False,
-                 n_perturb: int = 20, seed: int = 0, k_pct: float = 20, chunk: int = CHUNK_TEXTS,
+                 n_perturb: int = 20, seed: int = 0, k_pct: float = 20, chunk: int | None = None,
                  n_bootstrap: int = 1000):
         _check_removal(removal)
         src = as_source(source, tokenizer)
         self.src, self.model = src, src.model
         check_model(self.model)
+        chunk = CHUNK_TEXTS if chunk is None else chunk
         if chunk < 1:
             raise ValueError(f"chunk must be >= 1, got {chunk}")
         methods = list(dict.fromkeys(methods))
@@ -388,9 +389,13 @@ class SliceRun:
         self.timings[key] = self.timings.get(key, 0.0) + time.perf_counter() - t
 
     # -- work
-    def run(self, progress: Progress | None = None, should_stop: Callable[[], bool] | None = None) -> "SliceRun":
-        """Step until done or stopped (`stop()`, or should_stop() true between chunks); progress(done, total)."""
+    def resume(self) -> None:
+        """Forget a stop request: the next `run` goes on from the texts done."""
         self.stop_requested = False
+
+    def run(self, progress: Progress | None = None, should_stop: Callable[[], bool] | None = None) -> "SliceRun":
+        """Step until done or stopped (`stop()` - e.g. from another thread or a button's callback - or
+        should_stop() true between chunks); progress(done, total) before the first chunk and after each."""
         if progress:
             progress(self.done, self.total)
         while not self.finished and not self.stop_requested and not (should_stop and should_stop()):
@@ -576,7 +581,7 @@ def evaluate_slice(source, texts: Sequence[str], methods: Sequence[str] = ("atte
                    reference: str = "leave_one_out", baseline: str = "pad", n_steps: int = 50,
                    n_permutations: int = 30, attention_tests: bool = True, captum_metrics: bool = False,
                    n_perturb: int = 20, seed: int = 0, k_pct: float = 20, progress: Progress | None = None,
-                   should_stop: Callable[[], bool] | None = None, chunk: int = CHUNK_TEXTS) -> SliceReport:
+                   should_stop: Callable[[], bool] | None = None, chunk: int | None = None) -> SliceReport:
     """Faithfulness of several explanation methods of one model over N texts, batched across texts.
 
     `source` is a Predictor or a model with `tokenizer=`. Methods: Captum methods (attributions module), the
