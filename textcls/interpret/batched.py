@@ -48,7 +48,8 @@ from .attributions import Attribution, attribute_instances, canonical_method
 from .faithfulness import (BINS, _check_removal, attention_maps, infidelity, kendall_tau, n_tokens, sensitivity,
                            topk_overlap)
 
-TOKENS_PER_BATCH = 32768      # padded positions per forward pass of erasure variants
+TOKENS_PER_BATCH = 16384      # padded positions per forward pass of erasure variants
+IG_PASS_TOKENS = 16384        # positions per IG forward/backward pass (memory: AGCNN keeps ~25 kB a position)
 MAX_ROWS = 2048               # rows per forward pass
 CHUNK_TEXTS = 128             # texts per step of a SliceRun (progress and stop granularity)
 FLIP_STEP = 3                 # erasure-flip prefixes per order and wave
@@ -201,6 +202,10 @@ def importances(model, instances: Sequence[Instance], method: str, *, baseline: 
         chunk = [instances[g] for g in group]
         if m == "attention":
             res = attention_importance_instances(model, chunk, labels=labels)
+        elif m == "integrated_gradients":
+            ibs = kw.get("internal_batch_size", max(1, IG_PASS_TOKENS // max(_size(chunk[-1].ids.shape), 1)))
+            res = attribute_instances(model, chunk, m, baseline=baseline, n_steps=n_steps, seed=seed, labels=labels,
+                                      **{**kw, "internal_batch_size": ibs})
         else:
             res = attribute_instances(model, chunk, m, baseline=baseline, n_steps=n_steps, seed=seed, labels=labels,
                                       **kw)
