@@ -274,9 +274,9 @@ def slice_panel(results) -> None:
         s_split = c3.selectbox("Split", ["test", "dev", "train"], key="attr_slice_split", persist_state="page")
         s_n = c4.number_input("Texts (0 = the whole split)", 0, 1_000_000, 0, step=50, key="attr_slice_n",
                               persist_state="page")
-        go_slice = st.form_submit_button("Run", help="The whole sst2 test split takes about a minute per model "
-                                                     "on a laptop with own attention, longer with integrated "
-                                                     "gradients; Stop keeps what is done.")
+        go_slice = st.form_submit_button("Run", help="Batched across texts: the 1,821 sst2 test sentences take "
+                                                     "minutes per model (more with integrated gradients or "
+                                                     "occlusion, and on a busy machine); Stop keeps what is done.")
     if go_slice:
         try:
             bundle = cache.dataset(s_data, limit=None)
