@@ -108,6 +108,9 @@ def render(rows) -> str:
     out += ["", "Kim CNN and AGCNN have no attention weights: their own explanation is the max-pool picks "
             "(textcls/interpret/attention.py) and the attention tests do not apply ('-'). Random orders remove "
             "tokens in a random order until the decision flips (the same for every explanation of a model): ",
+            "", "Seconds: wall-clock from texts to report (loading excluded), thread policy `batch=auto`, on the machine "
+            "and under the load of the run that generated this file (README.md says which); peak memory: the larger "
+            "of the two runs' peak resident memory.",
             "", "| checkpoint | texts | random order: fraction to flip | perm. median TVD | perm. flip rate "
             "| uniform TVD | uniform flip | IG converged | IG mean steps | seconds: attention + random + LOO + "
             "tests | seconds: all | peak memory (MB) |",
