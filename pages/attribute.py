@@ -5,8 +5,8 @@ shared by every session, so a revisit is instant); this page only lays it out.
 
 Only what is on screen is computed: the tabs track which one is open (st.tabs with on_change="rerun") and only
 the open tab runs. The Reasons tab shows each checkpoint's explanations as soon as they are ready; Agreement,
-Faithfulness, Interventions and Counterfactual compute when opened, the data-set slice when its expander is open
-and Run is pressed. A cached model is shared read-only; interventions act through edits or on a copy."""
+Faithfulness, Interventions and Counterfactual compute when opened, the data-set panel when its expander is open
+and Run is pressed (a whole split, batched across texts, with a progress bar and Stop). A cached model is shared read-only; interventions act through edits or on a copy."""
 from __future__ import annotations
 
 from contextlib import nullcontext
@@ -257,47 +257,76 @@ def faithfulness(row: Row, expl: dict, prog: w.Progress):
 
 
 def slice_panel(results) -> None:
-    """Faithfulness over many sentences of a data set (only when asked: about a second per sentence)."""
+    """Faithfulness over a whole data split, batched across texts (textcls.interpret.batched): a progress bar,
+    a Stop button (the run keeps what it has done and can go on), and the table with bootstrap intervals."""
     from textcls.data import list_datasets
     sets = list_datasets()
     if not sets:
         st.info("No bundled data set found (set TEXTCLS_DATA).")
         return
     with st.form("attr_slice"):
-        c1, c2, c3 = st.columns(3)
+        c1, c2, c3, c4 = st.columns(4)
         s_ckpt = c1.selectbox("Checkpoint", [r.info.name for r, _, _ in results], key="attr_slice_ckpt",
                               persist_state="page")
         default = by_name[s_ckpt].data if by_name[s_ckpt].data in sets else sets[0]
         s_data = c2.selectbox("Data set", sets, index=sets.index(default), key="attr_slice_data",
                               persist_state="page")
-        s_n = c3.number_input("Sentences (dev split)", 5, 500, 50, step=5, key="attr_slice_n",
+        s_split = c3.selectbox("Split", ["test", "dev", "train"], key="attr_slice_split", persist_state="page")
+        s_n = c4.number_input("Texts (0 = the whole split)", 0, 1_000_000, 0, step=50, key="attr_slice_n",
                               persist_state="page")
-        go_slice = st.form_submit_button("Run", help="About a second per sentence and model on a laptop.")
+        go_slice = st.form_submit_button("Run", help="Batched across texts: the 1,821 sst2 test sentences take "
+                                                     "minutes per model (more with integrated gradients or "
+                                                     "occlusion, and on a busy machine); Stop keeps what is done.")
     if go_slice:
         try:
             bundle = cache.dataset(s_data, limit=None)
-            split = bundle.splits.get("dev") or bundle.splits.get("test") or next(iter(bundle.splits.values()))
-            with st.spinner(f"Scoring {int(s_n)} sentences…"):
-                rep = cache.slice_report(by_name[s_ckpt].path, split.texts[:int(s_n)], removal=removal,
-                                         baseline=baseline, steps=steps,
-                                         methods=[m for m in methods if m != "leave_one_out"] + ["random"])
-            st.session_state["attr_slice_result"] = (s_ckpt, s_data, rep)
+            if s_split not in bundle.splits:
+                raise ValueError(f"{s_data} has no {s_split} split (has: {', '.join(bundle.splits)})")
+            texts = list(bundle.splits[s_split].texts)
+            texts = texts[:int(s_n)] if s_n else texts
+            run = cache.slice_run(by_name[s_ckpt].path, texts, removal=removal, baseline=baseline, steps=steps,
+                                  methods=[m for m in methods if m != "leave_one_out"] + ["random"])
+            st.session_state["attr_slice_job"] = (s_ckpt, f"{s_data}/{s_split}", run)
         except Exception as e:  # noqa: BLE001
             st.error(f"Could not score the data set: {type(e).__name__}: {w.md_escape(e)}")
-    if "attr_slice_result" in st.session_state:
-        s_ckpt, s_data, rep = st.session_state["attr_slice_result"]
-        st.caption(f"{w.md_escape(s_ckpt)} on {rep.settings['n_texts']} sentences of "
-                   f"{w.md_escape(s_data)} in {rep.seconds:.1f} s; reference = leave-one-out.")
-        frame = rep.frame().rename(columns=lambda c: c.replace("_", " "))
-        if "method" in frame.columns:
-            shown = {**LABELS, "random": "Random ranking"}
-            frame["method"] = frame["method"].map(lambda m: shown.get(m, m))
-        st.dataframe(frame, hide_index=True)
-        if rep.model_row:
-            st.dataframe(pd.DataFrame([{k: v for k, v in rep.model_row.items() if k != "attention_maps"}]),
-                         hide_index=True)
-        for note in rep.settings["notes"]:
-            st.caption(w.md_escape(note))
+    if "attr_slice_job" not in st.session_state:
+        return
+    s_ckpt, where, run = st.session_state["attr_slice_job"]
+    if not run.finished and not run.stop_requested:
+        st.button("Stop", key="attr_slice_stop", on_click=run.stop, icon=":material/stop:",
+                  help="Stops after the batch of texts under way; the table shows the texts done.")
+        bar = st.progress(run.done / max(run.total, 1), text="Starting…")
+
+        def progress(done: int, total: int) -> None:
+            bar.progress(done / max(total, 1), text=f"{w.md_escape(s_ckpt)} on {w.md_escape(where)}: "
+                                                    f"{done:,} / {total:,} texts")
+        try:
+            run.run(progress)
+        except Exception as e:  # noqa: BLE001
+            st.error(f"Could not score the data set: {type(e).__name__}: {w.md_escape(e)}")
+            return
+        bar.empty()
+    rep = run.report()
+    if not run.finished:
+        st.warning(f"Stopped after {run.done:,} of {run.total:,} texts: the table covers those.")
+        st.button("Continue", key="attr_slice_continue", on_click=run.resume, icon=":material/play_arrow:")
+    st.caption(f"{w.md_escape(s_ckpt)} on {rep.settings['n_texts']:,} texts of {w.md_escape(where)} in "
+               f"{rep.seconds:.1f} s; reference = leave-one-out. Brackets: bootstrap 95% interval over texts.")
+    frame = rep.frame()
+    for key in ("aopc_comprehensiveness", "aopc_sufficiency"):
+        if key + "_ci" in frame.columns:
+            frame[key + "_ci"] = frame[key + "_ci"].map(lambda c: f"[{c[0]:.3f}, {c[1]:.3f}]"
+                                                        if isinstance(c, (list, tuple)) else "")
+    frame = frame.rename(columns=lambda c: c.replace("_ci", " 95% CI").replace("_", " "))
+    if "method" in frame.columns:
+        shown = {**LABELS, "random": "Random ranking"}
+        frame["method"] = frame["method"].map(lambda m: shown.get(m, m))
+    st.dataframe(frame, hide_index=True)
+    if rep.model_row:
+        st.dataframe(pd.DataFrame([{k: v for k, v in rep.model_row.items() if k != "attention_maps"}]),
+                     hide_index=True)
+    for note in rep.settings["notes"]:
+        st.caption(w.md_escape(note))
 
 
 if tab_faith.open:
@@ -364,7 +393,7 @@ if tab_faith.open:
                 w.show_figure(F.erasure_figure(curves_of[pick], f"Removing the top-k % words - {pick}"),
                               "attr_curves")
 
-        slice_box = st.expander("Over a data set (many sentences)", key="attr_slice_open", on_change="rerun")
+        slice_box = st.expander("Over a data set (a whole split)", key="attr_slice_open", on_change="rerun")
         if slice_box.open:
             with slice_box:
                 slice_panel(results)

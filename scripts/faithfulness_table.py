@@ -1,25 +1,45 @@
-"""Faithfulness of every shipped sst2 checkpoint's own attention on sst2's test set -> docs/faithfulness.md.
+"""Faithfulness of every shipped sst2 checkpoint's explanations over the whole sst2 test split -> docs/faithfulness.md.
 
-    .venv/bin/python scripts/faithfulness_table.py [--limit N] [--data-root ../shared/data]
+    .venv/bin/python scripts/faithfulness_table.py [--limit N] [--models act,lama] [--data-root ../shared/data]
 
-Per model: AOPC comprehensiveness / sufficiency of its own attention (ERASER; removal = deletion) next to a
-seeded random ranking (the floor), Kendall tau with leave-one-out, the erasure flip test, and the model-level
-permutation and uniform-attention tests (anchors.md).
+Runs `python -m textcls faithfulness` (the batched data-set path, textcls/interpret/batched.py) once per checkpoint
+in a fresh process, twice: the speed benchmark's first set (own attention + random + leave-one-out + the
+permutation (30 permutations) and uniform-attention tests) and then everything in the table (the same plus
+integrated gradients with its convergence check and gradient x input). Seconds and peak memory of each run go
+into the table. Per method: AOPC comprehensiveness / sufficiency (ERASER; removal = deletion) with a bootstrap
+95% interval over texts, Kendall tau with leave-one-out, the erasure flip test; per model the permutation and
+uniform-attention tests (anchors.md). The JSON beside --out keeps every number.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from textcls import list_checkpoints, load_checkpoint  # noqa: E402
-from textcls.data import load_data  # noqa: E402
-from textcls.interpret.faithfulness import evaluate_slice  # noqa: E402
+from textcls import list_checkpoints  # noqa: E402
+
+FAST = "attention,random,leave_one_out"
+ALL = "attention,integrated_gradients,grad_x_input,leave_one_out,random"
+LABELS = {"attention": "own attention", "integrated_gradients": "integrated gradients",
+          "grad_x_input": "gradient x input", "leave_one_out": "leave-one-out", "random": "random ranking"}
+
+
+def run_cli(path: Path, methods: str, limit: int, data_root: str | None) -> list[dict]:
+    cmd = [sys.executable, "-m", "textcls", "faithfulness", str(path), "--data", "sst2", "--split", "test",
+           "--methods", methods, "--json"]
+    if limit:
+        cmd += ["--limit", str(limit)]
+    if data_root:
+        cmd += ["--data-root", data_root]
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run(cmd, cwd=REPO, env=env, check=True, stdout=subprocess.PIPE, text=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
 def main(argv=None) -> int:
@@ -33,8 +53,6 @@ def main(argv=None) -> int:
     only = set(args.models.split(",")) if args.models else None
     stored = Path(args.out).with_suffix(".json")
     kept = json.loads(stored.read_text()) if only and stored.is_file() else []
-    texts = load_data("sst2", root=args.data_root).splits["test"].texts
-    texts = texts[: args.limit] if args.limit else texts
     rows = []
     for info in list_checkpoints(REPO / "checkpoints"):
         if info.data != "sst2":
@@ -42,13 +60,14 @@ def main(argv=None) -> int:
         if only is not None and info.model not in only:
             rows += [r for r in kept if r["checkpoint"] == info.name]
             continue
-        t0 = time.time()
-        rep = evaluate_slice(load_checkpoint(info.path), texts, methods=("attention", "random", "leave_one_out"))
-        by = {r["method"]: r for r in rep.rows}
-        rows.append({"checkpoint": info.name, "created": info.created, "n": len(texts),
-                     "seconds": round(time.time() - t0, 1),
-                     "attention": by.get("attention"), "random": by.get("random"), "model": rep.model_row})
-        print(json.dumps(rows[-1], default=str)[:400], flush=True)
+        fast = run_cli(info.path, FAST, args.limit, args.data_root)
+        full = run_cli(info.path, ALL, args.limit, args.data_root)
+        summary = full[-1]
+        rows.append({"checkpoint": info.name, "created": info.created, "n": summary["n_texts"],
+                     "methods": {r["method"]: r for r in full[:-1]}, "summary": summary,
+                     "fast_summary": fast[-1]})
+        print(f"{info.name}: {fast[-1]['seconds']:.1f} s (attention, random, LOO, attention tests), "
+              f"{summary['seconds']:.1f} s (all), {summary.get('max_rss_mb')} MB", file=sys.stderr, flush=True)
     Path(args.out).with_suffix(".json").write_text(json.dumps(rows, indent=1, default=str))
     Path(args.out).write_text(render(rows))
     print(render(rows))
@@ -59,27 +78,53 @@ def _f(v, nd=3):
     return "-" if v is None else f"{v:.{nd}f}" if isinstance(v, (int, float)) else str(v)
 
 
-def render(rows) -> str:
-    out = ["# Faithfulness of each shipped sst2 model's own attention (sst2 test set)", "",
-           "Generated by `scripts/faithfulness_table.py` (definitions: anchors.md; removal = deleting the token). "
-           "Each cell is attention / a seeded random ranking (the floor): a faithful explanation has higher "
-           "comprehensiveness, lower sufficiency, a higher flip rate when its top token is removed and a smaller "
-           "fraction removed before the decision flips. Kendall tau is against leave-one-out importance. The last "
-           "three columns test the attention weights themselves: the median TVD of the output when they are "
-           "permuted, and the TVD / decision-flip rate when they are set to uniform (Kim CNN and AGCNN have no "
-           "attention weights to permute: '-').", "",
-           "| checkpoint | texts | AOPC comp. | AOPC suff. | tau vs LOO | top-token flip | fraction to flip "
-           "| perm. median TVD | uniform TVD | uniform flip | seconds |",
-           "|---|---:|---|---|---|---|---|---:|---:|---:|---:|"]
-    for r in rows:
-        att, rnd, mod = r["attention"] or {}, r["random"] or {}, r["model"] or {}
+def _ci(row, key):
+    lo, hi = row.get(key + "_ci") or (None, None)
+    return f"{_f(row.get(key))} [{_f(lo)}, {_f(hi)}]"
 
-        def pair(k):
-            return f"{_f(att.get(k))} / {_f(rnd.get(k))}"
-        out.append(f"| {r['checkpoint']} | {r['n']} | {pair('aopc_comprehensiveness')} | "
-                   f"{pair('aopc_sufficiency')} | {pair('kendall_tau_ref')} | {pair('erasure_top_flip')} | "
-                   f"{pair('erasure_fraction_to_flip')} | {_f(mod.get('permutation_median_tvd'))} | "
-                   f"{_f(mod.get('uniform_tvd'))} | {_f(mod.get('uniform_flip_rate'))} | {r['seconds']} |")
+
+def render(rows) -> str:
+    n = max((r["n"] for r in rows), default=0)
+    out = ["# Faithfulness of the shipped sst2 models' explanations (sst2 test split)", "",
+           f"Generated by `scripts/faithfulness_table.py` over {n} test sentences (`python -m textcls faithfulness`, "
+           "the batched data-set path; definitions: anchors.md; removal = deleting the token). A faithful "
+           "explanation has higher comprehensiveness, lower sufficiency, a higher flip rate when its top token is "
+           "removed and a smaller fraction removed before the decision flips; the seeded random ranking is the "
+           "floor. Brackets: bootstrap 95% interval of the mean over texts (1000 resamples): two AOPCs whose "
+           "intervals do not overlap differ by more than sampling noise. Kendall tau is against leave-one-out "
+           "importance (so leave-one-out has none). Integrated gradients: pad baseline, 50 steps doubled per "
+           "text until |delta| <= 5% of the output difference (at most 800).", "",
+           "| checkpoint | explanation | AOPC comp. [95% CI] | AOPC suff. [95% CI] | tau vs LOO | top-token flip "
+           "| fraction to flip |",
+           "|---|---|---|---|---:|---:|---:|"]
+    for r in rows:
+        for m in ("attention", "integrated_gradients", "grad_x_input", "leave_one_out", "random"):
+            row = r["methods"].get(m)
+            if row is None:
+                continue
+            out.append(f"| {r['checkpoint']} | {LABELS[m]} | {_ci(row, 'aopc_comprehensiveness')} | "
+                       f"{_ci(row, 'aopc_sufficiency')} | {_f(row.get('kendall_tau_ref'))} | "
+                       f"{_f(row.get('erasure_top_flip'))} | {_f(row.get('erasure_fraction_to_flip'))} |")
+    out += ["", "Kim CNN and AGCNN have no attention weights: their own explanation is the max-pool picks "
+            "(textcls/interpret/attention.py) and the attention tests do not apply ('-'). Random orders remove "
+            "tokens in a random order until the decision flips (the same for every explanation of a model).",
+            "", "Seconds: wall-clock from texts to report (loading excluded), thread policy `batch=auto`, on the machine "
+            "and under the load of the run that generated this file (README.md says which); peak memory: the larger "
+            "of the two runs' peak resident memory.",
+            "", "| checkpoint | texts | random order: fraction to flip | perm. median TVD | perm. flip rate "
+            "| uniform TVD | uniform flip | IG converged | IG mean steps | seconds: attention + random + LOO + "
+            "tests | seconds: all | peak memory (MB) |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        s, fs = r["summary"], r["fast_summary"]
+        ig = r["methods"].get("integrated_gradients", {})
+        rnd = r["methods"].get("random", {})
+        mem = max(x for x in (s.get("max_rss_mb"), fs.get("max_rss_mb"), 0) if x is not None)
+        out.append(f"| {r['checkpoint']} | {r['n']} | {_f(rnd.get('erasure_random_fraction_to_flip'))} | "
+                   f"{_f(s.get('permutation_median_tvd'))} | {_f(s.get('permutation_flip_rate'))} | "
+                   f"{_f(s.get('uniform_tvd'))} | {_f(s.get('uniform_flip_rate'))} | {_f(ig.get('ig_converged'))} | "
+                   f"{_f(ig.get('ig_steps'), 1)} | {_f(fs.get('seconds'), 1)} | {_f(s.get('seconds'), 1)} | "
+                   f"{_f(mem, 0)} |")
     return "\n".join(out) + "\n"
 
 

@@ -181,6 +181,46 @@ def test_attribute_page_counterfactual_and_slice(run_page):
     assert {"Random ranking", "Leave-one-out"} <= set(frame["method"]) and (frame["n"] == 5).all()
 
 
+def test_attribute_page_data_set_panel_runs_a_whole_split_and_stops(run_page, tmp_path, monkeypatch):
+    """The "over a data set" panel: the whole split (Texts = 0), a progress bar, chunk by chunk; a Stop between
+    chunks (simulated: AppTest cannot click while the script runs) leaves the texts done in the table and a
+    Continue button that finishes the run."""
+    from textcls.interpret import batched
+    data = tmp_path / "data" / "tinyset"
+    data.mkdir(parents=True)
+    (data / "dataset.json").write_text('{"name": "tinyset", "task": "sentiment", "labels": ["negative", "positive"]}')
+    words = ["good film", "bad plot", "the acting is superb", "very bad", "not good", "a gripping film", "dull",
+             "good good"] * 3
+    rows = [f"{t},{['negative', 'positive'][i % 2]}" for i, t in enumerate(words)]
+    (data / "test.csv").write_text("text,label\n" + "\n".join(rows) + "\n")
+    monkeypatch.setenv("TEXTCLS_DATA", str(tmp_path / "data"))
+    monkeypatch.setattr(batched, "CHUNK_TEXTS", 10)
+    step = batched.SliceRun.step
+
+    def step_then_stop(self):                       # as if Stop was clicked while the first chunk ran
+        done = step(self)
+        if done == 10:
+            self.stop()
+        return done
+    monkeypatch.setattr(batched.SliceRun, "step", step_then_stop)
+    at = run_page("pages/attribute.py")
+    open_view(at, "Faithfulness")
+    at.session_state["attr_slice_open"] = True
+    at.run()
+    at.selectbox(key="attr_slice_data").set_value("tinyset")
+    at.selectbox(key="attr_slice_ckpt").set_value("lama_tiny")
+    at.button(key="FormSubmitter:attr_slice-Run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "Stopped after 10 of 24 texts" in texts(at)
+    frame = next(d.value for d in at.dataframe if "aopc comprehensiveness" in d.value.columns)
+    assert (frame["n"] == 10).all() and "aopc comprehensiveness 95% CI" in frame.columns
+    at.button(key="attr_slice_continue").click().run()
+    assert not at.exception and "Stopped" not in texts(at)
+    frame = next(d.value for d in at.dataframe if "aopc comprehensiveness" in d.value.columns)
+    assert (frame["n"] == 24).all() and "24 texts of tinyset/test" in texts(at)
+    assert any("permutation" in c for d in at.dataframe for c in d.value.columns)
+
+
 def test_attribute_page_hostile_and_long_input(run_page):
     """Markup stays text, unknown words are named, and a long text is windowed (the grid stays readable)."""
     at = run_page("pages/attribute.py")

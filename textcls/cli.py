@@ -1,10 +1,12 @@
-"""Command line: `python -m textcls {train,evaluate,predict,list,bench,reproduce}`. Other tools rely on these spellings.
+"""Command line: `python -m textcls {train,evaluate,predict,faithfulness,list,bench,reproduce}`. Other tools rely on
+these spellings.
 
     python -m textcls train --model NAME --data DATA --epochs N --out DIR [--embeddings glove|random|FILE]
                             [--device auto|cpu|cuda[:N]|mps] [--amp [bf16|fp16]] [--workers N]
     torchrun --nproc_per_node N -m textcls train ...   (DistributedDataParallel; see textcls/distributed.py)
     python -m textcls evaluate DIR [--data DATA] [--split test] [--json]
     python -m textcls predict DIR "some text" [more texts | -] [--json]
+    python -m textcls faithfulness DIR [--data DATA] [--split test] [--methods M,...] [--limit N] [--json]
     python -m textcls list [--checkpoints ROOT] [--json]
     python -m textcls bench [--quick] [--json OUT]
     python -m textcls bench --latency [--load N] [--json OUT]   (thread policy: TEXTCLS_THREADS, textcls/threads.py)
@@ -370,6 +372,131 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- faithfulness (textcls/interpret/batched.py)
+
+DEFAULT_FAITH_METHODS = "attention,random,leave_one_out,integrated_gradients,grad_x_input"
+
+
+def _faithfulness_methods(raw: str) -> list[str]:
+    from .interpret.faithfulness import EXPLANATIONS
+    from .interpret.attributions import ALIASES
+    methods = []
+    for m in (x.strip().lower() for x in raw.split(",")):
+        if not m:
+            continue
+        m = {"loo": "leave_one_out", "own_attention": "attention"}.get(m, ALIASES.get(m, m))
+        if m not in EXPLANATIONS:
+            raise UsageError(f"--methods: unknown method {m!r}; choose from {', '.join(EXPLANATIONS)}")
+        methods.append(m)
+    if not methods:
+        raise UsageError("--methods: no method given")
+    return list(dict.fromkeys(methods))
+
+
+def _json_value(v):
+    import math
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    if hasattr(v, "item"):
+        return _json_value(v.item())
+    if isinstance(v, (list, tuple)):
+        return [_json_value(x) for x in v]
+    return v
+
+
+def _max_rss_mb() -> float | None:
+    """Peak resident memory of this process in MB (None where the platform does not say)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(rss / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
+
+
+def cmd_faithfulness(args) -> int:
+    from .checkpoint import load_checkpoint
+    from .data import load_data
+    from .interpret.batched import SliceRun
+
+    methods = _faithfulness_methods(args.methods)
+    if args.limit is not None and args.limit < 1:
+        raise UsageError("--limit must be >= 1")
+    if args.permutations < 1:
+        raise UsageError("--permutations must be >= 1")
+    if args.steps < 1:
+        raise UsageError("--steps must be >= 1")
+    predictor = load_checkpoint(args.checkpoint, device="cpu")
+    data = args.data
+    if data is None:
+        recorded = predictor.info.get("data") if isinstance(predictor.info.get("data"), dict) else {}
+        data = recorded.get("spec") or recorded.get("name")
+        if not data:
+            raise UsageError("the checkpoint does not record its data set; pass --data")
+    try:
+        bundle = load_data(data, root=args.data_root)
+    except (KeyError, ValueError, FileNotFoundError) as e:
+        raise UsageError(_one_line(e)) from None
+    if args.split not in bundle.splits:
+        raise UsageError(f"data set {bundle.name!r} has no split {args.split!r} (has: {', '.join(bundle.splits)})")
+    texts = list(bundle.splits[args.split].texts)[: args.limit]
+    reference = "leave_one_out" if "leave_one_out" in methods else methods[0]
+    try:
+        run = SliceRun(predictor, texts, methods, reference=reference, removal=args.removal, baseline=args.baseline,
+                       n_steps=args.steps, n_permutations=args.permutations,
+                       attention_tests=not args.no_attention_tests, seed=args.seed)
+    except ValueError as e:
+        raise UsageError(_one_line(e)) from None
+    bar = None
+    if not args.quiet:
+        from tqdm import tqdm
+        bar = tqdm(total=run.total, desc=f"{Path(args.checkpoint).name} on {bundle.name}/{args.split}",
+                   unit="text", file=sys.stderr, dynamic_ncols=True, mininterval=0.5 if sys.stderr.isatty() else 5.0)
+
+    def progress(done: int, total: int) -> None:
+        if bar is not None:
+            bar.update(done - bar.n)
+    try:
+        run.run(progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    rep = run.report()
+    head = {"checkpoint": str(args.checkpoint), "model": predictor.info.get("model"), "data": bundle.name,
+            "split": args.split, "n_texts": rep.settings["n_texts"]}
+    lines = [{**head, "kind": "method", **row} for row in rep.rows]
+    summary = {**head, "kind": "summary", "method": None, "seconds": round(rep.seconds, 3),
+               **{k: v for k, v in rep.model_row.items() if k != "seconds"},
+               "attention_tests_seconds": rep.model_row.get("seconds"),
+               "timings": {k: round(v, 3) for k, v in rep.timings.items()}, "max_rss_mb": _max_rss_mb(),
+               **{k: rep.settings[k] for k in ("removal", "reference", "baseline", "n_steps", "n_permutations",
+                                               "variants_scored", "notes")}}
+    if args.json:
+        for obj in lines + [summary]:
+            print(json.dumps({k: _json_value(v) for k, v in obj.items()}))
+        return 0
+    print(f"{head['checkpoint']} ({head['model']}) on {bundle.name}/{args.split}: {head['n_texts']} texts, "
+          f"{rep.seconds:.1f} s")
+    print(f"{'method':<22} {'AOPC comp. [95% CI]':<26} {'AOPC suff. [95% CI]':<26} {'tau vs ref':>10} "
+          f"{'top flip':>9} {'to flip':>8} {'seconds':>8}")
+
+    def ci(row, key):
+        lo, hi = row.get(key + "_ci", (float("nan"), float("nan")))
+        return f"{row.get(key, float('nan')):.3f} [{lo:.3f}, {hi:.3f}]"
+    for row in rep.rows:
+        print(f"{row['method']:<22} {ci(row, 'aopc_comprehensiveness'):<26} {ci(row, 'aopc_sufficiency'):<26} "
+              f"{row.get('kendall_tau_ref', float('nan')):>10.3f} {row.get('erasure_top_flip', float('nan')):>9.3f} "
+              f"{row.get('erasure_fraction_to_flip', float('nan')):>8.3f} {row['seconds']:>8.1f}")
+    mr = rep.model_row
+    if mr:
+        print(f"attention tests ({', '.join(mr['attention_maps'])}): permutation median TVD "
+              f"{mr['permutation_median_tvd']:.3f}, flip rate {mr['permutation_flip_rate']:.3f}; uniform TVD "
+              f"{mr['uniform_tvd']:.3f}, flip rate {mr['uniform_flip_rate']:.3f} ({mr['seconds']:.1f} s)")
+    for note in rep.settings["notes"]:
+        print(f"note: {note}")
+    return 0
+
+
 # ---------------------------------------------------------------- predict
 
 
@@ -649,7 +776,8 @@ def cmd_reproduce(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="Small interpretable text classifiers: train, evaluate, predict, list.")
-    sub = p.add_subparsers(dest="command", metavar="{train,evaluate,predict,list,limits,bench,reproduce}",
+    sub = p.add_subparsers(dest="command",
+                           metavar="{train,evaluate,predict,faithfulness,list,limits,bench,reproduce}",
                            parser_class=_Parser)
     sub.required = True
 
@@ -748,6 +876,32 @@ def build_parser() -> argparse.ArgumentParser:
                                     "train/evaluate/predict take flags that raise them for one run.")
     lm.add_argument("--json", action="store_true", help="print JSON")
     lm.set_defaults(func=cmd_limits)
+
+    f = sub.add_parser("faithfulness", help="faithfulness of explanations over a data split (batched)",
+                       description="ERASER comprehensiveness / sufficiency (AOPC with bootstrap 95%% intervals), "
+                                   "rank agreement with leave-one-out, erasure flips, and the attention permutation "
+                                   "/ uniform tests over a whole split, batched across texts. With --json: one "
+                                   "JSON object per method, then a summary object (kind 'summary': the attention "
+                                   "tests, total seconds, settings). Progress bar on stderr.")
+    f.add_argument("checkpoint", metavar="CHECKPOINT", help="checkpoint folder")
+    f.add_argument("--data", default=None, help="data set (default: the one the checkpoint was trained on)")
+    f.add_argument("--split", default="test", help="split name (default test)")
+    f.add_argument("--methods", default=DEFAULT_FAITH_METHODS,
+                   help=f"comma-separated explanations (default {DEFAULT_FAITH_METHODS}); also occlusion, saliency, "
+                        "shapley, lime")
+    f.add_argument("--limit", type=int, default=None, help="the first N texts of the split")
+    f.add_argument("--removal", choices=("delete", "pad", "unk"), default="delete",
+                   help="how a token is removed (default delete)")
+    f.add_argument("--baseline", choices=("pad", "unk", "zero"), default="pad",
+                   help="baseline of IG / occlusion / Shapley / LIME (default pad)")
+    f.add_argument("--steps", type=int, default=50, help="IG steps, first try (doubled until converged)")
+    f.add_argument("--permutations", type=int, default=30, help="attention permutations per text (default 30)")
+    f.add_argument("--no-attention-tests", action="store_true", help="skip the permutation / uniform tests")
+    f.add_argument("--seed", type=int, default=0, help="seed of the random baselines (default 0)")
+    f.add_argument("--data-root", default=None, help="folder(s) of data sets searched by name (default: TEXTCLS_DATA)")
+    f.add_argument("--json", action="store_true", help="JSON lines on stdout: one object per method, then a summary")
+    f.add_argument("--quiet", action="store_true", help="no progress bar")
+    f.set_defaults(func=cmd_faithfulness)
 
     b = sub.add_parser("bench", help="parameters, speed and memory of every model; ACT Table 5, LAMA Fig. 4",
                        description="Benchmark the models (random weights) and the shipped checkpoints; with "

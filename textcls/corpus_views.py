@@ -4,7 +4,8 @@ No Streamlit here (the Evaluate page calls these functions; tests call them on s
 
 Views (ids from docs/figures.md):
 - LAMA-T4 "top attended words per class" - `token_weights` runs the model over every text and keeps one weight
-  per token: the model's own per-token importance, `textcls.interpret.attention_importance` (ACT `alpha`;
+  per token: the model's own per-token importance, through the data-set path of `textcls.interpret.batched`
+  (`importances`, the one batched implementation the faithfulness panel and CLI use; ACT `alpha`;
   LAMA `attention` mean over heads; HCAN `beta * gamma` (mean over heads), flattened sentence by sentence;
   the Transformer's cls row, mean over heads, last layer - or attention rollout with max/mean pooling; CNNs:
   the max-pool picks' activations). Weights sum to 1 over each text's tokens. `top_words` then ranks, per
@@ -157,7 +158,8 @@ def token_weights(predictor, texts: Sequence[str], gold: Sequence[str] | Sequenc
     gold: the texts' gold labels as names (or model label indices), or None.
     cached_only: return the cached result, or None without computing anything.
     """
-    from .interpret import attention_importance, explanation_source
+    from .interpret import as_source, explanation_source
+    from .interpret.batched import importances, own_shape
 
     texts = list(texts)
     labels = list(predictor.labels)
@@ -179,13 +181,13 @@ def token_weights(predictor, texts: Sequence[str], gold: Sequence[str] | Sequenc
     order = _length_order(texts)
     progress = progress or _noop
     progress(0, len(texts))
-    for s in range(0, len(order), batch_size):
+    src = as_source(predictor)
+    for s in range(0, len(order), batch_size):           # the data-set path of textcls.interpret.batched
         index = order[s:s + batch_size]
-        enc = predictor.encode([texts[i] for i in index])
-        dev = predictor.device
-        atts = attention_importance(model, enc.token_ids.to(dev), enc.mask.to(dev), tokens=enc.tokens)
+        insts = [own_shape(x) for x in src.instances([texts[i] for i in index])]
+        atts = importances(model, insts, "attention")
         for b, i in enumerate(index):
-            toks = list(enc.tokens[b])
+            toks = list(insts[b].tokens)
             v = np.asarray(atts[b].scores, dtype=np.float64).reshape(-1)[:len(toks)]
             tokens[i], weights[i] = toks, v
             pred[i] = int(atts[b].target)

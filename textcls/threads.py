@@ -14,8 +14,8 @@ second core (the six models over 600 sst2 test sentences: 1.5 s -> 1.1 s; ten tr
 Kinds of work (the library's entry points open the scope; see below):
 - interactive - what a user waits on for one text or a handful: `Predictor.predict` of up to
   `INTERACTIVE_MAX_TEXTS` texts, maps, attributions and the model's own attention for as few, interventions,
-  counterfactuals, faithfulness of one example, the Lab's demos, `interpret.evaluate_slice` (many one-example
-  passes: a second thread gained nothing there even idle, 8.0 s vs 8.2 s). Default: 1 thread.
+  counterfactuals, faithfulness of one example, the Lab's demos, `interpret.evaluate_slice` of up to
+  `INTERACTIVE_MAX_TEXTS` texts (more are batch work: it batches across texts). Default: 1 thread.
 - batch - a data split or a training run: `metrics.evaluate`, `training.fit` and `predict_encoded`,
   `corpus_views.token_weights` / `filter_ngrams`, `Predictor.predict` (and attributions) of more texts.
   Default: `auto` - torch's default count while the cores are free, fewer (at least 1) when other runnable work

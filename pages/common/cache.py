@@ -244,18 +244,13 @@ def counterfactual(ckpts: dict[str, str | Path], text: str, edited: str):
     return _counterfactual(tuple((n, str(p), stamp(p)) for n, p in ckpts.items()), text, edited)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def _slice_report(path: str, mtime: float, texts: tuple[str, ...], removal: str, baseline: str, steps: int,
-                  methods: tuple[str, ...]):
-    from textcls.interpret import faithfulness
-    return faithfulness.evaluate_slice(_predictor(path, mtime), list(texts), removal=removal, baseline=baseline,
-                                       n_steps=steps, methods=list(methods))
-
-
-def slice_report(path: str | Path, texts, *, removal: str = "delete", baseline: str = "pad", steps: int = 50,
-                 methods=("attention", "integrated_gradients", "random")):
-    """`textcls.interpret.evaluate_slice` of one checkpoint over texts, cached per (checkpoint, texts, settings)."""
-    return _slice_report(str(path), stamp(path), tuple(texts), removal, baseline, steps, tuple(methods))
+def slice_run(path: str | Path, texts, *, removal: str = "delete", baseline: str = "pad", steps: int = 50,
+              methods=("attention", "integrated_gradients", "random")):
+    """A new `textcls.interpret.SliceRun` of one checkpoint (the shared, read-only model) over texts: the page
+    steps it chunk by chunk (progress bar, Stop) and keeps it in its session; not cached (it holds state)."""
+    from textcls.interpret.batched import SliceRun
+    return SliceRun(predictor(path), list(texts), methods=list(methods), removal=removal, baseline=baseline,
+                    n_steps=steps)
 
 
 def _frozen(x):
@@ -284,7 +279,7 @@ def view_figures(path: str | Path, text: str, view_id: str, *, model: str, title
     return _view(str(path), stamp(path), text, view_id, model, title, _frozen(config), _frozen(opts), config, opts)
 
 
-__all__ += ["attention_tests", "counterfactual", "erasure", "explanation", "random_erasure", "slice_report",
+__all__ += ["attention_tests", "counterfactual", "erasure", "explanation", "random_erasure", "slice_run",
             "view_figures"]
 
 

@@ -367,10 +367,13 @@ def uniform_like(t: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     return km / km.sum(-1, keepdim=True).clamp(min=1.0) * t.sum(-1, keepdim=True)
 
 
-def permute_rows(t: torch.Tensor, mask: torch.Tensor | None, generator: torch.Generator) -> torch.Tensor:
-    """Randomly permute each row's weights among its real key positions (each row its own permutation)."""
+def permute_rows(t: torch.Tensor, mask: torch.Tensor | None, generator: torch.Generator | None,
+                 rand: torch.Tensor | None = None) -> torch.Tensor:
+    """Randomly permute each row's weights among its real key positions (each row its own permutation).
+    The sort keys are uniform draws from `generator`, or `rand` (shaped like t) when given: the batched data-set
+    path draws each text's block from that text's own generator (textcls.interpret.batched)."""
     km = key_mask(t, mask).expand_as(t)
-    keys = torch.rand(t.shape, generator=generator).to(t.device)
+    keys = (torch.rand(t.shape, generator=generator) if rand is None else rand).to(t.device)
     keys = torch.where(km, keys, torch.full_like(keys, 2.0) + torch.arange(t.shape[-1], device=t.device) * 1e-3)
     perm = keys.argsort(dim=-1, stable=True)                                # real positions first, in random order
     slots = (~km).to(torch.uint8).argsort(dim=-1, stable=True)              # real positions first, in order

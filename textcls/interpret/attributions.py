@@ -48,6 +48,7 @@ ALIASES = {"ig": "integrated_gradients", "input_x_gradient": "grad_x_input", "gr
            "shapley_value_sampling": "shapley", "svs": "shapley"}
 BASELINES = ("pad", "unk", "zero")
 TOKENS_PER_PASS = 65536
+IG_TOKEN_STEPS = 1 << 18       # texts x steps x positions per IG call (memory: about 4 copies of that x E floats)
 GRADIENT_METHODS = ("integrated_gradients", "saliency", "grad_x_input")
 METHOD_LABELS = {"integrated_gradients": "Integrated gradients", "saliency": "Saliency",
                  "grad_x_input": "Gradient x input", "occlusion": "Occlusion", "shapley": "Shapley sampling",
@@ -306,11 +307,16 @@ def _integrated_gradients(f, ids, mask, baseline, target, unk_id, n_steps, toler
     deltas, steps_used = np.zeros(B), np.zeros(B, dtype=int)
     todo, steps = list(range(B)), n_steps
     while todo:
-        sel = torch.tensor(todo)
-        tok, delta = token_attributions(f, "integrated_gradients", emb[sel], base[sel], ids[sel], mask[sel],
-                                        targets[sel], n_steps=steps, internal_batch_size=ibs)
-        for j, (i, sc) in enumerate(zip(todo, _per_example(tok, mask[sel]))):
-            scores[i], deltas[i], steps_used[i] = sc, float(delta[j]), steps
+        # Captum keeps every step's gradient until it sums them: at most IG_TOKEN_STEPS (texts x steps x positions)
+        # per call, so doubling the steps of many unconverged texts does not multiply the memory
+        per = max(1, IG_TOKEN_STEPS // (steps * max(1, ids[0].numel())))
+        for s in range(0, len(todo), per):
+            part = todo[s:s + per]
+            sel = torch.tensor(part)
+            tok, delta = token_attributions(f, "integrated_gradients", emb[sel], base[sel], ids[sel], mask[sel],
+                                            targets[sel], n_steps=steps, internal_batch_size=ibs)
+            for j, (i, sc) in enumerate(zip(part, _per_example(tok, mask[sel]))):
+                scores[i], deltas[i], steps_used[i] = sc, float(delta[j]), steps
         ok = np.abs(deltas[todo]) <= tolerance * np.abs(fx[todo] - fb[todo]) + atol
         todo = [i for i, good in zip(todo, ok) if not good]
         if steps * 2 > max_steps:

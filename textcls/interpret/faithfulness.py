@@ -24,13 +24,12 @@ the tokens are taken out and the text closes up), "pad" or "unk" (the id is repl
   with Captum's optimal scaling of s (normalize=True) so unsigned and signed methods compare.
   sensitivity (Captum `sensitivity_max`): the largest relative change of the token scores when the embeddings
   are perturbed uniformly within `radius` (n_perturb samples).
-`evaluate_slice` runs all of it for a model (Predictor or model + tokenizer) over N texts.
+`textcls.interpret.batched.evaluate_slice` runs all of it for a model over N texts, batched across texts; the
+functions here, one text each, are its reference.
 """
 from __future__ import annotations
 
 import math
-import time
-from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -39,10 +38,10 @@ from captum.metrics import infidelity as _captum_infidelity
 from captum.metrics import sensitivity_max as _captum_sensitivity_max
 
 from ..threads import interactive_work
-from ._common import (REMOVALS, EmbeddingForward, Instance, as_source, as_vector, check_model, permute_rows,
+from ._common import (REMOVALS, EmbeddingForward, Instance, as_vector, check_model, permute_rows,
                       prob_fn, score, top_indices, tvd, uniform_like)
 from .attention import attention_importance_instances
-from .attributions import (METHOD_LABELS, Attribution, _targets, attribute_instances, baseline_embedding,
+from .attributions import (METHOD_LABELS, _targets, attribute_instances, baseline_embedding,
                            canonical_method, token_attributions)
 
 BINS = (1, 5, 10, 20, 50)
@@ -341,129 +340,8 @@ def explanation_report(model, inst: Instance, importance, removal: str = "delete
     return out
 
 
-@dataclass
-class SliceReport:
-    """evaluate_slice's result: one row per explanation method (means over the texts) and the model-level
-    attention tests, plus every per-example number."""
-
-    rows: list[dict[str, Any]]
-    model_row: dict[str, Any]
-    per_example: list[dict[str, Any]]
-    settings: dict[str, Any]
-    seconds: float
-    timings: dict[str, float] = field(default_factory=dict)
-
-    def frame(self):
-        import pandas as pd
-        return pd.DataFrame(self.rows)
-
-
 EXPLANATIONS = ("attention", "integrated_gradients", "saliency", "grad_x_input", "occlusion", "shapley", "lime",
                 "leave_one_out", "random")
-
-
-@interactive_work  # many one-example passes: a 2nd thread gained nothing idle (textcls.threads)
-def evaluate_slice(source, texts: Sequence[str], methods: Sequence[str] = ("attention", "integrated_gradients",
-                   "occlusion", "leave_one_out", "random"), *, tokenizer=None, removal: str = "delete",
-                   reference: str = "leave_one_out", baseline: str = "pad", n_steps: int = 50,
-                   n_permutations: int = 30, attention_tests: bool = True, captum_metrics: bool = False,
-                   n_perturb: int = 20, seed: int = 0, k_pct: float = 20) -> SliceReport:
-    """Faithfulness of several explanation methods of one model over N texts.
-
-    `source` is a Predictor or a model with `tokenizer=`. Methods: Captum methods (attributions module), the
-    model's own "attention" (attention module; skipped with a note if the model has none), "leave_one_out"
-    and "random" (a seeded random importance: the floor any method should beat). Per method: mean AOPC
-    comprehensiveness / sufficiency, Kendall tau and top-k overlap with `reference`, erasure flip rates and the
-    fraction removed to flip; with captum_metrics, Captum infidelity and sensitivity_max (slow). Model level
-    (attention models): median permutation TVD and uniform-attention TVD / flip rate."""
-
-    _check_removal(removal)
-    src = as_source(source, tokenizer)
-    model = src.model
-    check_model(model)
-    t0 = time.perf_counter()
-    insts = src.instances(texts)
-    methods = list(dict.fromkeys(methods))
-    if reference not in methods:
-        methods.append(reference)
-    timings: dict[str, float] = {}
-    importances: dict[str, list] = {}
-    notes = []
-    rng = np.random.default_rng(seed)
-    for m in methods:
-        t = time.perf_counter()
-        if m == "attention":
-            try:
-                importances[m] = [a.scores for a in attention_importance_instances(model, insts)]
-            except ValueError as e:
-                notes.append(f"attention skipped: {e}")
-                continue
-        elif m == "leave_one_out":
-            importances[m] = [leave_one_out(model, i, removal) for i in insts]
-        elif m == "random":
-            importances[m] = [rng.random(i.n) for i in insts]
-        else:
-            cm = canonical_method(m)
-            res = []
-            for k in range(0, len(insts), 32):
-                res += attribute_instances(model, insts[k:k + 32], cm, baseline=baseline, n_steps=n_steps,
-                                           seed=seed)
-            importances[m] = res
-        timings[m] = time.perf_counter() - t
-    per_example = []
-    for i, inst in enumerate(insts):
-        if inst.n == 0:
-            continue
-        ref = as_vector(importances[reference][i]) if reference in importances else None
-        for m, imps in importances.items():
-            t = time.perf_counter()
-            imp = imps[i]
-            row = {"example": i, "method": m, "n_tokens": inst.n}
-            row.update({k: v for k, v in explanation_report(model, inst, imp, removal, ref, k_pct=k_pct).items()
-                        if not isinstance(v, list)})
-            if isinstance(imp, Attribution) and imp.delta is not None:
-                row.update(ig_delta=abs(imp.delta), ig_steps=imp.n_steps, ig_converged=imp.converged)
-            if captum_metrics and m not in ("leave_one_out", "random", "attention"):
-                row["infidelity"] = infidelity(model, inst, imp, baseline, n_perturb, seed)
-                row["sensitivity_max"] = sensitivity(model, inst, m, n_perturb=max(2, n_perturb // 4),
-                                                     baseline=baseline, n_steps=n_steps, seed=seed)
-            elif captum_metrics:
-                row["infidelity"] = infidelity(model, inst, imp, baseline, n_perturb, seed)
-            per_example.append(row)
-            timings[f"metrics:{m}"] = timings.get(f"metrics:{m}", 0.0) + time.perf_counter() - t
-    rows = []
-    numeric = ("aopc_comprehensiveness", "aopc_sufficiency", "kendall_tau_ref", "topk_overlap_ref",
-               "erasure_top_flip", "erasure_random_flip", "erasure_fraction_to_flip",
-               "erasure_random_fraction_to_flip", "ig_delta", "ig_converged", "infidelity", "sensitivity_max")
-    for m in importances:
-        ex = [r for r in per_example if r["method"] == m]
-        row: dict[str, Any] = {"method": m, "n": len(ex)}
-        for key in numeric:
-            vals = [float(r[key]) for r in ex if key in r and r[key] is not None]
-            vals = [v for v in vals if not math.isnan(v)]
-            if vals:
-                row[key] = float(np.mean(vals))
-        if m == reference:
-            row.pop("kendall_tau_ref", None)
-            row.pop("topk_overlap_ref", None)
-        rows.append(row)
-    model_row: dict[str, Any] = {}
-    if attention_tests and attention_maps(model):
-        t = time.perf_counter()
-        perm = [permutation_test(model, inst, n_permutations, seed=seed + i) for i, inst in enumerate(insts)
-                if inst.n > 0]
-        uni = [uniform_attention_test(model, inst) for inst in insts if inst.n > 0]
-        model_row = {"permutation_median_tvd": float(np.median([p["median_tvd"] for p in perm])),
-                     "permutation_flip_rate": float(np.mean([p["flip_rate"] for p in perm])),
-                     "uniform_tvd": float(np.mean([u["tvd"] for u in uni])),
-                     "uniform_flip_rate": float(np.mean([u["flipped"] for u in uni])),
-                     "attention_maps": perm[0]["maps"] if perm else []}
-        timings["attention_tests"] = time.perf_counter() - t
-    settings = {"removal": removal, "reference": reference, "baseline": baseline, "n_steps": n_steps,
-                "n_permutations": n_permutations, "n_texts": len(insts), "bins": list(BINS), "k_pct": k_pct,
-                "notes": notes, "model": src.name or getattr(model, "registry_name", "")}
-    return SliceReport(rows, model_row, per_example, settings, time.perf_counter() - t0, timings)
-
 
 
 USES_BASELINE = ("integrated_gradients", "occlusion", "shapley", "lime")
@@ -489,5 +367,5 @@ def explanation(model, inst: Instance, method: str, *, labels=None, baseline: st
 __all__ = ["BINS", "n_tokens", "erasure_curves", "comprehensiveness", "sufficiency", "leave_one_out",
            "kendall_tau", "topk_overlap", "agreement", "attention_maps", "permutation_test",
            "uniform_attention_test", "erasure_flip", "infidelity", "sensitivity", "explanation_report",
-           "SliceReport", "evaluate_slice", "EXPLANATIONS", "EXPLANATION_LABELS", "SLOW_EXPLANATIONS",
+           "EXPLANATIONS", "EXPLANATION_LABELS", "SLOW_EXPLANATIONS",
            "USES_BASELINE", "explanation"]

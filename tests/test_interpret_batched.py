@@ -1,0 +1,199 @@
+"""The batched data-set path (textcls.interpret.batched) against the per-text reference: on 50 sst2 test texts
+per shipped sst2 checkpoint, every batched method (own attention, random, leave-one-out, IG with its
+convergence check, gradient x input, saliency, occlusion), every metric per text, and the permutation and
+uniform-attention tests. Probabilities and the numbers made of them agree to 1e-6; booleans, fractions and
+rank statistics exactly. Also: chunked runs stop and report the texts done, the bootstrap interval, buckets, and
+the CLI command."""
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import textcls
+from textcls.cli import main
+from textcls.data import load_data
+from textcls.interpret import batched as B
+from textcls.interpret import faithfulness as FF
+from textcls.interpret._common import prob_fn, score
+from textcls.interpret.attention import attention_importance_instances
+from textcls.interpret.attributions import attribute_instances
+from textcls.threads import interactive
+
+REPO = Path(__file__).resolve().parents[1]
+SST2 = sorted(p.name for p in (REPO / "checkpoints").iterdir() if p.name.endswith("-sst2"))
+METHODS = ("attention", "random", "leave_one_out", "integrated_gradients", "grad_x_input", "saliency", "occlusion")
+TOL = 1e-6
+EXACT = ("target", "removal", "erasure_top_flip", "erasure_never_flipped", "erasure_fraction_to_flip",
+         "erasure_random_fraction_to_flip", "erasure_random_flip", "kendall_tau_ref", "topk_overlap_ref")
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[str]:
+    return list(load_data("sst2").splits["test"].texts[:50])
+
+
+def reference_importance(model, inst, method, run, i):
+    """One text's importance by the per-text path."""
+    if method == "attention":
+        return attention_importance_instances(model, [inst])[0]
+    if method == "random":
+        return run.random[i]
+    if method == "leave_one_out":
+        return FF.leave_one_out(model, inst)
+    return attribute_instances(model, [inst], method)[0]
+
+
+def scores(x) -> np.ndarray:
+    return np.asarray(getattr(x, "scores", x), dtype=float)
+
+
+def tie_broken(model, inst) -> bool:
+    """A text on which a CNN's own importance (its max-pool picks) may legitimately differ between a text alone
+    and the text in a batch: a repeated word makes two windows tie exactly in exact arithmetic, and float
+    rounding, which depends on the batch shape, picks the winner."""
+    real = inst.real_ids().tolist()
+    return not FF.attention_maps(model) and len(set(real)) < len(real)
+
+
+# The whole check (every method on all 50 texts of every checkpoint) takes a few minutes of CPU; the default
+# suite checks own attention, random and leave-one-out (every erasure metric) and the attention tests on the 50
+# texts, and the Captum methods on the first CAPTUM_TEXTS; TEXTCLS_TEST_FULL=1 runs every method on all 50.
+FULL = os.environ.get("TEXTCLS_TEST_FULL", "") not in ("", "0")
+CAPTUM = ("integrated_gradients", "grad_x_input", "saliency", "occlusion")
+CAPTUM_TEXTS = 50 if FULL else 6
+
+
+@pytest.mark.parametrize("methods", [pytest.param(METHODS[:3], id="attention-random-loo"),
+                                     pytest.param(CAPTUM, id="captum")])
+@pytest.mark.parametrize("name", SST2)
+def test_batched_equals_the_per_text_path(name, methods, texts):
+    """Every number of the batched path against the per-text functions on the same texts. The erasure
+    reference is run on the batched path's importances (the per-text importances are compared on their own:
+    equal to 1e-6, IG to 1e-4 relative, up to CNN ties on repeated words - see tie_broken); the erasure-flip
+    random orders, the same for every method, are checked once per text (n_random_orders=0 for the others)."""
+    pred = textcls.load_checkpoint(REPO / "checkpoints" / name)
+    model = pred.model
+    if FULL:
+        methods = METHODS
+    elif methods == CAPTUM:
+        texts = texts[:CAPTUM_TEXTS]
+    run = B.SliceRun(pred, texts, methods, chunk=len(texts) // 2 + 1,   # two chunks: the boundary is crossed
+                     attention_tests="attention" in methods)
+    rep = run.run().report()
+    assert rep.settings["n_texts"] == len(texts) and not rep.settings["stopped"]
+    got = {(r["method"], r["example"]): r for r in rep.per_example}
+    kept = [i for i, inst in enumerate(run.insts) if inst.n > 0]
+    assert len(got) == len(kept) * len(run.methods)
+    batched_imp = {m: run.importances[m] for m in run.methods if m not in ("random", "leave_one_out")}
+    ties = 0
+    with interactive():
+        for i in kept:
+            inst = run.insts[i]
+            imps = {m: reference_importance(model, inst, m, run, i) for m in run.methods}
+            for m, imp in batched_imp.items():            # importances: batched vs one text alone
+                a, b = scores(imp[i]), scores(imps[m])
+                if not np.allclose(a, b, rtol=1e-4, atol=TOL):
+                    assert tie_broken(model, inst), (name, i, m, np.abs(a - b).max())
+                    ties += 1
+                imps[m] = imp[i]
+            loo = scores(imps["leave_one_out"])
+            p = score(prob_fn(model), [inst])[0]
+            for m, imp in imps.items():
+                row = got[(m, i)]
+                want = FF.erasure_curves(model, inst, imp)
+                # random orders: every text with TEXTCLS_TEST_FULL, else every 5th (they cost 5n variants a text)
+                first = m == ("random" if "random" in imps else run.methods[0]) and (FULL or i % 5 == 0)
+                want.update({f"erasure_{k}": v for k, v in FF.erasure_flip(
+                    model, inst, imp, n_random_orders=5 if first else 0).items() if k != "n"})
+                want["kendall_tau_ref"] = FF.kendall_tau(imp, loo)
+                want["topk_overlap_ref"] = FF.topk_overlap(imp, loo)
+                if not first:
+                    want.pop("erasure_random_fraction_to_flip")
+                for k, v in want.items():
+                    if isinstance(v, list):
+                        continue
+                    if k in EXACT:
+                        assert (math.isnan(v) and math.isnan(row[k])) if isinstance(v, float) and math.isnan(v) \
+                            else row[k] == v, (name, i, m, k, v, row[k])
+                    else:
+                        assert row[k] == pytest.approx(v, abs=TOL), (name, i, m, k)
+                assert "erasure_random_fraction_to_flip" in want or row["erasure_random_fraction_to_flip"] == \
+                    got[(next(iter(imps)) if "random" not in imps else "random", i)]["erasure_random_fraction_to_flip"]
+                if isinstance(imp, textcls.interpret.Attribution) and imp.delta is not None:
+                    assert row["ig_steps"] == imp.n_steps and row["ig_converged"] == imp.converged
+            np.testing.assert_allclose(got[(run.methods[0], i)]["p_target"], p.max(), rtol=0, atol=TOL)
+        assert ties <= 10, f"{name}: {ties} importances differ by ties"
+        if "attention" in methods and FF.attention_maps(model):
+            assert len(run.perm) == len(kept) == len(run.uni)
+            for k, i in enumerate(kept):
+                want = FF.permutation_test(model, run.insts[i], 30, seed=i)
+                np.testing.assert_allclose(run.perm[k]["tvds"], want["tvds"], rtol=0, atol=TOL)
+                assert run.perm[k]["flip_rate"] == want["flip_rate"]
+                uni = FF.uniform_attention_test(model, run.insts[i])
+                np.testing.assert_allclose(run.uni[k]["p_uniform"], uni["p_uniform"], rtol=0, atol=TOL)
+                assert run.uni[k]["flipped"] == uni["flipped"]
+        elif "attention" in methods:
+            assert rep.model_row == {}
+
+
+def test_a_run_stops_between_chunks_and_reports_the_texts_done(texts):
+    pred = textcls.load_checkpoint(REPO / "checkpoints" / "kim_cnn-sst2")
+    seen = []
+    run = B.SliceRun(pred, texts[:30], ("attention", "random"), chunk=8)
+    run.run(progress=lambda d, t: seen.append((d, t)), should_stop=lambda: run.done >= 16)
+    rep = run.report()
+    assert seen == [(0, 30), (8, 30), (16, 30)]
+    assert rep.settings["n_texts"] == 16 and rep.settings["stopped"] and rep.settings["n_total"] == 30
+    whole = B.evaluate_slice(pred, texts[:16], ("attention", "random"))
+    strip = lambda rows: [{k: v for k, v in r.items()} for r in rows]  # noqa: E731
+    assert strip(rep.per_example) == strip(whole.per_example)
+    run.run()                                                  # resumes where it stopped
+    assert run.finished and run.report().settings["n_texts"] == 30
+
+
+def test_bootstrap_interval():
+    v = np.random.default_rng(1).normal(0.3, 0.1, 400)
+    lo, hi = B.bootstrap_ci(v)
+    assert lo < v.mean() < hi and hi - lo == pytest.approx(2 * 1.96 * v.std() / 20, rel=0.15)
+    assert B.bootstrap_ci(v) == (lo, hi)                       # seeded: the same every time
+    assert all(math.isnan(x) for x in B.bootstrap_ci([0.5]))
+
+
+def test_buckets_respect_the_budget_and_keep_every_index():
+    shapes = [(n,) for n in np.random.default_rng(0).integers(1, 60, 500)]
+    groups = B.buckets(shapes, tokens=1000, max_rows=64)
+    assert sorted(i for g in groups for i in g) == list(range(500))
+    for g in groups:
+        assert len(g) <= 64 and (len(g) == 1 or len(g) * max(shapes[i][0] for i in g) <= 1000)
+
+
+def test_cli_faithfulness_json_lines(capsys):
+    ck = str(REPO / "checkpoints" / "lama-sst2")
+    assert main(["faithfulness", ck, "--data", "sst2", "--limit", "6", "--methods", "attention,random,loo",
+                 "--json", "--permutations", "4"]) == 0
+    out = capsys.readouterr()
+    lines = [json.loads(x) for x in out.out.splitlines()]
+    assert [x["method"] for x in lines] == ["attention", "random", "leave_one_out", None]
+    assert all(x["n_texts"] == 6 and "seconds" in x for x in lines)
+    assert len(lines[0]["aopc_comprehensiveness_ci"]) == 2 and lines[-1]["kind"] == "summary"
+    assert "permutation_median_tvd" in lines[-1]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["faithfulness", "/no/such/checkpoint", "--data", "sst2"], "no such checkpoint"),
+    (["faithfulness", "checkpoints/lama-sst2", "--data", "no_such_data"], "no_such_data"),
+    (["faithfulness", "checkpoints/lama-sst2", "--data", "sst2", "--methods", "attention,telepathy"],
+     "unknown method 'telepathy'"),
+    (["faithfulness", "checkpoints/lama-sst2", "--data", "sst2", "--split", "validation"], "no split 'validation'"),
+    (["faithfulness", "checkpoints/lama-sst2", "--limit", "0"], "--limit must be >= 1"),
+])
+def test_cli_faithfulness_bad_input_exits_2(args, message, capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0] and "Traceback" not in err[0], err

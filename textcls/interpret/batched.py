@@ -1,0 +1,612 @@
+"""Faithfulness and attributions over a whole data set, batched across texts: the data-set path.
+
+The per-text functions (`faithfulness.erasure_curves`, `leave_one_out`, `erasure_flip`, `permutation_test`,
+`uniform_attention_test`, and `attribute_instances` / `attention_importance_instances` of one text) are the
+reference: definitions in `faithfulness`'s docstring. This module computes the same numbers for many texts at
+once - tested equal on 50 sst2 test texts per shipped checkpoint, every method (tests/test_interpret_batched.py).
+It is the one implementation behind `evaluate_slice`, `python -m textcls faithfulness`, the Attribute page's
+"over a data set" panel and the Evaluate page's token weights (`importances`).
+
+How:
+- Each text is cut to its own shape (`own_shape`: no padding beyond its last real token), as if encoded alone.
+- Every erasure variant of every text (comprehensiveness / sufficiency at each k, leave-one-out, the erasure-flip
+  prefixes of each order) is one key (text, the real tokens removed): variants shared by several methods or
+  metrics are scored once (the k-token comprehensiveness variant is the k-th prefix of the method's order; the
+  leave-one-out variants are the erasure-flip singles; the random orders do not depend on the method). All
+  variants go through the model in padded batches of texts of equal or near length (`buckets`), at most
+  `TOKENS_PER_BATCH` positions a batch. Padding never changes a model's output (a tested contract), so a variant's
+  probabilities are those of the per-text path up to float summation order.
+- Erasure-flip orders only need the prefixes up to the first flip: they are scored in waves of `FLIP_STEP`
+  prefixes, each wave for every order not yet flipped (same result as scoring every prefix).
+- Attributions (IG with its per-text convergence check, occlusion windows, gradient x input, saliency; the
+  model's own attention) run on length buckets of texts; Shapley sampling and LIME stay one text at a time.
+- Permutation test: the permuted copies of many texts run in one batch; each text's block of sort keys is drawn
+  from its own generator (seed + text index) with the shape its maps have when the text runs alone, so the
+  permutations are exactly the per-text ones. Uniform attention: one batch.
+- Work is done in chunks of texts (`SliceRun.step`): a progress bar moves and a run can stop between chunks;
+  a stopped run reports over the texts done (a prefix of the data, so no length bias).
+- Each AOPC gets a bootstrap 95% interval over texts (`bootstrap_ci`: 1000 resamples, fixed seed, numpy).
+
+A little longer than 600 lines: the variants, the batched attention tests and the chunked run share one
+bookkeeping and are the one batched copy of the per-text definitions.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+from ..threads import for_texts
+from ._common import (Instance, as_source, as_vector, check_model, permute_rows, prob_fn, stack, top_indices, tvd,
+                      uniform_like)
+from .attention import attention_importance_instances, explanation_source
+from .attributions import Attribution, attribute_instances, canonical_method
+from .faithfulness import (BINS, _check_removal, attention_maps, infidelity, kendall_tau, n_tokens, sensitivity,
+                           topk_overlap)
+
+TOKENS_PER_BATCH = 16384      # padded positions per forward pass of erasure variants
+IG_PASS_TOKENS = 16384        # positions per IG forward/backward pass (memory: AGCNN keeps ~25 kB a position)
+MAX_ROWS = 2048               # rows per forward pass
+CHUNK_TEXTS = 128             # texts per step of a SliceRun (progress and stop granularity)
+FLIP_STEP = 3                 # erasure-flip prefixes per order and wave
+N_RANDOM_ORDERS = 5           # random orders of the erasure-flip test (as faithfulness.erasure_flip)
+TEXTS_PER_ATTRIBUTION = {"integrated_gradients": 48, "occlusion": 64, "saliency": 256, "grad_x_input": 256,
+                         "attention": 256}
+Progress = Callable[[int, int], None]
+
+
+# ---------------------------------------------------------------- shapes and buckets
+
+def own_shape(inst: Instance) -> Instance:
+    """The instance without padding beyond its last real token (flat: positions; hierarchical: sentences and
+    word columns): its shape when encoded alone. An empty text keeps one masked position."""
+    m = inst.mask
+    if inst.n == 0:
+        shape = (1,) * m.dim()
+    elif not inst.hierarchical:
+        shape = (int(m.nonzero()[-1, 0]) + 1,)
+    else:
+        shape = (int(m.any(1).nonzero()[-1, 0]) + 1, int(m.any(0).nonzero()[-1, 0]) + 1)
+    if tuple(m.shape) == shape:
+        return inst
+    sl = tuple(slice(0, s) for s in shape)
+    return Instance(inst.ids[sl].clone(), m[sl].clone(), inst.tokens, inst.pad_id, inst.unk_id)
+
+
+def _size(shape: Sequence[int]) -> int:
+    return int(np.prod(shape)) if len(shape) else 1
+
+
+def buckets(shapes: Sequence[tuple[int, ...]], rows_per_item: int = 1, tokens: int = TOKENS_PER_BATCH,
+            max_rows: int = MAX_ROWS, max_items: int | None = None) -> list[list[int]]:
+    """Indices grouped into batches of near shape: sorted by shape, each batch at most `tokens` padded positions
+    (rows x the largest item's size; `rows_per_item` rows per item), `max_rows` rows and `max_items` items."""
+    order = sorted(range(len(shapes)), key=lambda i: (tuple(shapes[i]), i))
+    out: list[list[int]] = []
+    cur: list[int] = []
+    dims: list[int] = []
+    for i in order:
+        new = [max(a, b) for a, b in zip(dims, shapes[i])] if cur else list(shapes[i])
+        rows = (len(cur) + 1) * rows_per_item
+        if cur and (rows * _size(new) > tokens or rows > max_rows or (max_items and len(cur) >= max_items)):
+            out.append(cur)
+            cur, new = [], list(shapes[i])
+        cur.append(i)
+        dims = new
+    if cur:
+        out.append(cur)
+    return out
+
+
+# ---------------------------------------------------------------- erasure variants, scored once each
+
+class Variants:
+    """Token-removal variants of many texts (text index, sorted real-token indices removed), each scored once.
+
+    `add` returns a variant's id (the same id for the same text and removed set); `run` scores every pending
+    variant in length buckets; `probs(vid)` is its probability vector (float64, as `_common.score` gives)."""
+
+    def __init__(self, model, instances: Sequence[Instance], removal: str = "delete"):
+        _check_removal(removal)
+        self.fn = prob_fn(model)
+        self.insts = instances
+        self.removal = removal
+        self._ids: dict[tuple[int, tuple[int, ...]], int] = {}
+        self._items: list[tuple[int, tuple[int, ...]]] = []
+        self._probs: list[np.ndarray | None] = []
+        self._pending: list[int] = []
+        self._real: dict[int, np.ndarray] = {}
+        self.n_scored = 0
+
+    def add(self, text: int, drop) -> int:
+        key = (text, tuple(sorted(int(i) for i in drop)))
+        vid = self._ids.get(key)
+        if vid is None:
+            vid = self._ids[key] = len(self._items)
+            self._items.append(key)
+            self._probs.append(None)
+            self._pending.append(vid)
+        return vid
+
+    def probs(self, vid: int) -> np.ndarray:
+        p = self._probs[vid]
+        if p is None:
+            raise RuntimeError("variant not scored yet: call run()")
+        return p
+
+    def _flat(self, vid: int) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, mask) numpy rows of a flat variant, built without an Instance (the hot path)."""
+        t, drop = self._items[vid]
+        inst = self.insts[t]
+        if self.removal == "delete":
+            real = self._real.get(t)
+            if real is None:
+                real = self._real[t] = inst.real_ids().numpy()
+            keep = np.ones(len(real), dtype=bool)
+            keep[list(drop)] = False
+            row = real[keep]
+            if row.size == 0:
+                return np.array([inst.pad_id]), np.zeros(1, dtype=bool)
+            return row, np.ones(row.size, dtype=bool)
+        ids = inst.ids.numpy().copy()
+        pos = inst.positions[:, 0].numpy()
+        ids[pos[list(drop)]] = inst.pad_id if self.removal == "pad" else inst.unk_id
+        return ids, inst.mask.numpy()
+
+    def run(self) -> None:
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        hier = self.insts[self._items[pending[0]][0]].hierarchical
+        if hier:
+            built = {v: self.insts[self._items[v][0]].remove(self._items[v][1], self.removal) for v in pending}
+            shapes = [tuple(built[v].ids.shape) for v in pending]
+        else:
+            built = {v: self._flat(v) for v in pending}
+            shapes = [(len(built[v][0]),) for v in pending]
+        for group in buckets(shapes):
+            vids = [pending[g] for g in group]
+            if hier:
+                ids, mask = stack([built[v] for v in vids])
+            else:
+                L = max(len(built[v][0]) for v in vids)
+                ids_np = np.full((len(vids), L), self.insts[0].pad_id, dtype=np.int64)
+                mask_np = np.zeros((len(vids), L), dtype=bool)
+                for r, v in enumerate(vids):
+                    row, m = built[v]
+                    ids_np[r, :len(row)] = row
+                    mask_np[r, :len(m)] = m
+                ids, mask = torch.from_numpy(ids_np), torch.from_numpy(mask_np)
+            p = torch.as_tensor(self.fn(ids, mask)).detach().double().numpy()
+            for r, v in enumerate(vids):
+                self._probs[v] = p[r]
+        self.n_scored += len(pending)
+
+
+# ---------------------------------------------------------------- importances of many texts
+
+def importances(model, instances: Sequence[Instance], method: str, *, baseline: str = "pad", n_steps: int = 50,
+                seed: int = 0, labels: Sequence[str] | None = None, **kw) -> list[Attribution]:
+    """The model's own attention ("attention") or a Captum method for every instance, in length buckets (one
+    Attribution per instance, in order). Keyword arguments go to `attribute_instances`."""
+    out: list[Attribution | None] = [None] * len(instances)
+    m = "attention" if method == "attention" else canonical_method(method)
+    per = TEXTS_PER_ATTRIBUTION.get(m, 1)
+    rows = n_steps if m == "integrated_gradients" else 1
+    for group in buckets([tuple(i.ids.shape) for i in instances], rows_per_item=rows, tokens=TOKENS_PER_BATCH * 4,
+                         max_rows=1 << 30, max_items=per):
+        chunk = [instances[g] for g in group]
+        if m == "attention":
+            res = attention_importance_instances(model, chunk, labels=labels)
+        elif m == "integrated_gradients":
+            ibs = kw.get("internal_batch_size", max(1, IG_PASS_TOKENS // max(_size(chunk[-1].ids.shape), 1)))
+            res = attribute_instances(model, chunk, m, baseline=baseline, n_steps=n_steps, seed=seed, labels=labels,
+                                      **{**kw, "internal_batch_size": ibs})
+        else:
+            res = attribute_instances(model, chunk, m, baseline=baseline, n_steps=n_steps, seed=seed, labels=labels,
+                                      **kw)
+        for g, r in zip(group, res):
+            out[g] = r
+    return out  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------- attention tests of many texts
+
+def _map_shape(spec, inst: Instance, t_shape: Sequence[int]) -> tuple[int, ...]:
+    """The shape (without batch) a map handed to an edit has when `inst` runs alone."""
+    axes = [a for a in spec.axes if a != "layer"]
+    if len(axes) != len(t_shape) - 1:
+        raise RuntimeError(f"map {spec.name!r}: {len(t_shape) - 1} axes, spec says {axes}")
+    out = []
+    for d, a in enumerate(axes):
+        if "token" in a:
+            out.append(int(inst.ids.shape[0]))
+        elif "sentence" in a:
+            out.append(int(inst.ids.shape[0]))
+        elif "word" in a:
+            out.append(int(inst.ids.shape[-1]))
+        else:
+            out.append(int(t_shape[d + 1]))
+    return tuple(out)
+
+
+def permutation_tests(model, instances: Sequence[Instance], seeds: Sequence[int], base: Sequence[np.ndarray],
+                      n_permutations: int = 30, maps: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """`faithfulness.permutation_test` of every instance (seed seeds[i], unedited probabilities base[i]), many
+    texts a batch; each text's permutations are exactly those of its own per-text run."""
+    check_model(model)
+    names = attention_maps(model, maps)
+    if not names:
+        raise ValueError(f"{type(model).__name__} has no attention map to permute")
+    specs = {s.name: s for s in model.map_specs()}
+    out: list[dict[str, Any] | None] = [None] * len(instances)
+    for group in buckets([tuple(i.ids.shape) for i in instances], rows_per_item=n_permutations):
+        insts = [instances[g] for g in group]
+        gens = [torch.Generator().manual_seed(int(seeds[g])) for g in group]
+
+        def edit_for(name):
+            spec = specs[name]
+
+            def edit(t, layer=None, mask=None):
+                rand = torch.zeros(t.shape)
+                for b, (inst, gen) in enumerate(zip(insts, gens)):
+                    shape = _map_shape(spec, inst, t.shape)
+                    block = torch.rand((n_permutations,) + shape, generator=gen)
+                    rand[(slice(b * n_permutations, (b + 1) * n_permutations),) +
+                         tuple(slice(0, s) for s in shape)] = block
+                return permute_rows(t, mask, None, rand=rand)
+            return edit
+
+        ids, mask = stack([i for i in insts for _ in range(n_permutations)])
+        q = torch.as_tensor(prob_fn(model, edits={n: edit_for(n) for n in names})(ids, mask)).double().numpy()
+        for b, g in enumerate(group):
+            qb = q[b * n_permutations:(b + 1) * n_permutations]
+            p = np.asarray(base[g])
+            d = tvd(qb, p[None])
+            out[g] = {"median_tvd": float(np.median(d)), "tvds": d,
+                      "flip_rate": float(np.mean(qb.argmax(1) != p.argmax())), "maps": names,
+                      "n_permutations": n_permutations, "p": p}
+    return out  # type: ignore[return-value]
+
+
+def uniform_attention_tests(model, instances: Sequence[Instance], base: Sequence[np.ndarray],
+                            maps: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """`faithfulness.uniform_attention_test` of every instance, many texts a batch."""
+    check_model(model)
+    names = attention_maps(model, maps)
+    if not names:
+        raise ValueError(f"{type(model).__name__} has no attention map to make uniform")
+    fn = prob_fn(model, edits={n: (lambda t, layer=None, mask=None: uniform_like(t, mask)) for n in names})
+    out: list[dict[str, Any] | None] = [None] * len(instances)
+    for group in buckets([tuple(i.ids.shape) for i in instances]):
+        ids, mask = stack([instances[g] for g in group])
+        q = torch.as_tensor(fn(ids, mask)).double().numpy()
+        for b, g in enumerate(group):
+            p = np.asarray(base[g])
+            out[g] = {"tvd": float(tvd(p, q[b])), "flipped": bool(p.argmax() != q[b].argmax()), "p": p,
+                      "p_uniform": q[b], "maps": names}
+    return out  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------- statistics
+
+def bootstrap_ci(values, n_resamples: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean: texts resampled with replacement (numpy, fixed seed);
+    (nan, nan) for fewer than 2 values."""
+    v = np.asarray([x for x in values if x is not None and not math.isnan(float(x))], dtype=np.float64)
+    if v.size < 2:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    means = v[rng.integers(0, v.size, (n_resamples, v.size))].mean(1)
+    a = (1 - level) / 2 * 100
+    return float(np.percentile(means, a)), float(np.percentile(means, 100 - a))
+
+
+# ---------------------------------------------------------------- the report
+
+@dataclass
+class SliceReport:
+    """evaluate_slice's result: one row per explanation method (means over the texts, and a bootstrap 95%
+    interval for each AOPC) and the model-level attention tests, plus every per-example number."""
+
+    rows: list[dict[str, Any]]
+    model_row: dict[str, Any]
+    per_example: list[dict[str, Any]]
+    settings: dict[str, Any]
+    seconds: float
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def frame(self):
+        import pandas as pd
+        return pd.DataFrame(self.rows)
+
+
+NUMERIC = ("aopc_comprehensiveness", "aopc_sufficiency", "kendall_tau_ref", "topk_overlap_ref", "erasure_top_flip",
+           "erasure_random_flip", "erasure_fraction_to_flip", "erasure_random_fraction_to_flip", "ig_delta",
+           "ig_converged", "ig_steps", "infidelity", "sensitivity_max")
+
+
+class SliceRun:
+    """Faithfulness of several explanation methods of one model over N texts, computed chunk by chunk
+    (`step`), so a caller can show progress and stop; `report()` at any time covers the texts done.
+    Arguments as `evaluate_slice`."""
+
+    def __init__(self, source, texts: Sequence[str], methods: Sequence[str] = ("attention", "integrated_gradients",
+                 "occlusion", "leave_one_out", "random"), *, tokenizer=None, removal: str = "delete",
+                 reference: str = "leave_one_out", baseline: str = "pad", n_steps: int = 50,
+                 n_permutations: int = 30, attention_tests: bool = True, captum_metrics: bool = False,
+                 n_perturb: int = 20, seed: int = 0, k_pct: float = 20, chunk: int | None = None,
+                 n_bootstrap: int = 1000):
+        _check_removal(removal)
+        src = as_source(source, tokenizer)
+        self.src, self.model = src, src.model
+        check_model(self.model)
+        chunk = CHUNK_TEXTS if chunk is None else chunk
+        if chunk < 1:
+            raise ValueError(f"chunk must be >= 1, got {chunk}")
+        methods = list(dict.fromkeys(methods))
+        if reference not in methods:
+            methods.append(reference)
+        for m in methods:
+            if m not in ("attention", "leave_one_out", "random"):
+                canonical_method(m)                                # unknown method: ValueError now
+        t0 = time.perf_counter()
+        self.insts = [own_shape(i) for i in src.instances(list(texts))] if len(texts) else []
+        self.notes: list[str] = []
+        if "attention" in methods:
+            try:
+                explanation_source(self.model)
+            except ValueError as e:
+                self.notes.append(f"attention skipped: {e}")
+                methods.remove("attention")
+        self.methods, self.reference = methods, reference
+        self.removal, self.baseline, self.n_steps, self.seed, self.k_pct = removal, baseline, n_steps, seed, k_pct
+        self.n_permutations, self.captum_metrics, self.n_perturb = n_permutations, captum_metrics, n_perturb
+        self.chunk, self.n_bootstrap = chunk, n_bootstrap
+        rng = np.random.default_rng(seed)
+        self.random = [rng.random(i.n) for i in self.insts] if "random" in methods else []
+        self.attention_tests = bool(attention_tests and attention_maps(self.model))
+        self.per_example: list[dict[str, Any]] = []
+        self.importances: dict[str, dict[int, Any]] = {m: {} for m in methods}   # method -> text -> importance
+        self.perm: list[dict[str, Any]] = []
+        self.uni: list[dict[str, Any]] = []
+        self.timings: dict[str, float] = {}
+        self.done = 0
+        self.stop_requested = False
+        self.n_variants = 0
+        self.seconds = time.perf_counter() - t0
+
+    # -- state
+    @property
+    def total(self) -> int:
+        return len(self.insts)
+
+    @property
+    def finished(self) -> bool:
+        return self.done >= self.total
+
+    def stop(self) -> None:
+        """Ask the run to stop: `run` returns before its next chunk (a chunk under way finishes)."""
+        self.stop_requested = True
+
+    def _time(self, key: str, t: float) -> None:
+        self.timings[key] = self.timings.get(key, 0.0) + time.perf_counter() - t
+
+    # -- work
+    def resume(self) -> None:
+        """Forget a stop request: the next `run` goes on from the texts done."""
+        self.stop_requested = False
+
+    def run(self, progress: Progress | None = None, should_stop: Callable[[], bool] | None = None) -> "SliceRun":
+        """Step until done or stopped (`stop()` - e.g. from another thread or a button's callback - or
+        should_stop() true between chunks); progress(done, total) before the first chunk and after each."""
+        if progress:
+            progress(self.done, self.total)
+        while not self.finished and not self.stop_requested and not (should_stop and should_stop()):
+            self.step()
+            if progress:
+                progress(self.done, self.total)
+        return self
+
+    def step(self) -> int:
+        """Score the next chunk of texts; returns how many texts are done."""
+        if self.finished:
+            return self.done
+        t_start = time.perf_counter()
+        with for_texts(len(range(self.done, min(self.done + self.chunk, self.total)))):
+            self._step(list(range(self.done, min(self.done + self.chunk, self.total))))
+        self.seconds += time.perf_counter() - t_start
+        return self.done
+
+    def _step(self, idx: list[int]) -> None:
+        model, insts = self.model, self.insts
+        texts = [i for i in idx if insts[i].n > 0]
+        V = Variants(model, insts, self.removal)
+        t = time.perf_counter()
+        base = {i: V.add(i, ()) for i in texts}
+        singles = {i: [V.add(i, (k,)) for k in range(insts[i].n)] for i in texts}
+        V.run()
+        self._time("variants", t)
+        imps: dict[str, dict[int, Any]] = {}
+        for m in self.methods:
+            t = time.perf_counter()
+            if m == "leave_one_out":
+                imps[m] = {i: tvd(np.stack([V.probs(v) for v in singles[i]]), V.probs(base[i])[None])
+                           for i in texts}
+            elif m == "random":
+                imps[m] = {i: self.random[i] for i in texts}
+            else:
+                res = importances(model, [insts[i] for i in texts], m, baseline=self.baseline,
+                                  n_steps=self.n_steps, seed=self.seed)
+                imps[m] = dict(zip(texts, res))
+            self._time(m, t)
+        for m, d in imps.items():
+            self.importances[m].update(d)
+        t = time.perf_counter()
+        rows = self._erasure(V, texts, imps, base, singles)
+        self._time("erasure", t)
+        for i in texts:
+            ref = as_vector(imps[self.reference][i]) if self.reference in imps else None
+            for m in imps:
+                row = rows[(m, i)]
+                imp = imps[m][i]
+                if ref is not None:
+                    row["kendall_tau_ref"] = kendall_tau(imp, ref)
+                    row["topk_overlap_ref"] = topk_overlap(imp, ref, pct=self.k_pct)
+                if isinstance(imp, Attribution) and imp.delta is not None:
+                    row.update(ig_delta=abs(imp.delta), ig_steps=imp.n_steps, ig_converged=imp.converged)
+                if self.captum_metrics:
+                    t = time.perf_counter()
+                    row["infidelity"] = infidelity(model, insts[i], imp, self.baseline, self.n_perturb, self.seed)
+                    if m not in ("leave_one_out", "random", "attention"):
+                        row["sensitivity_max"] = sensitivity(model, insts[i], m, n_perturb=max(2, self.n_perturb // 4),
+                                                             baseline=self.baseline, n_steps=self.n_steps,
+                                                             seed=self.seed)
+                    self._time("captum_metrics", t)
+                self.per_example.append(row)
+        if self.attention_tests and texts:
+            t = time.perf_counter()
+            sub = [insts[i] for i in texts]
+            p = [V.probs(base[i]) for i in texts]
+            self.perm += permutation_tests(model, sub, [self.seed + i for i in texts], p, self.n_permutations)
+            self.uni += uniform_attention_tests(model, sub, p)
+            self._time("attention_tests", t)
+        self.n_variants += V.n_scored
+        self.done = idx[-1] + 1 if idx else self.done
+
+    def _erasure(self, V: Variants, texts, imps, base, singles) -> dict[tuple[str, int], dict[str, Any]]:
+        """ERASER curves and the erasure-flip test of every (method, text), as explanation_report gives them."""
+        insts = self.insts
+        curves = {}
+        jobs: list[list] = []          # [text, order, next k, first flip k or None]
+        method_job: dict[tuple[str, int], int] = {}
+        random_jobs: dict[int, list[int]] = {}
+        for i in texts:
+            n = insts[i].n
+            for m in imps:
+                order = top_indices(as_vector(imps[m][i], n), n)
+                ks = [n_tokens(n, b) for b in BINS]
+                comp = [V.add(i, order[:k]) for k in ks]
+                suff = [V.add(i, order[k:]) for k in ks]
+                curves[(m, i)] = (ks, comp, suff, V.add(i, range(n)))
+                method_job[(m, i)] = len(jobs)
+                jobs.append([i, order, 1, None])
+            rng = np.random.default_rng(0)                      # erasure_flip's default seed
+            random_jobs[i] = []
+            for _ in range(N_RANDOM_ORDERS):
+                random_jobs[i].append(len(jobs))
+                jobs.append([i, [int(x) for x in rng.permutation(n)], 1, None])
+        active = list(range(len(jobs)))
+        while active:
+            wave = {}
+            for j in active:
+                i, order, k0, _ = jobs[j]
+                k1 = min(insts[i].n, k0 + FLIP_STEP - 1)
+                wave[j] = [(k, V.add(i, order[:k])) for k in range(k0, k1 + 1)]
+            V.run()
+            still = []
+            for j in active:
+                i, order, k0, _ = jobs[j]
+                label = int(V.probs(base[i]).argmax())
+                for k, v in wave[j]:
+                    if int(V.probs(v).argmax()) != label:
+                        jobs[j][3] = k
+                        break
+                else:
+                    nxt = wave[j][-1][0] + 1
+                    if nxt <= insts[i].n:
+                        jobs[j][2] = nxt
+                        still.append(j)
+            active = still
+        out = {}
+        for (m, i), (ks, comp, suff, empty) in curves.items():
+            n = insts[i].n
+            p = V.probs(base[i])
+            j = int(p.argmax())
+            c = [0.0] + [float(p[j] - V.probs(v)[j]) for v in comp]
+            s = [float(p[j] - V.probs(empty)[j])] + [float(p[j] - V.probs(v)[j]) for v in suff]
+            label = j
+            flips_single = np.array([int(V.probs(v).argmax()) != label for v in singles[i]])
+            top = jobs[method_job[(m, i)]][1][0]
+            others = [x for x in range(n) if x != top]
+
+            def frac(job):
+                first = job[3]
+                return (first if first is not None else n) / n, first is None
+            f0, never = frac(jobs[method_job[(m, i)]])
+            rf = [frac(jobs[r])[0] for r in random_jobs[i]]
+            out[(m, i)] = {"example": i, "method": m, "n_tokens": n, "target": j, "p_target": float(p[j]),
+                           "removal": self.removal, "aopc_comprehensiveness": float(np.mean(c)),
+                           "aopc_sufficiency": float(np.mean(s)), "erasure_top_flip": bool(flips_single[top]),
+                           "erasure_random_flip": float(np.mean(flips_single[others])) if others else float("nan"),
+                           "erasure_fraction_to_flip": f0, "erasure_never_flipped": never,
+                           "erasure_random_fraction_to_flip": float(np.mean(rf)) if rf else float("nan")}
+        return out
+
+    # -- results
+    def report(self) -> SliceReport:
+        rows = []
+        for m in self.methods:
+            ex = [r for r in self.per_example if r["method"] == m]
+            if not ex and m == "attention":
+                continue
+            row: dict[str, Any] = {"method": m, "n": len(ex)}
+            for key in NUMERIC:
+                vals = [float(r[key]) for r in ex if key in r and r[key] is not None]
+                vals = [v for v in vals if not math.isnan(v)]
+                if vals:
+                    row[key] = float(np.mean(vals))
+            for key in ("aopc_comprehensiveness", "aopc_sufficiency"):
+                if key in row:
+                    row[key + "_ci"] = list(bootstrap_ci([r[key] for r in ex], self.n_bootstrap, self.seed))
+            if m == self.reference:
+                row.pop("kendall_tau_ref", None)
+                row.pop("topk_overlap_ref", None)
+            row["seconds"] = round(self.timings.get(m, 0.0), 3)
+            rows.append(row)
+        model_row: dict[str, Any] = {}
+        if self.attention_tests and self.perm:
+            model_row = {"permutation_median_tvd": float(np.median([p["median_tvd"] for p in self.perm])),
+                         "permutation_flip_rate": float(np.mean([p["flip_rate"] for p in self.perm])),
+                         "uniform_tvd": float(np.mean([u["tvd"] for u in self.uni])),
+                         "uniform_flip_rate": float(np.mean([u["flipped"] for u in self.uni])),
+                         "attention_maps": self.perm[0]["maps"],
+                         "seconds": round(self.timings.get("attention_tests", 0.0), 3)}
+        settings = {"removal": self.removal, "reference": self.reference, "baseline": self.baseline,
+                    "n_steps": self.n_steps, "n_permutations": self.n_permutations, "n_texts": self.done,
+                    "n_total": self.total, "stopped": not self.finished, "bins": list(BINS), "k_pct": self.k_pct,
+                    "notes": list(self.notes), "variants_scored": self.n_variants,
+                    "model": self.src.name or getattr(self.model, "registry_name", "")}
+        return SliceReport(rows, model_row, list(self.per_example), settings, self.seconds, dict(self.timings))
+
+
+def evaluate_slice(source, texts: Sequence[str], methods: Sequence[str] = ("attention", "integrated_gradients",
+                   "occlusion", "leave_one_out", "random"), *, tokenizer=None, removal: str = "delete",
+                   reference: str = "leave_one_out", baseline: str = "pad", n_steps: int = 50,
+                   n_permutations: int = 30, attention_tests: bool = True, captum_metrics: bool = False,
+                   n_perturb: int = 20, seed: int = 0, k_pct: float = 20, progress: Progress | None = None,
+                   should_stop: Callable[[], bool] | None = None, chunk: int | None = None) -> SliceReport:
+    """Faithfulness of several explanation methods of one model over N texts, batched across texts.
+
+    `source` is a Predictor or a model with `tokenizer=`. Methods: Captum methods (attributions module), the
+    model's own "attention" (attention module; skipped with a note if the model has none), "leave_one_out"
+    and "random" (a seeded random importance: the floor any method should beat). Per method: mean AOPC
+    comprehensiveness / sufficiency with bootstrap 95% intervals, Kendall tau and top-k overlap with
+    `reference`, erasure flip rates and the fraction removed to flip, IG's delta / steps / convergence; with
+    captum_metrics, Captum infidelity and sensitivity_max (slow: per text). Model level (attention models):
+    median permutation TVD and uniform-attention TVD / flip rate. progress(done, total) after each chunk of
+    texts; should_stop() true between chunks stops the run (the report covers the texts done)."""
+    run = SliceRun(source, texts, methods, tokenizer=tokenizer, removal=removal, reference=reference,
+                   baseline=baseline, n_steps=n_steps, n_permutations=n_permutations,
+                   attention_tests=attention_tests, captum_metrics=captum_metrics, n_perturb=n_perturb, seed=seed,
+                   k_pct=k_pct, chunk=chunk)
+    return run.run(progress, should_stop).report()
+
+
+__all__ = ["TOKENS_PER_BATCH", "CHUNK_TEXTS", "own_shape", "buckets", "Variants", "importances",
+           "permutation_tests", "uniform_attention_tests", "bootstrap_ci", "SliceReport", "SliceRun",
+           "evaluate_slice"]
