@@ -9,6 +9,8 @@ Faithfulness, Interventions and Counterfactual compute when opened, the data-set
 and Run is pressed (a whole split, batched across texts, with a progress bar and Stop). A cached model is shared read-only; interventions act through edits or on a copy."""
 from __future__ import annotations
 
+import hashlib
+
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
@@ -478,34 +480,39 @@ if tab_cf.open:
                       or r.pred.tokenizer.config.level == "word"]
         toks = (word_level or rows)[0].inst.tokens
         c1, c2 = st.columns([2, 2])
-        idx = c1.selectbox("Word to change", list(range(len(toks))), key="attr_cf_idx",
-                           format_func=lambda i, toks=toks: f"{i + 1}: {toks[i]}",
-                           index=next((i for i, t in enumerate(toks) if t in ("not", "never", "no")), 0),
-                           persist_state="page")
-        repl = c2.text_input("Replace by (empty = delete)", value="", key="attr_cf_repl",
-                             persist_state="page").strip()
-        edited = I.edit_tokens(toks, idx, repl or None)
+        # the controls belong to this sentence: a new sentence gets fresh ones (never the old sentence's word)
+        sent_key = hashlib.sha1("\x1f".join(toks).encode("utf-8")).hexdigest()[:12]
+        negation = [i for i, t in enumerate(toks) if t in ("not", "never", "no", "n't")]
+        idx = c1.selectbox("Word to change", list(range(len(toks))), key=f"attr_cf_idx_{sent_key}",
+                           format_func=lambda i, toks=toks: f"{i + 1}: {toks[i]}", index=None,
+                           placeholder="Pick a word" + (f" (e.g. {negation[0] + 1}: {toks[negation[0]]})"
+                                                        if negation else ""))
+        repl = c2.text_input("Replace by (empty = delete)", value="", key=f"attr_cf_repl_{sent_key}").strip()
+        if idx is None:
+            st.info("Pick a word to change; leave the replacement empty to delete it. Nothing is run until then.")
+        else:
+            edited = I.edit_tokens(toks, idx, repl or None)
 
-        def cut(t: str, n: int = 2000) -> str:
-            return t if len(t) <= n else t[:n] + f" … ({len(t):,} characters in all)"
-        st.text(f"Before: {cut(' '.join(toks))}\nAfter:  {cut(edited)}")
-        try:
-            with st.spinner(f"Running the edit through {len(rows)} model(s)…"):
-                cf = cache.counterfactual({r.info.name: r.info.path for r in rows}, " ".join(toks), edited)
-        except Exception as e:  # noqa: BLE001
-            st.error(f"{type(e).__name__}: {w.md_escape(e)}")
-            cf = []
-        table = []
-        for r in cf:
-            labs = r.labels or [str(i) for i in range(len(r.probs_before))]
-            table.append({"checkpoint": r.model, "before": labs[r.label_before],
-                          "p before": float(r.probs_before[r.label_before]), "after": labs[r.label_after],
-                          "p after": float(r.probs_after[r.label_after]), "flips": r.flipped, "TVD": r.tvd})
-        if table:
-            st.dataframe(pd.DataFrame(table), hide_index=True)
-        for r in cf:
-            if r.importance_before is not None:
-                with st.container(border=True):
-                    st.markdown(f"**{w.md_escape(r.model)}** - own attention before and after")
-                    shaded(r.tokens_before, r.importance_before, window=window)
-                    shaded(r.tokens_after, r.importance_after, window=window)
+            def cut(t: str, n: int = 2000) -> str:
+                return t if len(t) <= n else t[:n] + f" … ({len(t):,} characters in all)"
+            st.text(f"Before: {cut(' '.join(toks))}\nAfter:  {cut(edited)}")
+            try:
+                with st.spinner(f"Running the edit through {len(rows)} model(s)…"):
+                    cf = cache.counterfactual({r.info.name: r.info.path for r in rows}, " ".join(toks), edited)
+            except Exception as e:  # noqa: BLE001
+                st.error(f"{type(e).__name__}: {w.md_escape(e)}")
+                cf = []
+            table = []
+            for r in cf:
+                labs = r.labels or [str(i) for i in range(len(r.probs_before))]
+                table.append({"checkpoint": r.model, "before": labs[r.label_before],
+                              "p before": float(r.probs_before[r.label_before]), "after": labs[r.label_after],
+                              "p after": float(r.probs_after[r.label_after]), "flips": r.flipped, "TVD": r.tvd})
+            if table:
+                st.dataframe(pd.DataFrame(table), hide_index=True)
+            for r in cf:
+                if r.importance_before is not None:
+                    with st.container(border=True):
+                        st.markdown(f"**{w.md_escape(r.model)}** - own attention before and after")
+                        shaded(r.tokens_before, r.importance_before, window=window)
+                        shaded(r.tokens_after, r.importance_after, window=window)

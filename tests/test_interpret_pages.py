@@ -165,10 +165,23 @@ def test_attribute_page_counterfactual_and_slice(run_page):
     at = run_page("pages/attribute.py")
     open_view(at, "Counterfactual")
     toks = CORPUS[0].split()
-    at.selectbox(key="attr_cf_idx").set_value(toks.index("good"))
-    at.text_input(key="attr_cf_repl").input("awful").run()
+
+    def cf_box(a):
+        return next(b for b in a.selectbox if b.key and b.key.startswith("attr_cf_idx_"))
+    first = cf_box(at)
+    assert first.value is None and not any("After:" in t.value for t in at.text)   # nothing applied before a pick
+    first.set_value(toks.index("good"))
+    next(b for b in at.text_input if b.key.startswith("attr_cf_repl_")).input("awful").run()
     assert not at.exception
     assert any(t.value.endswith("After:  " + CORPUS[0].replace("good", "awful")) for t in at.text)
+    # a new sentence: the control follows it (no word picked, its options the new tokens), nothing applied
+    at.text_input(key="attr_text").input("a dull and tedious film")
+    at.button(key="FormSubmitter:attr_form-Explain").click().run()
+    open_view(at, "Counterfactual")
+    box = cf_box(at)
+    assert box.key != first.key and box.value is None
+    assert list(box.options)[:2] == ["1: a", "2: dull"]
+    assert not any("After:" in t.value for t in at.text)
     open_view(at, "Faithfulness")
     assert not at.get("number_input")                          # the data-set panel is closed: nothing built
     at.session_state["attr_slice_open"] = True
