@@ -371,24 +371,32 @@ if tab_faith.open:
             st.markdown(f"**{w.md_escape(info.name)}** " + " ".join(badges))
             mr = {"checkpoint": info.name, "model": info.model}
             perm, unif = extra.get("perm"), extra.get("unif")
-            nan = float("nan")
-            mr.update({"permuted attention: median TVD": perm["median_tvd"] if perm else nan,
-                       "permuted attention: flip rate": perm["flip_rate"] if perm else nan,
-                       "uniform attention: TVD": unif["tvd"] if unif else nan,
-                       "uniform attention flips": ("yes" if unif["flipped"] else "no") if unif else "no attention"})
+
+            def num(v, fmt: str = ".4f") -> str:
+                """A number as the table shows it: blank when absent, 0 when below display precision."""
+                if v is None or not np.isfinite(v):
+                    return ""
+                return "0" if abs(v) < 5e-5 and fmt == ".4f" else format(v, fmt)
+            mr.update({"perm. median TVD": num(perm["median_tvd"]) if perm else "",
+                       "perm. flip rate": num(perm["flip_rate"], ".2f") if perm else "",
+                       "uniform TVD": num(unif["tvd"]) if unif else "",
+                       "uniform flips": ("yes" if unif["flipped"] else "no") if unif else ""})
             ig = expl.get("integrated_gradients")
-            mr.update({"IG |delta|": abs(ig.delta) if ig is not None else nan,
-                       "IG steps": ig.n_steps if ig is not None else nan})
+            mr.update({"IG |delta|": num(abs(ig.delta)) if ig is not None else "",
+                       "IG steps": str(ig.n_steps) if ig is not None else ""})
             model_rows.append(mr)
         prog.close()
         if table_rows:
             st.markdown("**Per explanation** (this sentence)")
-            st.dataframe(pd.DataFrame(table_rows), hide_index=True)
+            st.dataframe(pd.DataFrame(table_rows), hide_index=True, width="stretch", column_config={
+                c: st.column_config.NumberColumn(format="%.3f") for c in (
+                    "AOPC comprehensiveness", "AOPC sufficiency", "share removed to flip",
+                    "Kendall tau vs leave-one-out")})
         if model_rows:
             st.markdown("**Per model** - small TVDs under permuted or uniform attention mean the attention weights "
                         "hardly drive the decision (Jain & Wallace 2019; Wiegreffe & Pinter 2019). Blank: the model "
                         "has no attention weights to permute (Kim CNN, AGCNN) or IG was not asked for.")
-            st.dataframe(pd.DataFrame(model_rows), hide_index=True)
+            st.dataframe(pd.DataFrame(model_rows), hide_index=True, width="stretch")
         if curves_of:
             pick = st.selectbox("Erasure curves of", list(curves_of), key="attr_curve_ckpt", persist_state="page")
             if curves_of[pick]:
