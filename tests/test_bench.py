@@ -65,8 +65,8 @@ def test_accuracy_figure_from_plain_rows():
              "se": None, "paper": 92.5, "delta": -0.5}]
     fig = viz.accuracy_figure(rows, "Smoke: ours vs the paper")
     assert fig.key == "accuracy-smoke" and len(fig.table) == 2
-    assert list(fig.fig.data[0].error_y.array) == [1.2, 0.5]
-    assert "&lt;b&gt;" in fig.fig.data[0].x[0]                         # user text is escaped
+    assert list(fig.fig.data[0].error_x.array) == [1.2, 0.5]              # horizontal bars, one row per cell
+    assert "&lt;b&gt;" in fig.fig.data[0].y[0]                         # user text is escaped
 
 
 def test_the_cli_parser_does_not_import_torch():
