@@ -139,6 +139,8 @@ def test_attribute_page_computes_only_the_open_view(run_page, monkeypatch):
     assert calls.get("erasure_curves") and calls.get("erasure_flip") and calls.get("permutation_test")
     assert "counterfactual" not in calls and "intervene" not in calls and "attribute_instances" not in calls
     open_view(at, "Counterfactual")
+    assert "counterfactual" not in calls                                        # nothing until a word is picked
+    next(b for b in at.selectbox if b.key and b.key.startswith("attr_cf_idx_")).set_value(0).run()
     assert calls.get("counterfactual") == 1 and "intervene" not in calls
     open_view(at, "Interventions")
     assert calls.get("intervene") == 1
