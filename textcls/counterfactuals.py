@@ -325,8 +325,10 @@ def ablation_flip(predictor, texts: Sequence[str], max_delete: int = MAX_DELETE)
 # ---------------------------------------------------------------- running and scoring
 
 def _probs(predictor, texts: Sequence[str]) -> np.ndarray:
-    preds = predictor.predict(list(texts), batch_size=128) if texts else []
-    return np.array([[p.probabilities[lab] for lab in predictor.labels] for p in preds]).reshape(len(preds), -1)
+    if not texts:
+        return np.zeros((0, len(predictor.labels)))
+    preds = predictor.predict(list(texts), batch_size=128)
+    return np.array([[p.probabilities[lab] for lab in predictor.labels] for p in preds])
 
 
 def generate(generator: str, texts: Sequence[str], predictor=None, *, rules: str | Sequence | None = None,
