@@ -102,6 +102,8 @@ ctx = sl.SliceContext(texts, gold, preds)
 # ---------------------------------------------------------------- the active slice
 saved = sl.load_slices(bundle.name)
 all_slices = {s.name: s for s in sl.default_slices(ctx, bundle.labels) + saved}
+if "_exp_slice_next" in st.session_state:           # a slice saved on the last run becomes the active one
+    st.session_state["exp_slice"] = st.session_state.pop("_exp_slice_next")
 if st.session_state.get("exp_slice") not in all_slices:
     st.session_state["exp_slice"] = "all"
 slice_name = st.selectbox("Slice (used by every view)", list(all_slices), key="exp_slice",
@@ -201,7 +203,7 @@ if view == "Slices":
                      help="Saved in your user folder for this data set; usable on every view and page."):
             try:
                 sl.save_slice(bundle.name, new)
-                st.session_state["exp_slice"] = new.name
+                st.session_state["_exp_slice_next"] = new.name
                 st.rerun()
             except (sl.SliceError, OSError) as e:
                 st.error(f"Could not save: {w.md_escape(e)}")
@@ -295,7 +297,7 @@ elif view == "Projector":
         nm = s1.text_input("Save the selection as a slice named", key="exp_pr_slice_name")
         if s2.button("Save slice", key="exp_pr_save", disabled=not nm.strip()):
             sl.save_slice(bundle.name, sl.Slice(nm.strip(), "rows", selected, note="selected in the projector"))
-            st.session_state["exp_slice"] = nm.strip()
+            st.session_state["_exp_slice_next"] = nm.strip()
             st.rerun()
 
 # ---------------------------------------------------------------- Neighbours

@@ -1,0 +1,112 @@
+"""The Explore page through Streamlit's AppTest on tiny checkpoints and the embedded sst2/trec: every view draws
+without an exception, the URL round-trips the state (checkpoints, data, split, view, slice, text), bad input
+gets a message (a regex that does not compile, an empty slice, one class: no ROC, a generator that finds
+nothing), and a slice saved on the page becomes the active slice. Selecting points in the projector and opening one in
+Inspect needs a browser (tests/test_browser.py)."""
+from __future__ import annotations
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from test_app_home_compare_inspect import APP, all_text, build_checkpoints
+
+PAGE = "pages/explore.py"
+
+
+@pytest.fixture(scope="module")
+def ckpts(tmp_path_factory):
+    root = tmp_path_factory.mktemp("explore_app_ckpts")
+    return root, build_checkpoints(root, models=("kim_cnn", "act", "lama"))
+
+
+@pytest.fixture
+def explore(ckpts, monkeypatch, bundled_data):
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(ckpts[0]))
+    monkeypatch.setenv("TEXTCLS_DATA", str(bundled_data))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    st.cache_data.clear()
+
+    def make(params: dict | None = None) -> AppTest:
+        at = AppTest.from_file(APP, default_timeout=180)
+        at.run()
+        if params:
+            at.query_params.update(params)
+        at.switch_page(PAGE).run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+    return make
+
+
+def text_of(at: AppTest) -> str:
+    """Everything the page says, markdown escapes removed."""
+    return all_text(at).replace("\\", "")
+
+
+def ok(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_the_url_round_trips_the_state(explore, ckpts):
+    names = ckpts[1]
+    params = {"ckpt": f"{names[2]},{names[0]}", "data": "sst2", "split": "dev", "view": "Neighbours",
+              "text": "a gripping film"}
+    at = explore(params)
+    assert at.multiselect(key="exp_ckpts").value == [names[2], names[0]]
+    assert at.selectbox(key="exp_data").value == "sst2"
+    assert at.selectbox(key="exp_split").value == "dev"
+    assert at.text_input(key="exp_text").value == "a gripping film"
+    assert at.query_params["ckpt"] == f"{names[2]},{names[0]}" and at.query_params["view"] == "Neighbours"
+    assert at.query_params["text"] == "a gripping film"
+    # change the state on the page: the URL follows, and a new session opened on that URL shows the same state
+    at.selectbox(key="exp_slice").set_value("label = negative").run()
+    ok(at).multiselect(key="exp_ckpts").set_value([names[1]]).run()
+    url = dict(ok(at).query_params)
+    assert url["ckpt"] == names[1] and url["slice"] == "label = negative" and url["split"] == "dev"
+    again = explore(url)
+    assert again.multiselect(key="exp_ckpts").value == [names[1]]
+    assert again.selectbox(key="exp_slice").value == "label = negative"
+    assert again.text_input(key="exp_text").value == "a gripping film"
+    # a checkpoint in the URL that is not here is dropped, not an error
+    bad = explore({"ckpt": "nope," + names[0], "view": "Slices"})
+    assert bad.multiselect(key="exp_ckpts").value == [names[0]]
+
+
+def test_slices_view_metrics_and_bad_input(explore, ckpts):
+    at = explore({"ckpt": ",".join(ckpts[1][:2]), "data": "sst2", "split": "test", "view": "Slices"})
+    assert at.get("plotly_chart")                                   # metrics per slice
+    table = at.dataframe[0].value
+    assert {"slice", "checkpoint", "count", "accuracy", "macro_f1"} <= set(table.columns)
+    assert set(table[table["slice"] == "all"]["count"]) == {1821}
+    at.selectbox(key="exp_sl_kind").set_value("regex").run()
+    ok(at).text_input(key="exp_sl_regex").input("(unclosed").run()
+    assert "does not compile" in all_text(ok(at))
+    at.text_input(key="exp_sl_regex").input(r"\bzebra\b").run()
+    at.text_input(key="exp_sl_name").input("zebras").run()
+    [b for b in ok(at).button if b.label == "Save slice"][0].click().run()
+    assert ok(at).selectbox(key="exp_slice").value == "zebras"
+    assert "is empty on this split" in all_text(at)                 # an empty slice: a message, no table
+
+
+def test_projector_neighbours_counterfactuals_and_thresholds_draw(explore, ckpts):
+    names = ckpts[1]
+    at = explore({"ckpt": ",".join(names[:2]), "data": "sst2", "view": "Projector"})
+    charts = at.get("plotly_chart")
+    assert len(charts) == 2                                          # two models side by side
+    at.segmented_control(key="exp_view").set_value("Neighbours").run()
+    assert len(ok(at).dataframe) >= 2
+    at.segmented_control(key="exp_view").set_value("Counterfactuals").run()
+    text = all_text(ok(at))
+    assert at.dataframe[0].value["generator"].tolist().count("negation") == 2
+    at.multiselect(key="exp_cf_gens").set_value(["word_replacer"]).run()
+    at.text_input(key="exp_cf_rules").input("zebra -> horse").run()
+    assert "found nothing to change" in all_text(ok(at))
+    at.text_input(key="exp_cf_rules").input("no arrow here").run()
+    assert "word -> replacement" in text_of(ok(at))
+    at.segmented_control(key="exp_view").set_value("Thresholds").run()
+    assert len(ok(at).get("plotly_chart")) == 3                      # ROC, PR, reliability
+    at.selectbox(key="exp_slice").set_value("label = negative").run()
+    text = all_text(ok(at))
+    assert "Only one class" in text and len(at.get("plotly_chart")) == 1
+
