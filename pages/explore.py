@@ -162,6 +162,8 @@ if view == "Slices":
                       format_func=lambda m: m.replace("_", "-"))
     w.show_figure(viz.slice_metrics_figure(table, metric=metric, key=f"slices_{bundle.name}_{split_name}"),
                   "exp_sl_fig")
+    st.caption(f"macro-F1 averages the F1 of all {len(bundle.labels)} classes of the data set, so on a slice with "
+               f"one gold label it is at most 1/{len(bundle.labels)}; compare accuracy there.")
     st.dataframe(table, hide_index=True, width="stretch",
                  column_config={"accuracy": st.column_config.NumberColumn(format="percent"),
                                 "macro_f1": st.column_config.NumberColumn("macro-F1", format="percent")})
@@ -269,6 +271,8 @@ elif view == "Projector":
             colour = ["in slice" if i in inside else "outside" for i in pick]
         figs.append((ck, viz.projector_figure(xy, list(sub), colour, pick, colour_name=colour_by,
                                               title=f"{ck} · {rp.PROJECTION_LABELS[method]}",
+                                              axis_names=tuple(f"{'PC' if method == 'pca' else rp.PROJECTION_LABELS[method]}"
+                                                               f" {d}" for d in (1, 2)),
                                               key=f"projector_{ck}_{method}_{bundle.name}_{split_name}")))
     bar.empty()
     selected: list[int] = []
