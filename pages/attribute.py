@@ -272,13 +272,31 @@ def slice_panel(results) -> None:
                               persist_state="page")
         s_n = c3.number_input("Sentences (dev split)", 5, 500, 50, step=5, key="attr_slice_n",
                               persist_state="page")
+        from textcls import slices as sl
+        saved = {f"{d} · {x.name}": (d, x) for d in sets for x in sl.load_slices(d)}
+        s_from = st.selectbox("Sentences from", ["the dev split (first sentences)"] + list(saved),
+                              key="attr_slice_from", help="Or the first sentences of a slice saved on the Explore "
+                              "page (its data set replaces the one chosen above).")
         go_slice = st.form_submit_button("Run", help="About a second per sentence and model on a laptop.")
     if go_slice:
         try:
-            bundle = cache.dataset(s_data, limit=None)
-            split = bundle.splits.get("dev") or bundle.splits.get("test") or next(iter(bundle.splits.values()))
-            with st.spinner(f"Scoring {int(s_n)} sentences…"):
-                rep = cache.slice_report(by_name[s_ckpt].path, split.texts[:int(s_n)], removal=removal,
+            if s_from in saved:
+                s_data, chosen_slice = saved[s_from]
+                bundle = cache.dataset(s_data, limit=None)
+                split_name = chosen_slice.split or ("test" if "test" in bundle.splits else next(iter(bundle.splits)))
+                split = bundle.splits[split_name]
+                preds = cache.predict(by_name[s_ckpt].path, split.texts)
+                ctx = sl.SliceContext(split.texts, [bundle.labels[y] for y in split.labels],
+                                      {s_ckpt: [p.label for p in preds]})
+                texts = [split.texts[i] for i in sl.slice_rows(chosen_slice, ctx)][:int(s_n)]
+                if not texts:
+                    raise ValueError(f"the slice {chosen_slice.name!r} is empty on {s_data} / {split_name}")
+            else:
+                bundle = cache.dataset(s_data, limit=None)
+                split = bundle.splits.get("dev") or bundle.splits.get("test") or next(iter(bundle.splits.values()))
+                texts = split.texts[:int(s_n)]
+            with st.spinner(f"Scoring {len(texts)} sentences…"):
+                rep = cache.slice_report(by_name[s_ckpt].path, texts, removal=removal,
                                          baseline=baseline, steps=steps,
                                          methods=[m for m in methods if m != "leave_one_out"] + ["random"])
             st.session_state["attr_slice_result"] = (s_ckpt, s_data, rep)

@@ -114,6 +114,7 @@ urlstate.publish(PAGE, {"ckpt": chosen, "data": spec, "split": split_name, "view
                         "text": (st.session_state.get("exp_text") or None)
                         if view in ("Neighbours", "Counterfactuals") else None})
 try:
+    sl.check_split(active, split_name, sampled=len(split) > MAX_ROWS)
     rows = sl.slice_rows(active, ctx)
 except sl.SliceError as e:
     st.error(f"The slice cannot be applied: {w.md_escape(e)}")
@@ -195,7 +196,7 @@ if view == "Slices":
                 value = []
         name = st.text_input("Slice name", key="exp_sl_name", placeholder="e.g. long negative reviews")
         try:
-            new = sl.Slice(name.strip() or "(unnamed)", kind, value, ck)
+            new = sl.Slice(name.strip() or "(unnamed)", kind, value, ck, split=split_name if kind == "rows" else None)
             n_new = len(sl.slice_rows(new, ctx))
             st.caption(f"{n_new:,} rows match: {w.md_escape(new.describe())}.")
         except sl.SliceError as e:
@@ -300,7 +301,8 @@ elif view == "Projector":
         s1, s2 = st.columns([3, 1], vertical_alignment="bottom")
         nm = s1.text_input("Save the selection as a slice named", key="exp_pr_slice_name")
         if s2.button("Save slice", key="exp_pr_save", disabled=not nm.strip()):
-            sl.save_slice(bundle.name, sl.Slice(nm.strip(), "rows", selected, note="selected in the projector"))
+            sl.save_slice(bundle.name, sl.Slice(nm.strip(), "rows", selected, note="selected in the projector",
+                                                split=split_name))
             st.session_state["_exp_slice_next"] = nm.strip()
             st.rerun()
 

@@ -110,3 +110,16 @@ def test_projector_neighbours_counterfactuals_and_thresholds_draw(explore, ckpts
     text = all_text(ok(at))
     assert "Only one class" in text and len(at.get("plotly_chart")) == 1
 
+
+
+def test_a_saved_slice_is_reused_on_evaluate(explore, ckpts):
+    from textcls import slices as sl
+    sl.save_slice("sst2", sl.Slice("short", "length", [1, 5]))
+    at = explore({"ckpt": ckpts[1][0], "data": "sst2", "view": "Slices"})
+    assert "short" in at.selectbox(key="exp_slice").options[-1]             # listed on Explore
+    at.switch_page("pages/evaluate.py").run()
+    at.selectbox(key="eval_data").set_value("sst2").run()
+    ok(at).selectbox(key="eval_slice").set_value("short").run()
+    n = int((ok(at).dataframe[0].value["examples"]).iloc[0])
+    from textcls.data import load_data
+    assert n == sum(1 for t in load_data("sst2").splits["test"].texts if 1 <= len(t.split()) <= 5)

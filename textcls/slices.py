@@ -46,6 +46,7 @@ class Slice:
     value: Any = None
     checkpoint: str | None = None
     note: str = ""
+    split: str | None = None      # the split a "rows" slice was made on (its row numbers index that split)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -78,7 +79,7 @@ class Slice:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Slice":
         return cls(name=str(d["name"]), kind=str(d["kind"]), value=d.get("value"), checkpoint=d.get("checkpoint"),
-                   note=str(d.get("note", "")))
+                   note=str(d.get("note", "")), split=d.get("split"))
 
 
 @dataclass
@@ -172,6 +173,18 @@ def slice_rows(s: Slice, ctx: SliceContext) -> np.ndarray:
     return np.nonzero(slice_mask(s, ctx))[0]
 
 
+def check_split(s: Slice, split: str, sampled: bool = False) -> None:
+    """SliceError when a "rows" slice cannot apply to `split` (made on another split, or the rows were sampled,
+    so row numbers mean other texts). Every other kind applies to any split."""
+    if s.kind != "rows":
+        return
+    if s.split and s.split != split:
+        raise SliceError(f"the slice {s.name!r} lists rows of the {s.split!r} split, not {split!r}")
+    if sampled:
+        raise SliceError(f"the slice {s.name!r} lists row numbers of the whole split; use the whole split "
+                         "(no sample) to apply it")
+
+
 def length_buckets(texts: Sequence[str], n: int = 4) -> list[Slice]:
     """About-equal-count length buckets (quantiles of the word count), as slices."""
     lens = np.array([word_count(t) for t in texts]) if len(texts) else np.zeros(0, dtype=int)
@@ -255,5 +268,5 @@ def delete_slice(dataset: str, name: str) -> list[Slice]:
     return keep
 
 
-__all__ = ["KINDS", "Slice", "SliceContext", "SliceError", "compile_pattern", "default_slices", "delete_slice",
+__all__ = ["KINDS", "Slice", "SliceContext", "SliceError", "check_split", "compile_pattern", "default_slices", "delete_slice",
            "length_buckets", "load_slices", "save_slice", "slice_mask", "slice_metrics", "slice_rows", "slices_file"]
