@@ -123,3 +123,17 @@ def test_a_saved_slice_is_reused_on_evaluate(explore, ckpts):
     n = int((ok(at).dataframe[0].value["examples"]).iloc[0])
     from textcls.data import load_data
     assert n == sum(1 for t in load_data("sst2").splits["test"].texts if 1 <= len(t.split()) <= 5)
+
+
+def test_inspect_keeps_its_checkpoints_and_text_in_the_url(explore, ckpts):
+    a, b = ckpts[1][0], ckpts[1][1]
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.run()
+    at.query_params.update({"ckpt": f"{a},{b}", "text": "a gripping film"})
+    at.switch_page("pages/inspect.py").run()
+    ok(at)
+    assert at.selectbox(key="insp_ckpt").value == a and at.toggle(key="insp_two").value
+    assert at.selectbox(key="insp_ckpt2").value == b
+    assert at.text_area(key="insp_text").value == "a gripping film"
+    at.toggle(key="insp_two").set_value(False).run()
+    assert dict(ok(at).query_params) == {"ckpt": a, "text": "a gripping film"}

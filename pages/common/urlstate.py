@@ -5,13 +5,16 @@
 drawn, whenever the URL differs from what this page last wrote there (a link just opened, or edited by hand);
 values a widget cannot take (a checkpoint that is not here) are dropped. `publish(page, values)` writes the
 current values back, only when they changed (writing the same URL again would not trigger anything, but
-costs a message to the browser). Lists are comma-separated.
+costs a message to the browser). Lists are comma-separated; a value longer than MAX_VALUE characters (a long
+text) is left out of the URL.
 """
 from __future__ import annotations
 
 from typing import Iterable, Sequence
 
 import streamlit as st
+
+MAX_VALUE = 2000
 
 
 def _last_key(page: str) -> str:
@@ -54,7 +57,9 @@ def publish(page: str, values: dict[str, object]) -> None:
     for k, v in values.items():
         if v is None or v == "" or v == []:
             continue
-        new[k] = ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+        v = ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+        if len(v) <= MAX_VALUE:
+            new[k] = v
     if new != _current():
         st.query_params.from_dict(new)
     st.session_state[_last_key(page)] = new
