@@ -137,3 +137,26 @@ def test_inspect_keeps_its_checkpoints_and_text_in_the_url(explore, ckpts):
     assert at.text_area(key="insp_text").value == "a gripping film"
     at.toggle(key="insp_two").set_value(False).run()
     assert dict(ok(at).query_params) == {"ckpt": a, "text": "a gripping film"}
+
+
+def test_a_six_class_task_gets_a_reliability_diagram_and_no_roc(tmp_path, monkeypatch, bundled_data):
+    import torch
+
+    import textcls
+    from textcls.checkpoint import save_checkpoint
+    from textcls.data import load_data
+    from textcls.text import Tokenizer, TokenizerConfig
+    trec = load_data("trec")
+    tok = Tokenizer.build(trec.splits["train"].texts[:200], TokenizerConfig())
+    torch.manual_seed(0)
+    model = textcls.create_model("kim_cnn", vocab_size=len(tok.vocab), num_labels=6, preset="small").eval()
+    save_checkpoint(tmp_path / "ck" / "kim_trec_tiny", model, tok, trec.labels, meta={"data": {"name": "trec"}})
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(tmp_path / "ck"))
+    monkeypatch.setenv("TEXTCLS_DATA", str(bundled_data))
+    st.cache_data.clear()
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.run()
+    at.query_params.update({"ckpt": "kim_trec_tiny", "data": "trec", "view": "Thresholds"})
+    at.switch_page(PAGE).run()
+    assert "two-class tasks" in text_of(ok(at))
+    assert len(at.get("plotly_chart")) == 1                         # the reliability diagram only
