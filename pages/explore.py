@@ -368,7 +368,7 @@ elif view == "Counterfactuals":
             bar.progress(len(reports) / total, text=f"{cf.GENERATOR_LABELS[g]} · {ck} on {len(items):,} text(s)…")
             try:
                 reports.append(cache.flip_report(by_name[ck].path, tuple(items), g, rules=rules))
-            except cf.CounterfactualError as e:
+            except ValueError as e:           # CounterfactualError, or GloVe missing (DataError)
                 st.error(f"{cf.GENERATOR_LABELS[g]}: {w.md_escape(e)}")
                 break
     bar.empty()
