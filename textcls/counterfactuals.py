@@ -172,6 +172,17 @@ def _glove_table():
     return _GLOVE_CACHE["t"]
 
 
+def _glove_nearest(i: int, n: int = 200) -> list[int]:
+    """The n GloVe rows nearest row i (cosine), best first; remembered per row (frequent words repeat)."""
+    memo = _GLOVE_CACHE.setdefault("nn", {})
+    if i not in memo:
+        V = _glove_table()[2]
+        sims = V @ V[i]
+        top = np.argpartition(-sims, n)[:n]
+        memo[i] = top[np.argsort(-sims[top], kind="mergesort")].tolist()
+    return memo[i]
+
+
 def glove_neighbours(word: str, k: int = 5, known: Callable[[str], bool] | None = None) -> list[str]:
     """The k nearest GloVe neighbours of `word` (cosine), alphabetic, not the word itself nor a plural/
     possessive of it, and `known` to the model when given. [] when GloVe does not know the word."""
@@ -179,9 +190,8 @@ def glove_neighbours(word: str, k: int = 5, known: Callable[[str], bool] | None 
     i = index.get(word.lower())
     if i is None:
         return []
-    sims = V @ V[i]
     out = []
-    for j in np.argsort(-sims)[:200]:
+    for j in _glove_nearest(i):
         w = words[j]
         if w is None or j == i or not _real_word(w) or w in (word + "s", word + "es", word + "'s") or \
                 word in (w + "s", w + "es"):
