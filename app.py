@@ -6,7 +6,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages.common import APP_RAN, DEEP_LINK
+from pages.common import APP_RAN, DEEP_LINK, DEEP_LINK_PARAMS
 from pages.common.cache import warm_up
 
 ROOT = Path(__file__).resolve().parent
@@ -17,6 +17,7 @@ PAGES = [
     ("pages/attribute.py", "Attribute", ":material/highlight:"),
     ("pages/train.py", "Train", ":material/model_training:"),
     ("pages/evaluate.py", "Evaluate", ":material/fact_check:"),
+    ("pages/explore.py", "Explore", ":material/scatter_plot:"),
     ("pages/lab.py", "Lab", ":material/science:"),
     ("pages/benchmarks.py", "Benchmarks", ":material/speed:"),
 ]
@@ -28,7 +29,8 @@ nav = st.navigation([st.Page(f, title=t, icon=i, default=(n == 0))
                      for n, (f, t, i) in enumerate(PAGES) if (ROOT / f).is_file()])
 st.session_state[APP_RAN] = True
 deep_link = st.session_state.pop(DEEP_LINK, None)   # a first request that was a deep link (pages/common)
+deep_params = st.session_state.pop(DEEP_LINK_PARAMS, None) or None
 if deep_link:
-    st.switch_page(deep_link)
+    st.switch_page(deep_link, query_params=deep_params)
 nav.run()
 warm_up()                                           # torch and Captum load while the user reads the page

@@ -276,19 +276,38 @@ def slice_panel(results) -> None:
         s_split = c3.selectbox("Split", ["test", "dev", "train"], key="attr_slice_split", persist_state="page")
         s_n = c4.number_input("Texts (0 = the whole split)", 0, 1_000_000, 0, step=50, key="attr_slice_n",
                               persist_state="page")
+        from textcls import slices as sl
+        saved = {f"{d} · {x.name}": (d, x) for d in sets for x in sl.load_slices(d)}
+        s_from = st.selectbox("Texts from", ["the data set and split above"] + list(saved),
+                              key="attr_slice_from", help="Or a slice saved on the Explore page (its data set and "
+                              "split replace the ones chosen above).")
         go_slice = st.form_submit_button("Run", help="Batched across texts: the 1,821 sst2 test sentences take "
                                                      "minutes per model (more with integrated gradients or "
                                                      "occlusion, and on a busy machine); Stop keeps what is done.")
     if go_slice:
         try:
-            bundle = cache.dataset(s_data, limit=None)
-            if s_split not in bundle.splits:
-                raise ValueError(f"{s_data} has no {s_split} split (has: {', '.join(bundle.splits)})")
-            texts = list(bundle.splits[s_split].texts)
+            if s_from in saved:
+                s_data, chosen_slice = saved[s_from]
+                bundle = cache.dataset(s_data, limit=None)
+                split_name = chosen_slice.split or ("test" if "test" in bundle.splits else next(iter(bundle.splits)))
+                split = bundle.splits[split_name]
+                preds = cache.predict(by_name[s_ckpt].path, split.texts)
+                ctx = sl.SliceContext(split.texts, [bundle.labels[y] for y in split.labels],
+                                      {s_ckpt: [p.label for p in preds]})
+                texts = [split.texts[i] for i in sl.slice_rows(chosen_slice, ctx)]
+                if not texts:
+                    raise ValueError(f"the slice {chosen_slice.name!r} is empty on {s_data} / {split_name}")
+                where = f"{s_data}/{split_name} · slice {chosen_slice.name}"
+            else:
+                bundle = cache.dataset(s_data, limit=None)
+                if s_split not in bundle.splits:
+                    raise ValueError(f"{s_data} has no {s_split} split (has: {', '.join(bundle.splits)})")
+                texts = list(bundle.splits[s_split].texts)
+                where = f"{s_data}/{s_split}"
             texts = texts[:int(s_n)] if s_n else texts
             run = cache.slice_run(by_name[s_ckpt].path, texts, removal=removal, baseline=baseline, steps=steps,
                                   methods=[m for m in methods if m != "leave_one_out"] + ["random"])
-            st.session_state["attr_slice_job"] = (s_ckpt, f"{s_data}/{s_split}", run)
+            st.session_state["attr_slice_job"] = (s_ckpt, where, run)
         except Exception as e:  # noqa: BLE001
             st.error(f"Could not score the data set: {type(e).__name__}: {w.md_escape(e)}")
     if "attr_slice_job" not in st.session_state:

@@ -13,6 +13,7 @@ import streamlit as st
 from pages.common import cache, inside_app, widgets as w
 from textcls import corpus_views as cv
 from textcls import data as tdata
+from textcls import slices as sl
 from textcls import viz
 from textcls.checkpoint import CheckpointError, load_history
 from textcls.metrics import agreement_rows, classification_report, default_ignore_label
@@ -116,6 +117,32 @@ with st.spinner(f"Running {len(infos)} checkpoint(s) on {len(texts):,} texts…"
                                pred_names=[info.labels[k] for k in pred])
 if not runs:
     st.stop()
+
+# ---------------------------------------------------------------- a saved slice (defined on the Explore page)
+saved_slices = sl.load_slices(bundle.name) if source == "A data set" else []
+if saved_slices:
+    pick_slice = st.selectbox("Slice", ["all"] + [s.name for s in saved_slices], key="eval_slice",
+                              help="Slices saved for this data set on the Explore page.")
+    if pick_slice != "all":
+        chosen_slice = next(s for s in saved_slices if s.name == pick_slice)
+        try:
+            sl.check_split(chosen_slice, split_name, sampled=len(part) < n_all)
+            keep = sl.slice_rows(chosen_slice, sl.SliceContext(texts, gold_names,
+                                                               {n: r["pred_names"] for n, r in runs.items()}))
+        except sl.SliceError as e:
+            st.error(f"The slice cannot be applied: {w.md_escape(e)}")
+            st.stop()
+        if not len(keep):
+            st.info(f"The slice “{w.md_escape(pick_slice)}” is empty here.")
+            st.stop()
+        texts, gold_names = [texts[i] for i in keep], [gold_names[i] for i in keep]
+        for r in runs.values():
+            r.update(gold=r["gold"][keep], pred=r["pred"][keep], probs=r["probs"][keep],
+                     pred_names=[r["pred_names"][i] for i in keep])
+            r["report"] = classification_report(r["gold"], r["pred"], r["labels"],
+                                                ignore_label=r["report"]["ignore_label"])
+        st.caption(f"Slice **{w.md_escape(pick_slice)}** ({w.md_escape(chosen_slice.describe())}): "
+                   f"{len(keep):,} examples.")
 
 
 def csv_button(df: pd.DataFrame, label: str, file: str, key: str) -> None:
@@ -305,7 +332,8 @@ with tab_d:
     view = st.radio("View", views, horizontal=True, key="eval_ds_view")
     corpus_cache = cv.CorpusCache()
     state = st.session_state.setdefault("_eval_corpus", {})
-    base_key = (str(info.path), tuple(map(tuple, cv.checkpoint_stamp(info.path))), spec, split_name, int(limit or 0))
+    base_key = (str(info.path), tuple(map(tuple, cv.checkpoint_stamp(info.path))), spec, split_name, int(limit or 0),
+                st.session_state.get("eval_slice", "all"))
 
     def run_pass(kind: str, fn, **kw):
         """The result of a corpus pass: from this session, else the disk cache, else computed on a click."""

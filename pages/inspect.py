@@ -5,13 +5,14 @@ the controls it takes), so this page knows no model: any model gets at least the
 
 Only the selected view of each checkpoint is built, and its figures are cached per (checkpoint, text, view,
 controls) across reruns and sessions, so switching back to a view is instant. Each checkpoint's panel is a
-fragment: changing its view or a control reruns that panel only, not the page.
+fragment: changing its view or a control reruns that panel only, not the page. The checkpoint(s) and the text
+live in the URL (`?ckpt=A,B&text=...`), so a copied link reopens the same view.
 """
 from __future__ import annotations
 
 import streamlit as st
 
-from pages.common import cache, inside_app
+from pages.common import cache, inside_app, urlstate
 from pages.common import widgets as w
 from textcls import viz
 
@@ -24,6 +25,13 @@ st.caption("A model's own tensors on your text - attention, feature maps, gates 
 valid = w.require_checkpoints()
 by_name = {i.name: i for i in valid}
 names = list(by_name)
+if urlstate.restore("inspect", {"ckpt": "insp_ckpt", "text": "insp_text"}, options={"ckpt": names}):
+    linked = [n for n in st.query_params.get("ckpt", "").split(",") if n in names]
+    if linked:
+        st.session_state["insp_ckpt"] = linked[0]
+        st.session_state["insp_two"] = len(linked) > 1
+        if len(linked) > 1:
+            st.session_state["insp_ckpt2"] = linked[1]
 
 c1, c2 = st.columns([3, 2])
 first = c1.selectbox("Checkpoint", names, key="insp_ckpt", format_func=lambda n: w.ckpt_label(by_name[n]))
@@ -39,6 +47,7 @@ with st.form("insp_form"):
     text = st.text_area("Text", value=w.EXAMPLE, height=100, key="insp_text",
                         help="Several sentences are fine: hierarchical models (HCAN) split them.")
     st.form_submit_button("Inspect", type="primary")
+urlstate.publish("inspect", {"ckpt": slots, "text": text})
 text = w.clean_text(text)
 if text is None:
     st.stop()

@@ -253,3 +253,36 @@ def test_every_page_renders_offline_without_an_exception(server, session):
     if Path(f"/proc/{server.pid}/fd").is_dir():
         assert inotify_watches(server.pid) == 0
     assert "Inotify" not in server.log.read_text()
+
+
+def test_explore_projector_select_points_and_open_one_in_inspect(server, page, tmp_path):
+    """A deep link with the state in its query string opens the projector (two models); a box dragged over one
+    chart selects points; "Open in Inspect" shows the chosen text on the Inspect page."""
+    a, b = server.names[0], server.names[1]
+    page.goto(f"{server.url}/explore?ckpt={a},{b}&data=sst2&split=test&view=Projector")
+    page.get_by_text("Explore a data set across models").wait_for()
+    wait_idle(page)
+    charts = page.locator(".js-plotly-plot")
+    charts.nth(1).wait_for()
+    assert charts.count() == 2                                        # two models side by side
+    assert "ckpt=" in page.url and "view=Projector" in page.url       # the state stayed in the URL
+    drag = charts.first.locator(".nsewdrag").first
+    drag.scroll_into_view_if_needed()
+    box = drag.bounding_box()
+    mark_run(page)
+    page.mouse.move(box["x"] + 0.05 * box["width"], box["y"] + 0.05 * box["height"])
+    page.mouse.down()
+    page.mouse.move(box["x"] + 0.5 * box["width"], box["y"] + 0.5 * box["height"], steps=8)
+    page.mouse.move(box["x"] + 0.95 * box["width"], box["y"] + 0.95 * box["height"], steps=8)
+    page.mouse.up()
+    wait_idle(page, after_run=True)
+    page.get_by_text("point(s) selected").wait_for()
+    page.screenshot(path=str(tmp_path / "explore_selected.png"), full_page=False)
+    mark_run(page)
+    page.get_by_role("button", name="Open in Inspect").first.click()
+    page.get_by_text("Inspect a model").wait_for()
+    wait_idle(page)
+    shown = page.get_by_role("textbox", name="Text").input_value()
+    from textcls.data import load_data
+    assert shown in load_data("sst2").splits["test"].texts         # a text of the split, not the page's example
+    assert exceptions(page) == []

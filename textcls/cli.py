@@ -1,5 +1,5 @@
-"""Command line: `python -m textcls {train,evaluate,predict,faithfulness,list,bench,reproduce}`. Other tools rely on
-these spellings.
+"""Command line: `python -m textcls {train,evaluate,predict,faithfulness,counterfactuals,list,limits,bench,reproduce}`.
+Other tools rely on these spellings.
 
     python -m textcls train --model NAME --data DATA --epochs N --out DIR [--embeddings glove|random|FILE]
                             [--device auto|cpu|cuda[:N]|mps] [--amp [bf16|fp16]] [--workers N]
@@ -7,6 +7,9 @@ these spellings.
     python -m textcls evaluate DIR [--data DATA] [--split test] [--json]
     python -m textcls predict DIR "some text" [more texts | -] [--json]
     python -m textcls faithfulness DIR [--data DATA] [--split test] [--methods M,...] [--limit N] [--json]
+    python -m textcls counterfactuals DIR [--data DATA] [--split test] --generator NAME [--limit N]
+                                      [--rules "good -> bad"] [--json]
+    python -m textcls limits [--json]
     python -m textcls list [--checkpoints ROOT] [--json]
     python -m textcls bench [--quick] [--json OUT]
     python -m textcls bench --latency [--load N] [--json OUT]   (thread policy: TEXTCLS_THREADS, textcls/threads.py)
@@ -524,6 +527,58 @@ def cmd_predict(args) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- counterfactuals
+
+
+def cmd_counterfactuals(args) -> int:
+    from .checkpoint import load_checkpoint
+    from .counterfactuals import GENERATORS, CounterfactualError, run_generator
+    from .data import load_data
+
+    if args.generator not in GENERATORS:
+        raise UsageError(f"unknown generator {args.generator!r}; choose one of {', '.join(GENERATORS)}")
+    if args.limit is not None and args.limit < 1:
+        raise UsageError("--limit must be at least 1")
+    predictor = load_checkpoint(args.checkpoint)
+    data = args.data
+    if data is None:
+        recorded = predictor.info.get("data") if isinstance(predictor.info.get("data"), dict) else {}
+        data = recorded.get("spec") or recorded.get("name")
+        if not data:
+            raise UsageError("the checkpoint does not record its data set; pass --data")
+    try:
+        bundle = load_data(data, root=args.data_root)
+    except (KeyError, ValueError, FileNotFoundError) as e:
+        raise UsageError(_one_line(e)) from None
+    if args.split not in bundle.splits:
+        raise UsageError(f"data set {bundle.name!r} has no split {args.split!r} (has: {', '.join(bundle.splits)})")
+    texts = list(bundle.splits[args.split].texts)[:args.limit]
+    if not texts:
+        raise UsageError(f"{bundle.name}/{args.split} is empty")
+    try:
+        rep = run_generator(predictor, texts, args.generator, checkpoint=Path(args.checkpoint).name,
+                            rules=args.rules, seed=args.seed)
+    except CounterfactualError as e:
+        raise UsageError(_one_line(e)) from None
+    out = {**rep.summary(), "data": bundle.name, "split": args.split}
+    for k in ("flip_rate", "mean_prob_change"):
+        if out[k] != out[k]:                           # NaN (nothing edited) is not JSON
+            out[k] = None
+    if args.json:
+        if args.examples:
+            out["examples"] = rep.rows.head(args.examples).to_dict(orient="records")
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+    else:
+        rate = "-" if out["flip_rate"] is None else f"{100 * out['flip_rate']:.1f} %"
+        change = "-" if out["mean_prob_change"] is None else f"{out['mean_prob_change']:+.3f}"
+        print(f"{out['checkpoint']} · {args.generator} on {bundle.name}/{args.split}: {out['n']} of "
+              f"{out['n_texts']} texts edited, flip rate {rate}, mean change of p(original label) {change}, "
+              f"{out['seconds']:.1f} s")
+        for r in rep.rows.head(args.examples).itertuples():
+            print(f"  {'FLIP' if r.flipped else '    '} {r.label}->{r.new_label}  {r.edited}")
+    return 0
+
+
 # ---------------------------------------------------------------- list
 
 
@@ -777,7 +832,7 @@ def cmd_reproduce(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="Small interpretable text classifiers: train, evaluate, predict, list.")
     sub = p.add_subparsers(dest="command",
-                           metavar="{train,evaluate,predict,faithfulness,list,limits,bench,reproduce}",
+                           metavar="{train,evaluate,predict,faithfulness,counterfactuals,list,limits,bench,reproduce}",
                            parser_class=_Parser)
     sub.required = True
 
@@ -861,6 +916,23 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
     _limit_flags(r, ("max_parameters",))
     r.set_defaults(func=cmd_predict)
+
+    cf = sub.add_parser("counterfactuals", help="generated counterfactuals over a data split: flip rate per generator",
+                        description="Edit every text of a split with one generator (word_replacer, negation, "
+                                    "scrambler, glove, hotflip, ablation_flip) and count how often the checkpoint's "
+                                    "decision flips. --json prints one object: flip_rate, mean_prob_change, n, ...")
+    cf.add_argument("checkpoint", metavar="DIR", help="checkpoint folder")
+    cf.add_argument("--data", default=None, help="data set (default: the one the checkpoint was trained on)")
+    cf.add_argument("--split", default="test", help="split name (default test)")
+    cf.add_argument("--generator", required=True, metavar="NAME",
+                    help="word_replacer, negation, scrambler, glove, hotflip or ablation_flip")
+    cf.add_argument("--limit", type=int, default=None, metavar="N", help="the first N texts of the split")
+    cf.add_argument("--rules", default=None, help="word_replacer rules, e.g. 'good -> bad, great -> awful'")
+    cf.add_argument("--seed", type=int, default=0, help="scrambler seed (default 0)")
+    cf.add_argument("--examples", type=int, default=0, metavar="K", help="also show the first K edits")
+    cf.add_argument("--data-root", default=None, help="folder(s) of data sets searched by name (default: TEXTCLS_DATA)")
+    cf.add_argument("--json", action="store_true", help="print one JSON object")
+    cf.set_defaults(func=cmd_counterfactuals)
 
     s = sub.add_parser("list", help="list models, data sets and checkpoints",
                        description="List the registered models, the bundled data sets and the checkpoints.")

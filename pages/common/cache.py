@@ -301,3 +301,46 @@ def warm_up() -> threading.Thread:
     t.start()
     return t
 
+
+
+# ---------------------------------------------------------------- data-set tools (Explore page)
+# Keyed like the rest: (checkpoint folder, its stamp, the texts, settings); results are plain numpy / pandas /
+# dataclasses, read-only. The projector samples before it gets here (textcls.representations.sample_rows).
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _representations(path: str, mtime: float, texts: tuple[str, ...]):
+    from textcls.representations import representations as reps
+    return reps(_predictor(path, mtime), list(texts))
+
+
+def representations(path: str | Path, texts):
+    """(N, F) classifier-input vectors of one checkpoint for texts (textcls.representations), cached."""
+    return _representations(str(path), stamp(path), tuple(texts))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _projection(path: str, mtime: float, texts: tuple[str, ...], method: str, seed: int):
+    from textcls.representations import project
+    return project(_representations(path, mtime, texts), method, seed=seed)
+
+
+def projection(path: str | Path, texts, method: str = "pca", seed: int = 0):
+    """(N, 2) projection (PCA / t-SNE / UMAP) of one checkpoint's representations of texts, cached."""
+    return _projection(str(path), stamp(path), tuple(texts), method, seed)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _flip_report(path: str, mtime: float, texts: tuple[str, ...], generator: str, rules: str, seed: int):
+    from textcls.counterfactuals import run_generator
+    return run_generator(_predictor(path, mtime), list(texts), generator, checkpoint=Path(path).name,
+                         rules=rules or None, seed=seed)
+
+
+def flip_report(path: str | Path, texts, generator: str, *, rules: str = "", seed: int = 0):
+    """`textcls.counterfactuals.run_generator` of one checkpoint over texts, cached per (checkpoint, texts,
+    generator, rules). Raises CounterfactualError for a generator that cannot run."""
+    return _flip_report(str(path), stamp(path), tuple(texts), generator, rules if generator == "word_replacer"
+                        else "", seed)
+
+
+__all__ += ["flip_report", "projection", "representations"]

@@ -16,6 +16,8 @@ export use style only):
 - `reports`: Compare / Train / Evaluate figures (probabilities, confusion matrix, training curves, top words,
   filter n-grams);
 - `explanations`: Attribute / Lab figures (attributions side by side, agreement, erasure curves, demos);
+- `dataset`: Explore page figures (metrics per slice, the embedding projector, counterfactual flip rates, ROC / PR
+  curves, reliability diagrams);
 - `benchmarks`: Benchmarks page figures (ACT Table 5, LAMA Fig. 4, models, accuracy against the papers);
 - `export`: PNG/SVG (kaleido + Chromium, serialised), interactive HTML, ZIP.
 
@@ -29,6 +31,7 @@ from __future__ import annotations
 from .axes import (AXIS_TITLES, MAX_GRID_TOKENS, MAX_HIGHLIGHT_TOKENS, MAX_TOKENS, PAD_LABEL, axis_labels,
                    is_sentence_axis, is_sequence_axis, is_token_axis, is_word_axis)
 from .benchmarks import accuracy_figure, act_t5_figure, lama_f4_figure, models_figure
+from .dataset import flip_rates_figure, projector_figure, reliability_figure, roc_pr_figure, slice_metrics_figure
 from .export import (CHROME_NAMES, export_size, export_zip, figure_html, figure_image, find_chrome,
                      image_export_status)
 from .headview import HEAD_COLORS, head_view
@@ -63,6 +66,8 @@ __all__ = [
     "CURVE_TITLES", "confusion_figure", "filter_ngrams_figure", "live_training_figure", "probabilities_figure",
     "top_words_figure",
     "training_curves", "word_weight_figure",
+    # dataset (Explore)
+    "flip_rates_figure", "projector_figure", "reliability_figure", "roc_pr_figure", "slice_metrics_figure",
     # benchmarks
     "accuracy_figure", "act_t5_figure", "lama_f4_figure", "models_figure",
     # export
