@@ -341,12 +341,11 @@ def _format_report(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def cmd_evaluate(args) -> int:
-    from .checkpoint import load_checkpoint
+def _data_of(args, predictor, limit: int | None = None):
+    """The data set of --data (default: the one the checkpoint records), with --split checked: bad input is a
+    UsageError (exit 2). `limit` rows per split (evaluate's --limit)."""
     from .data import load_data
-    from .metrics import default_ignore_label, evaluate
 
-    predictor = load_checkpoint(args.checkpoint, device=_device(args.device))
     data = args.data
     if data is None:
         recorded = predictor.info.get("data") if isinstance(predictor.info.get("data"), dict) else {}
@@ -354,11 +353,20 @@ def cmd_evaluate(args) -> int:
         if not data:
             raise UsageError("the checkpoint does not record its data set; pass --data")
     try:
-        bundle = load_data(data, root=args.data_root, limit=args.limit)
+        bundle = load_data(data, root=args.data_root, limit=limit)
     except (KeyError, ValueError, FileNotFoundError) as e:
         raise UsageError(_one_line(e)) from None
     if args.split not in bundle.splits:
         raise UsageError(f"data set {bundle.name!r} has no split {args.split!r} (has: {', '.join(bundle.splits)})")
+    return bundle
+
+
+def cmd_evaluate(args) -> int:
+    from .checkpoint import load_checkpoint
+    from .metrics import default_ignore_label, evaluate
+
+    predictor = load_checkpoint(args.checkpoint, device=_device(args.device))
+    bundle = _data_of(args, predictor, limit=args.limit)
     ignore = default_ignore_label(bundle.name, predictor.labels)
     try:
         report = evaluate(predictor, bundle.splits[args.split], label_names=bundle.labels, ignore_label=ignore,
@@ -419,7 +427,6 @@ def _max_rss_mb() -> float | None:
 
 def cmd_faithfulness(args) -> int:
     from .checkpoint import load_checkpoint
-    from .data import load_data
     from .interpret.batched import SliceRun
 
     methods = _faithfulness_methods(args.methods)
@@ -430,18 +437,7 @@ def cmd_faithfulness(args) -> int:
     if args.steps < 1:
         raise UsageError("--steps must be >= 1")
     predictor = load_checkpoint(args.checkpoint, device="cpu")
-    data = args.data
-    if data is None:
-        recorded = predictor.info.get("data") if isinstance(predictor.info.get("data"), dict) else {}
-        data = recorded.get("spec") or recorded.get("name")
-        if not data:
-            raise UsageError("the checkpoint does not record its data set; pass --data")
-    try:
-        bundle = load_data(data, root=args.data_root)
-    except (KeyError, ValueError, FileNotFoundError) as e:
-        raise UsageError(_one_line(e)) from None
-    if args.split not in bundle.splits:
-        raise UsageError(f"data set {bundle.name!r} has no split {args.split!r} (has: {', '.join(bundle.splits)})")
+    bundle = _data_of(args, predictor)
     texts = list(bundle.splits[args.split].texts)[: args.limit]
     reference = "leave_one_out" if "leave_one_out" in methods else methods[0]
     try:
@@ -533,25 +529,13 @@ def cmd_predict(args) -> int:
 def cmd_counterfactuals(args) -> int:
     from .checkpoint import load_checkpoint
     from .counterfactuals import GENERATORS, CounterfactualError, run_generator
-    from .data import load_data
 
     if args.generator not in GENERATORS:
         raise UsageError(f"unknown generator {args.generator!r}; choose one of {', '.join(GENERATORS)}")
     if args.limit is not None and args.limit < 1:
         raise UsageError("--limit must be at least 1")
     predictor = load_checkpoint(args.checkpoint)
-    data = args.data
-    if data is None:
-        recorded = predictor.info.get("data") if isinstance(predictor.info.get("data"), dict) else {}
-        data = recorded.get("spec") or recorded.get("name")
-        if not data:
-            raise UsageError("the checkpoint does not record its data set; pass --data")
-    try:
-        bundle = load_data(data, root=args.data_root)
-    except (KeyError, ValueError, FileNotFoundError) as e:
-        raise UsageError(_one_line(e)) from None
-    if args.split not in bundle.splits:
-        raise UsageError(f"data set {bundle.name!r} has no split {args.split!r} (has: {', '.join(bundle.splits)})")
+    bundle = _data_of(args, predictor)
     texts = list(bundle.splits[args.split].texts)[:args.limit]
     if not texts:
         raise UsageError(f"{bundle.name}/{args.split} is empty")
