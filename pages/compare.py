@@ -76,16 +76,17 @@ def single(text: str) -> None:
         st.warning("The checkpoints disagree - " + "; ".join(
             f"{len(v)} {says(len(v))} **{w.md_escape(k)}** ({w.md_escape(', '.join(v))})" for k, v in
             sorted(groups.items(), key=lambda kv: -len(kv[1]))) + ".", icon=":material/warning:")
-    per_row = 4
-    names = list(preds)
-    for start in range(0, len(names), per_row):
-        cols = st.columns(per_row)
-        for col, n in zip(cols, names[start:start + per_row]):
-            p = preds[n]
-            with col:
-                w.label_card(n, by_name[n].model, by_name[n].data, p.label, p.probabilities[p.label],
-                             None if len(groups) == 1 else p.label == major, p.truncated, len(p.tokens),
-                             n_unknown=unknown.get(n))
+    cards = []
+    for n, p in preds.items():
+        notes = [f"{len(p.tokens)} tokens"]
+        if unknown.get(n):
+            notes.append(f"{unknown[n]} of {len(p.tokens)} unknown")
+        if p.truncated:
+            notes.append("input truncated")
+        cards.append(dict(name=n, model=by_name[n].model, data=by_name[n].data, label=p.label,
+                          conf=p.probabilities[p.label], agrees=None if len(groups) == 1 else p.label == major,
+                          notes=notes))
+    st.html(viz.label_cards_html(cards))
     item = viz.probabilities_figure([(n, p.probabilities) for n, p in preds.items()],
                                     title="Probability of each label")
     w.show_figure(item, "cmp_probs")

@@ -84,6 +84,42 @@ class RssSampler:
         self._stop.set()
 
 
+def cpu_seconds(pid: int | None = None, comm: str | None = None) -> float:
+    """CPU seconds (user + system) used so far by process `pid`, or by every process named `comm` (e.g. all of
+    Chromium's processes); from /proc, Linux only (0.0 elsewhere)."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    pids = [pid] if pid is not None else [int(d.name) for d in Path("/proc").glob("[0-9]*")]
+    total = 0
+    for p in pids:
+        try:
+            stat = Path(f"/proc/{p}/stat").read_text()
+        except OSError:
+            continue
+        name, rest = stat[stat.index("(") + 1: stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        if comm is None or name.startswith(comm):
+            total += int(rest[11]) + int(rest[12])            # utime, stime (fields 14 and 15)
+    return total / tick
+
+
+class CpuMeter:
+    """CPU seconds of the server and of all browser processes between `mark()` calls: where a scenario's time
+    went (on this machine the browsers share the server's cores; a real crowd's browsers do not)."""
+
+    def __init__(self, server_pid: int):
+        self.server_pid = server_pid
+        self.last = self._now()
+
+    def _now(self) -> tuple[float, float, float]:
+        return time.time(), cpu_seconds(self.server_pid), cpu_seconds(comm="chrom")
+
+    def mark(self) -> dict:
+        now, last = self._now(), self.last
+        self.last = now
+        wall = max(now[0] - last[0], 1e-9)
+        return {"server_cpu_s": round(now[1] - last[1], 1), "browser_cpu_s": round(now[2] - last[2], 1),
+                "wall_s": round(wall, 1)}
+
+
 class User:
     """One browser context (one Streamlit session) driven with Playwright's async API."""
 
@@ -197,7 +233,7 @@ async def scenario_training(browser, url, args, errors: list[str]) -> tuple[list
     return cmp_times, insp_times
 
 
-async def run_async(args, url: str, rss: RssSampler, out: dict) -> None:
+async def run_async(args, url: str, rss: RssSampler, out: dict, cpu: "CpuMeter") -> None:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as pw:
@@ -207,17 +243,19 @@ async def run_async(args, url: str, rss: RssSampler, out: dict) -> None:
         await warm.compare(sentence(999_999))
         await warm.close()
         rss.mark()
+        cpu.mark()
         if "crowd" in args.scenarios:
             t = time.time()
             times = await scenario_crowd(browser, url, args, out["errors"])
             out["scenarios"]["crowd"] = {"users": args.sessions, "compare": summary(times),
-                                         "seconds": round(time.time() - t, 1), "peak_rss_mb": rss.mark()}
+                                         "seconds": round(time.time() - t, 1), "peak_rss_mb": rss.mark(),
+                                         "cpu": cpu.mark()}
         if "training" in args.scenarios:
             t = time.time()
             cmp_times, insp_times = await scenario_training(browser, url, args, out["errors"])
             out["scenarios"]["training"] = {"users": args.beside, "trainings": 2, "compare": summary(cmp_times),
                                             "inspect": summary(insp_times), "seconds": round(time.time() - t, 1),
-                                            "peak_rss_mb": rss.mark()}
+                                            "peak_rss_mb": rss.mark(), "cpu": cpu.mark()}
         await browser.close()
 
 
@@ -233,6 +271,9 @@ def report(out: dict) -> str:
                              f"max {s['max']:6.2f} s   target p95 < {target:g} s  "
                              f"{'ok' if s['p95'] < target else 'SLOW'}")
         lines.append(f"    server memory peak {sc['peak_rss_mb']:,.0f} MB (target < {TARGETS['memory_mb']:,} MB)")
+        c = sc["cpu"]
+        lines.append(f"    CPU seconds over {c['wall_s']:g} s: server {c['server_cpu_s']:g}, browsers "
+                     f"{c['browser_cpu_s']:g} (of {out['cpus'] * c['wall_s']:g} available)")
     lines.append(f"  server memory at start {out['start_rss_mb']:,.0f} MB; errors: {out['errors'] or 'none'}")
     return "\n".join(lines)
 
@@ -267,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(0.5)
         out["start_rss_mb"] = rss.peak_mb
         try:
-            asyncio.run(run_async(args, url, rss, out))
+            asyncio.run(run_async(args, url, rss, out, CpuMeter(server.pid)))
         finally:
             rss.stop()
     finally:

@@ -113,17 +113,16 @@ def test_compare_one_sentence_one_card_per_checkpoint(app, ckpt_dir):
     at.text_area(key="cmp_text").input(SENTENCE)
     at.button[0].click().run()
     assert not at.exception
-    text = all_text(at)
-    for name in ckpt_dir[1]:
-        assert f"**{name.replace('_', chr(92) + '_')}**" in text, name   # the card's (escaped) title
-    cards = [m.value for m in at.markdown if ":green[" in m.value or ":red[" in m.value]
-    assert len(cards) == len(ckpt_dir[1])
     assert at.success or at.warning
-    assert len(charts(at)) == 1                                         # probabilities
-    reasons = [h.proto.body for h in at.get("html")]                    # what each model looked at (escaped HTML)
-    assert len(reasons) == 1
+    cards, probs, reasons = [h.proto.body.replace("&#95;", "_") for h in at.get("html")]   # all escaped HTML
+    assert cards.count("confidence ") == len(ckpt_dir[1])               # one card per checkpoint
+    assert probs.count(" %</span>") == 2 * len(ckpt_dir[1])             # a bar per checkpoint and label
     for name in ckpt_dir[1]:
-        assert f"{name} → " in reasons[0].replace("&#95;", "_")
+        assert f">{name}<" in cards and f">{name}<" in probs, name
+        assert f"{name} → " in reasons                                  # what each model looked at
+    assert not charts(at)                                               # no Plotly chart to draw: HTML only
+    assert [b.label for b in at.get("download_button")][:4] == ["PNG", "SVG", "CSV", "JSON"] or \
+        [b.label for b in at.get("download_button")][:4] == ["PNG (via HTML)", "SVG (via HTML)", "CSV", "JSON"]
 
 
 def test_compare_batch_table_with_per_row_disagreement(app, ckpt_dir):
@@ -236,11 +235,11 @@ def test_compare_all_unknown_words_warn_on_every_card(app, ckpt_dir):
     assert not at.exception
     assert not at.success
     assert any("meaningless" in x.value for x in at.warning)
-    assert sum("3 of 3 unknown" in c.value for c in at.caption) == len(ckpt_dir[1])
+    assert at.get("html")[0].proto.body.count("3 of 3 unknown") == len(ckpt_dir[1])     # on every card
     at.text_area(key="cmp_text").input("the food was great")                    # every word known: no warning
     at.button[0].click().run()
     assert not any("unknown" in x.value for x in at.warning)
-    assert not any("unknown" in c.value for c in at.caption)
+    assert "unknown" not in at.get("html")[0].proto.body
 
 
 def test_compare_file_skips_empty_texts_and_unknown_gold_labels(app, ckpt_dir):
@@ -385,4 +384,4 @@ def test_broken_checkpoints_are_reported_not_raised(ckpt_dir, tmp_path, monkeypa
     at.switch_page("pages/compare.py").run()
     at.button[0].click().run()
     assert not at.exception and not at.error
-    assert len([m for m in at.markdown if ":green[" in m.value or ":red[" in m.value]) == 1
+    assert at.get("html")[0].proto.body.count("confidence ") == 1                  # one card: "good"

@@ -111,6 +111,25 @@ def test_every_user_string_is_escaped_in_figures():
     assert html.count("<span") == len(HOSTILE)
 
 
+def test_compare_cards_and_probability_bars_are_escaped_html_that_match_the_numbers():
+    import re
+    bad = "<img src=x onerror=alert(1)>"
+    items = [(bad, {"neg<b>": 0.25, "pos": 0.75}), ("m2", {"neg<b>": 0.9, "pos": 0.1})]
+    out = viz.probabilities_figure(items)
+    for html in (out.html, viz.label_cards_html([dict(name=bad, model="<i>m</i>", data="d", label="neg<b>",
+                                                      conf=0.9, agrees=False, notes=["<script>x"])])):
+        assert "<img" not in html and "<b>" not in html and "<script>" not in html and "<i>" not in html
+    widths = [float(w) for w in re.findall(r"width:([0-9.]+)%;background", out.html)]
+    assert widths == [25.0, 75.0, 90.0, 10.0]                          # bar length = probability, in order
+    assert out.html.count(" %</span>") == 4 and "75.0 %" in out.html
+    assert list(out.table["probability"]) == [0.25, 0.75, 0.9, 0.1]   # the export has the same numbers
+    assert len(out.fig.data) == 2                                       # and a Plotly twin for PNG/SVG
+    cards = viz.label_cards_html([dict(name="a", model="m", data="", label="x", conf=1.7, agrees=None),
+                                  dict(name="b", model="m", data="", label="y", conf=0.5, agrees=False)])
+    assert cards.count("confidence ") == 2 and "confidence 100.0 %" in cards   # clipped to [0, 1]
+    assert "✗ disagrees" in cards and cards.count("✓") == 0
+
+
 # ---------------------------------------------------------------- long inputs
 
 def test_long_input_is_paged_or_binned_never_full_size():

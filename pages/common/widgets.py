@@ -211,10 +211,11 @@ def _export_status() -> tuple[bool, str]:
 
 
 def export_buttons(item: viz.FigureOut, key: str, filename: str | None = None) -> None:
-    """PNG and SVG (rendered server-side when clicked), CSV and JSON of one figure."""
+    """PNG and SVG (rendered server-side when clicked), CSV and JSON of one figure, under an "Export" button."""
     name = viz.safe_filename(filename or item.key)
     ok, why = _export_status()
-    row = st.container(horizontal=True, gap="small")
+    # In a popover: its buttons are drawn by the browser only when it is opened (a page of figures reruns faster)
+    row = st.popover("Export", icon=":material/download:", help="PNG, SVG, CSV or JSON of this figure")
     if ok:
         row.download_button("PNG", data=lambda f=item.fig: viz.figure_image(f, "png"), file_name=f"{name}.png",
                             mime="image/png", key=f"png_{key}", on_click="ignore", icon=":material/image:")
@@ -234,8 +235,9 @@ def export_buttons(item: viz.FigureOut, key: str, filename: str | None = None) -
 
 
 def show_figure(item: viz.FigureOut, key: str, *, export: bool = True, filename: str | None = None) -> None:
-    """One figure with its caption and export buttons. Shaded-word figures show as (escaped) HTML that wraps
-    to the column's width; their PNG/SVG export renders the Plotly twin."""
+    """One figure with its caption and export buttons. A figure with an HTML rendering (shaded words that wrap to
+    the column's width, Compare's probability bars) shows that (escaped) HTML; its PNG/SVG export renders the
+    Plotly twin."""
     if item.html is not None:
         st.html(item.html)
     else:
@@ -280,26 +282,6 @@ class Progress:
 
     def close(self) -> None:
         self.bar.empty()
-
-
-def label_card(name: str, model: str, data: str, label: str, conf: float, agrees: bool | None,
-               truncated: bool = False, n_tokens: int | None = None, n_unknown: int | None = None) -> None:
-    """A bordered card: checkpoint, predicted label, confidence, agreement mark (all text escaped)."""
-    with st.container(border=True):
-        st.markdown(f"**{md_escape(name)}**  \n{md_escape(model)}{' · ' + md_escape(data) if data else ''}")
-        color = "green" if agrees or agrees is None else "red"
-        mark = "" if agrees is None else (" ✓" if agrees else " ✗ disagrees")
-        st.markdown(f":{color}[**{md_escape(label)}**{mark}]")
-        st.progress(float(np.clip(conf, 0, 1)), text=f"confidence {100 * conf:.1f} %")
-        notes = []
-        if n_tokens is not None:
-            notes.append(f"{n_tokens} tokens")
-        if n_unknown:
-            notes.append(f"{n_unknown} of {n_tokens} unknown" if n_tokens is not None else f"{n_unknown} unknown")
-        if truncated:
-            notes.append("input truncated")
-        if notes:
-            st.caption(" · ".join(notes))
 
 
 # ---------------------------------------------------------------- unknown words

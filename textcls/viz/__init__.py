@@ -38,8 +38,8 @@ from .headview import HEAD_COLORS, head_view
 from .maps import (REAL, Slice2D, attention_grid, find_spec, find_specs, grid_table, heatmap, heatmap_from_slice,
                    heatmap_item, heatmap_table, slice_map, slice_table)
 from .paper_views import reasons_figure  # importing paper_views registers the views in VIEWS
-from .reports import (CURVE_TITLES, confusion_figure, filter_ngrams_figure, live_training_figure, probabilities_figure,
-                      top_words_figure, training_curves, word_weight_figure)
+from .reports import (CURVE_TITLES, confusion_figure, filter_ngrams_figure, label_cards_html, live_training_figure,
+                      probabilities_figure, top_words_figure, training_curves, word_weight_figure)
 from .style import FONT, MONO, RUN_COLORS, FigureOut, esc, safe_filename, short
 from .tokens import (SHADE_NOTE, UNIFORM_DARKEST, esc_html, highlight_table, shade_weights, token_highlight,
                      token_highlight_html, token_highlight_rows, token_rows_html, token_weights)
@@ -63,7 +63,8 @@ __all__ = [
     "MODEL_VIEWS", "VIEWS", "Control", "View", "ViewInput", "build_view", "register_view", "view_controls",
     "views_for", "reasons_figure",
     # reports
-    "CURVE_TITLES", "confusion_figure", "filter_ngrams_figure", "live_training_figure", "probabilities_figure",
+    "CURVE_TITLES", "confusion_figure", "filter_ngrams_figure", "label_cards_html", "live_training_figure",
+    "probabilities_figure",
     "top_words_figure",
     "training_curves", "word_weight_figure",
     # dataset (Explore)

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .style import RUN_COLORS, FigureOut, esc, short, style_figure
+from .tokens import esc_html
 
 
 # ---------------------------------------------------------------- Train / Evaluate pages: metrics, curves, corpus views
@@ -36,7 +37,63 @@ def probabilities_figure(items: Sequence[tuple[str, dict[str, float]]], title: s
                  yaxis=dict(autorange="reversed", automargin=True), legend=dict(orientation="h", y=-0.15))
     table = pd.DataFrame([{"checkpoint": n, "label": lab, "probability": p} for n, probs in items
                           for lab, p in probs.items()])
-    return FigureOut("probabilities", title, fig, table)
+    return FigureOut("probabilities", title, fig, table, html=probabilities_html(items, labels, title))
+
+
+def probabilities_html(items: Sequence[tuple[str, dict[str, float]]], labels: Sequence[str], title: str) -> str:
+    """The same grouped bars as escaped HTML (what the page shows: a browser draws it in a fraction of the time a
+    Plotly chart takes, which counts when many sessions share a machine). One row per (checkpoint, label): the bar,
+    in the label's colour, spans the probability on a 0-100 % scale, with the value written beside it."""
+    colors = {lab: RUN_COLORS[k % len(RUN_COLORS)] for k, lab in enumerate(labels)}
+    out = [f'<div style="font-family:inherit;font-size:13px">'
+           f'<div style="font-size:15px;margin:2px 0 6px 0;color:#333">{esc_html(title)}</div>'
+           '<div style="display:flex;flex-wrap:wrap;gap:4px 14px;margin-bottom:8px">']
+    out += [f'<span><span style="display:inline-block;width:11px;height:11px;background:{colors[lab]};'
+            f'vertical-align:-1px;margin-right:4px"></span>{esc_html(lab)}</span>' for lab in labels]
+    out.append('</div><div style="display:grid;grid-template-columns:minmax(80px,max-content) max-content '
+               'minmax(0,1fr);gap:1px 10px;align-items:center">')
+    for name, probs in items:
+        for k, lab in enumerate(labels):
+            p = float(np.clip(probs.get(lab, 0.0), 0.0, 1.0))
+            head = esc_html(name) if k == 0 else ""
+            sep = "border-top:1px solid #eaeef2;padding-top:3px;" if k == 0 else ""
+            out.append(f'<div style="font-weight:600;overflow-wrap:anywhere;{sep}">{head}</div>'
+                       f'<div style="color:#57606a;{sep}">{esc_html(lab)}</div>'
+                       f'<div style="display:flex;align-items:center;gap:6px;{sep}" '
+                       f'title="{esc_html(name)} - {esc_html(lab)}: {p:.4f}">'
+                       f'<div style="flex:1;background:#f3f4f6;height:12px">'
+                       f'<div style="width:{100 * p:.2f}%;background:{colors[lab]};height:12px"></div></div>'
+                       f'<span style="width:52px;text-align:right;color:#333">{100 * p:.1f} %</span></div>')
+    out.append("</div></div>")
+    return "".join(out)
+
+
+def label_cards_html(cards: Sequence[dict[str, Any]], per_row: int = 4) -> str:
+    """Compare's verdict cards as one HTML block (all text escaped): per checkpoint its name, model and data set,
+    the predicted label (green, or red with "disagrees"), a confidence bar and notes (tokens, unknown words,
+    truncation). One element for the browser to draw instead of five per card. A card is a dict with keys
+    name, model, data, label, conf (0-1), agrees (True / False / None when all agree), notes (list of str)."""
+    out = [f'<div style="display:grid;grid-template-columns:repeat({max(1, per_row)},minmax(0,1fr));gap:12px;'
+           'font-family:inherit">']
+    for c in cards:
+        conf = float(np.clip(c["conf"], 0.0, 1.0))
+        ok = c.get("agrees") is not False
+        color = "#1a7f37" if ok else "#cf222e"
+        mark = "" if c.get("agrees") is None else (" ✓" if ok else " ✗ disagrees")
+        where = esc_html(c["model"]) + (f" · {esc_html(c['data'])}" if c.get("data") else "")
+        notes = " · ".join(esc_html(n) for n in c.get("notes", ()))
+        out.append(
+            '<div style="border:1px solid #d0d7de;border-radius:8px;padding:10px 12px;min-width:0">'
+            f'<div style="font-weight:600;overflow-wrap:anywhere">{esc_html(c["name"])}</div>'
+            f'<div style="color:#57606a;font-size:0.9em">{where}</div>'
+            f'<div style="color:{color};font-weight:700;margin:6px 0 4px 0;overflow-wrap:anywhere">'
+            f'{esc_html(c["label"])}{mark}</div>'
+            f'<div style="font-size:0.85em;color:#333">confidence {100 * conf:.1f} %</div>'
+            '<div style="background:#eaeef2;border-radius:4px;height:8px;margin:3px 0 4px 0">'
+            f'<div style="background:{color};width:{100 * conf:.1f}%;height:8px;border-radius:4px"></div></div>'
+            + (f'<div style="color:#57606a;font-size:0.8em">{notes}</div>' if notes else "") + '</div>')
+    out.append("</div>")
+    return "".join(out)
 
 
 def confusion_figure(confusion: Sequence[Sequence[int]], labels: Sequence[str], *, title: str = "Confusion matrix",
