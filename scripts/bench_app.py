@@ -54,7 +54,8 @@ COMPARE_SENTENCE = "the soundtrack is lovely but the story drags on and on ."
 ATTRIBUTE_SENTENCE = "a warm , funny and surprisingly moving little film ."
 ATTRIBUTE_METHODS = 4      # own attention, integrated gradients, gradient x input, occlusion (the page's default)
 
-# Installed before an action: keeps window.__tr.since = the time (ms since the epoch) from which the app has been
+# Installed before an action (checks every 50 ms; predicates read textContent, which needs no layout): keeps
+# window.__tr.since = the time (ms since the epoch) from which the app has been
 # idle and PRED holds (null while not), and window.__tr.seen = whether a script run was seen since.
 TRACK_JS = """() => {
   if (window.__tr) { window.__tr.obs.disconnect(); clearInterval(window.__tr.iv); }
@@ -81,13 +82,13 @@ TRACK_JS = """() => {
   t.obs = new MutationObserver(() => { if (running()) t.since = null; });
   t.obs.observe(document.documentElement, {subtree: true, childList: true, attributes: true,
                                            attributeFilter: ['data-test-script-state', 'data-stale']});
-  t.iv = setInterval(check, 20);
+  t.iv = setInterval(check, 50);   // 50 ms: finer would cost the measured page CPU (8 pages share 2 cores)
   window.__tr = t;
   check();
 }"""
 
 MAIN = '[data-testid="stMainBlockContainer"]'
-H1_JS = f"(() => {{ const h = document.querySelector('{MAIN} h1'); return h ? h.innerText.trim() : ''; }})"
+H1_JS = f"(() => {{ const h = document.querySelector('{MAIN} h1'); return h ? h.textContent.trim() : ''; }})"
 HOME_PRED = (f"() => !!document.querySelector('{MAIN} h1') && "
              f"!!document.querySelector('{MAIN} [data-testid=\"stDataFrame\"]')")
 

@@ -145,7 +145,7 @@ class User:
 
     async def compare(self, text: str) -> float:
         await self.page.get_by_role("textbox", name="Sentence").first.fill(text)
-        await self.track(f"() => document.querySelector('{MAIN}').innerText.includes('confidence ')")
+        await self.track(f"() => document.querySelector('{MAIN}').textContent.includes('confidence ')")
         t = time.time()
         await self.page.get_by_role("button", name="Compare", exact=True).first.click()
         return await self.done() - t

@@ -934,7 +934,7 @@ def build_parser() -> argparse.ArgumentParser:
     lm.set_defaults(func=cmd_limits)
 
     f = sub.add_parser("faithfulness", help="faithfulness of explanations over a data split (batched)",
-                       description="ERASER comprehensiveness / sufficiency (AOPC with bootstrap 95%% intervals), "
+                       description="ERASER comprehensiveness / sufficiency (AOPC with bootstrap 95 % intervals), "
                                    "rank agreement with leave-one-out, erasure flips, and the attention permutation "
                                    "/ uniform tests over a whole split, batched across texts. With --json: one "
                                    "JSON object per method, then a summary object (kind 'summary': the attention "
