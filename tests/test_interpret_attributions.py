@@ -10,7 +10,7 @@ import textcls
 from interpret_toys import ID, ToyAttention, ToyLinear, ids_of, toy_tokenizer
 from textcls.interpret import METHODS, attention_importance, attribute, explain
 from textcls.interpret._common import Instance
-from textcls.interpret.attention import _cnn
+from textcls import importance
 from textcls.outputs import MapSpec
 from textcls.registry import get_entry
 
@@ -208,12 +208,14 @@ def test_attention_importance_is_alpha_for_a_pooling_attention():
 def test_cnn_coverage_and_activation_by_hand():
     specs = {"argmax_h2": MapSpec("argmax_h2", ("filter",), "feature_map", values="index"),
              "conv_h2": MapSpec("conv_h2", ("filter", "token"), "activation")}
-    conv = torch.zeros(1, 3, 5)
-    conv[0, 0, 0], conv[0, 1, 3], conv[0, 2, 1] = 2.0, 0.5, 0.0   # filter 2's max is 0: it chose nothing
-    maps = {"argmax_h2": torch.tensor([[0, 3, 1]]), "conv_h2": conv}
-    mask = torch.ones(1, 5, dtype=torch.bool)
-    np.testing.assert_allclose(_cnn(maps, specs, mask, "coverage")[0].numpy(), [1, 1, 0, 1, 1])
-    np.testing.assert_allclose(_cnn(maps, specs, mask, "activation")[0].numpy(), [2, 2, 0, 0.5, 0.5])
+    conv = np.zeros((3, 5))
+    conv[0, 0], conv[1, 3], conv[2, 1] = 2.0, 0.5, 0.0             # filter 2's max is 0: it chose nothing
+    maps = {"argmax_h2": np.array([0, 3, 1]), "conv_h2": conv}
+    real = np.ones(5, dtype=bool)
+    np.testing.assert_allclose(importance.importance_grid(specs, maps, real, "coverage"), [1, 1, 0, 1, 1])
+    np.testing.assert_allclose(importance.importance_grid(specs, maps, real, "activation"), [2, 2, 0, 0.5, 0.5])
+    real[4] = False                                                # a padded position gets nothing
+    np.testing.assert_allclose(importance.importance_grid(specs, maps, real, "activation"), [2, 2, 0, 0.5, 0])
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -238,7 +240,7 @@ def test_hcan_importance_is_beta_times_gamma():
 
 
 def test_rollout_of_a_single_identity_layer_is_uniform_received_attention():
-    from textcls.interpret.attention import _rollout
-    att = torch.eye(3)[None, None, None].expand(1, 1, 2, 3, 3)              # (B, N=1, h=2, L, L)
-    r = _rollout({"attention": att}, torch.ones(1, 3, dtype=torch.bool), cls=False)
-    np.testing.assert_allclose(r[0].numpy(), [1 / 3] * 3, atol=1e-6)
+    from textcls.importance import _rollout
+    att = np.broadcast_to(np.eye(3), (1, 2, 3, 3))                          # (N=1, h=2, L, L)
+    r = _rollout({"attention": att}, np.ones(3, dtype=bool))
+    np.testing.assert_allclose(r, [1 / 3] * 3, atol=1e-6)

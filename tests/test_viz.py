@@ -283,11 +283,12 @@ def test_token_weights_one_per_token_for_every_model():
         if name not in textcls.list_models():
             continue
         specs, maps, tokens, sentences, _ = model_output(name)
-        w, src = viz.token_weights(name, specs, maps, tokens, sentences)
+        w, src = viz.token_weights(specs, maps, tokens, sentences)
         assert w.shape == (len(tokens),) and np.all(w >= 0) and w.sum() > 0 and src, name
     specs, maps, tokens, _, _ = model_output("act")
-    np.testing.assert_allclose(viz.token_weights("act", specs, maps, tokens)[0], maps["alpha"])
-    assert viz.token_weights("act", specs, maps, []) is None
+    alpha = np.asarray(maps["alpha"], dtype=float)
+    np.testing.assert_allclose(viz.token_weights(specs, maps, tokens)[0], alpha / alpha.sum())
+    assert viz.token_weights(specs, maps, []) is None
 
 
 def test_generic_view_respects_map_choice_and_empty_text_draws_nothing():

@@ -7,8 +7,9 @@ export use style only):
 - `maps`: generic builders that label themselves from a MapSpec: `heatmap` (+ `heatmap_table` for the same
   numbers as a table), `attention_grid` (all layers x heads, the bertviz "model view"), `find_spec`;
 - `tokens`: `token_highlight` (words shaded by weight, ACT Table 4 style) and its HTML twin
-  `token_highlight_html`; `token_weights(model, specs, maps, ...)`: one weight per token for any model, so
-  several models' *reasons* can be shown one above the other (ACT-T4: Transformer above ACT);
+  `token_highlight_html`; `token_weights(specs, maps, tokens, ...)` (re-exported from `textcls.importance`, the
+  one per-token importance rule of every page): one weight per token for any model, so several models'
+  *reasons* can be shown one above the other (ACT-T4: Transformer above ACT);
 - `views`: a registry of paper views (`register_view`, `views_for`): each view declares the maps it needs and
   the controls it takes (layer, head, word, ...) and returns `FigureOut`s (figure + its numbers as a table);
 - `paper_views`: the views themselves; a model without a dedicated view still gets `generic` (one heatmap per
@@ -42,7 +43,8 @@ from .reports import (CURVE_TITLES, confusion_figure, filter_ngrams_figure, labe
                       probabilities_figure, top_words_figure, training_curves, word_weight_figure)
 from .style import FONT, MONO, RUN_COLORS, FigureOut, esc, safe_filename, short
 from .tokens import (SHADE_NOTE, UNIFORM_DARKEST, esc_html, highlight_table, shade_weights, token_highlight,
-                     token_highlight_html, token_highlight_rows, token_rows_html, token_weights)
+                     token_highlight_html, token_highlight_rows, token_rows_html)
+from ..importance import token_weights
 from .views import MODEL_VIEWS, VIEWS, Control, View, ViewInput, build_view, register_view, view_controls, views_for
 
 __all__ = [

@@ -16,7 +16,8 @@ from .headview import head_view
 from .maps import (attention_grid, find_spec, find_specs, grid_table, heatmap_from_slice, heatmap_item, slice_map,
                    slice_table, window_sizes)
 from .style import FONT, FigureOut, esc, short
-from .tokens import SHADE_NOTE, highlight_table, token_highlight_rows, token_rows_html, token_weights
+from ..importance import token_weights
+from .tokens import SHADE_NOTE, highlight_table, token_highlight_rows, token_rows_html
 from .views import Control, ViewInput, register_view
 
 if TYPE_CHECKING:  # outputs imports torch; MapSpec is imported where two views build one
@@ -124,7 +125,7 @@ def _act_specs(specs):
                needs=lambda specs: find_spec(specs, axes=("token",), kind="attention") is not None,
                controls=lambda vi: [_stretch_control()])
 def _act_t4(vi: ViewInput) -> list[FigureOut]:
-    tw = token_weights(vi.model, vi.specs, vi.maps, vi.tokens, vi.sentences)
+    tw = token_weights(vi.specs, vi.maps, vi.tokens, vi.sentences)
     if tw is None:
         return []
     w, src = tw
@@ -535,7 +536,7 @@ def reasons_figure(items: Sequence[dict[str, Any]], *, title: str = "What each m
     """items: dicts with name, model, specs, maps, tokens, sentences, label. One shaded row per model."""
     rows, srcs = [], []
     for it in items:
-        tw = token_weights(it["model"], it["specs"], it["maps"], it["tokens"], it.get("sentences"))
+        tw = token_weights(it["specs"], it["maps"], it["tokens"], it.get("sentences"))
         if tw is None:
             continue
         rows.append((f"{it['name']} → {it.get('label', '')}", it["tokens"], tw[0]))

@@ -1,11 +1,10 @@
-"""Words shaded by weight (ACT Table 4 style) as HTML and as an exportable Plotly figure, and `token_weights`:
-one weight per token for any model, from whichever of its maps says how much each token counted."""
+"""Words shaded by weight (ACT Table 4 style) as HTML and as an exportable Plotly figure. The weights a model's
+own maps give each token come from `textcls.importance.token_weights` (re-exported by `textcls.viz`)."""
 from __future__ import annotations
 
 import functools
-import re
 import unicodedata
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -13,12 +12,7 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
 from .axes import MAX_HIGHLIGHT_TOKENS, token_window
-from .maps import find_spec, find_specs
 from .style import FONT, MONO, esc
-
-if TYPE_CHECKING:  # outputs imports torch; this module needs MapSpec only for annotations
-    from ..outputs import MapSpec
-
 
 # ---------------------------------------------------------------- words shaded by weight
 
@@ -207,77 +201,3 @@ def highlight_table(rows: Sequence[tuple[str, Sequence[str], Sequence[float]]]) 
         for i, (t, w) in enumerate(zip(tokens, weights)):
             recs.append({"row": label, "token_index": i, "token": str(t), "weight": float(w)})
     return pd.DataFrame(recs, columns=["row", "token_index", "token", "weight"])
-
-
-# ---------------------------------------------------------------- one weight per token, any model
-
-def token_weights(model: str, specs: dict[str, MapSpec], maps: dict[str, np.ndarray], tokens: Sequence[str],
-                  sentences: Sequence[Sequence[str]] | None = None) -> tuple[np.ndarray, str] | None:
-    """One non-negative weight per token of `tokens` and a phrase saying where it comes from.
-
-    The weight a model gives each token on its way to the decision: a global attention (ACT alpha, a
-    Transformer with ACT pooling), the classification token's row in the last layer (Transformer cls /
-    decoder pooling), the mean over heads of a token attention (LAMA A, CAN beta), word x sentence target
-    attention (HCAN), the attention each token receives in the last layer (Transformer max/mean pooling), or
-    the share of max-pooled filters whose n-gram covers the token (Kim CNN, AGCNN). None when the model
-    exposes nothing token-level or the text has no tokens.
-    """
-    n = len(tokens)
-    if n == 0:
-        return None
-
-    def fit(v: np.ndarray) -> np.ndarray:
-        v = np.asarray(v, dtype=float).reshape(-1)[:n]
-        return np.pad(v, (0, n - v.shape[0])) if v.shape[0] < n else v
-
-    def have(spec):
-        return spec is not None and spec.name in maps and np.asarray(maps[spec.name]).size > 0
-
-    # 1. a global attention over tokens (ACT alpha, Transformer with ACT's pooling)
-    s = find_spec(specs, axes=("token",), kind="attention", names=("alpha",))
-    if have(s):
-        return fit(maps[s.name]), f"global attention '{s.name}' (each token's weight in the text vector)"
-    # 2. multi-head attention over tokens (LAMA A, CAN beta): mean over heads
-    s = find_spec(specs, axes=("head", "token"), kind="attention", names=("attention", "beta"))
-    if have(s):
-        return fit(np.asarray(maps[s.name]).mean(axis=0)), f"'{s.name}', mean over heads"
-    # 3. hierarchical target attention (HCAN): word weight x its sentence's weight
-    beta = find_spec(specs, axes=("sentence", "head", "word"), kind="attention", names=("beta",))
-    gamma = find_spec(specs, axes=("head", "sentence"), kind="attention", names=("gamma",))
-    if have(beta):
-        b = np.asarray(maps[beta.name]).mean(axis=1)                       # (S, W)
-        g = np.asarray(maps[gamma.name]).mean(axis=0) if have(gamma) else np.ones(b.shape[0])
-        sents = sentences if sentences else [list(tokens)]
-        w = [float(b[si, wi] * g[si]) for si, sent in enumerate(sents) if si < b.shape[0]
-             for wi in range(min(len(sent), b.shape[1]))]
-        src = f"word attention '{beta.name}' x sentence attention '{gamma.name if gamma else '-'}', mean of heads"
-        return fit(np.array(w)), src
-    # 4. the classification token's attention row (Transformer cls / decoder pooling), last layer
-    s = find_spec(specs, axes=("layer", "head", "key_token"), kind="attention",
-                  names=("cls_attention", "decoder_attention"))
-    if have(s):
-        return fit(np.asarray(maps[s.name])[-1].mean(axis=0)), f"'{s.name}': last layer, mean over heads"
-    # 5. self-attention: the attention each token receives in the last layer
-    s = find_spec(specs, axes=("layer", "head", "query_token", "key_token"), kind="attention")
-    if have(s):
-        a = np.asarray(maps[s.name])[-1].mean(axis=0)                      # (q, k)
-        return fit(a.mean(axis=0)), f"'{s.name}': attention each token receives, last layer, mean of heads"
-    # 6. CNNs: share of the max-pooled filters that fired whose n-gram covers the token. A filter whose pooled
-    # value is <= 0 fired nowhere: its "pick" is position 0 by convention and says nothing about the first words.
-    idx = [sp for sp in find_specs(specs, values="index") if sp.name in maps and tuple(sp.axes) == ("filter",)]
-    if idx:
-        w = np.zeros(n)
-        total = 0
-        for sp in idx:
-            m = re.search(r"_h(\d+)", sp.name)
-            h = int(m.group(1)) if m else 1
-            picks = np.asarray(maps[sp.name]).reshape(-1).astype(int)
-            suffix = sp.name.removeprefix("argmax_")
-            pooled = next((np.asarray(maps[k]) for k in (f"gated_{suffix}", f"conv_{suffix}") if k in maps), None)
-            for f, j in enumerate(picks):
-                if pooled is not None and pooled.ndim == 2 and not (0 <= j < pooled.shape[1] and pooled[f, j] > 0):
-                    continue
-                w[max(0, j): min(n, j + h)] += 1
-                total += 1
-        return w / max(total, 1), "share of the max-pooled filters that fired whose n-gram covers the token"
-    return None
