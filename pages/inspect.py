@@ -157,7 +157,24 @@ def render(slot: int, info, pred, r, specs) -> None:
         return
     for k, item in enumerate(figs):
         w.show_figure(item, f"{slot}_{info.name}_{item.key}_{k}", filename=f"{info.name}_{item.key}")
+    if any("concentration" in f.meta for f in figs):       # an attention view: how far to trust it on this text
+        faithfulness_line(info, text)
     w.zip_button(figs, f"{info.name}_{vid}", label="All figures of this view (ZIP)")
+
+
+def faithfulness_line(info, text: str) -> None:
+    """The model's own per-token importance (the shading on Compare) against random word orders, on this text."""
+    from textcls.interpret.faithfulness import versus_random
+    try:
+        with st.spinner("Testing the attention against random word orders…"):
+            curves, _ = cache.erasure(info.path, text, "attention")
+            rand = cache.random_erasure(info.path, text)
+    except Exception as e:  # noqa: BLE001 - the test is extra information; the view stands without it
+        st.caption(f"Faithfulness on this text could not be computed: {w.md_escape(type(e).__name__)}.")
+        return
+    v = versus_random(curves, rand)
+    st.caption(f"**Faithful on this text?** {w.md_escape(v['line'])} (The weights are the model's own "
+               "per-token importance, the shading on Compare; over a whole data set: Attribute, *over a data set*.)")
 
 
 cols = st.columns(len(loaded)) if len(loaded) > 1 else [st.container()]

@@ -289,6 +289,26 @@ def test_inspect_paper_view_is_the_default_and_has_token_axes(app, ckpt_dir):
         assert word in spec
 
 
+def test_inspect_attention_view_says_how_faithful_it_is_on_this_text(app):
+    from textcls.interpret import as_source
+    from textcls.interpret.faithfulness import erasure_curves, explanation
+    from textcls.checkpoint import load_checkpoint
+    from pages.common import widgets as w
+
+    at = app("pages/inspect.py")
+    at.selectbox(key="insp_ckpt").set_value("act_tiny").run()
+    lines = [c.value for c in at.caption if "Faithful on this text?" in c.value]
+    assert len(lines) == 1 and "random orders" in lines[0]
+    assert any(v in lines[0] for v in ("better than random", "no better than random", "worse than random"))
+    path = next(i.path for i in w.cache.checkpoints(deep=True)[0] if i.name == "act_tiny")
+    pred = load_checkpoint(path)                                         # the number shown is the library's
+    inst = as_source(pred).instances([w.EXAMPLE])[0]
+    aopc = erasure_curves(pred.model, inst, explanation(pred.model, inst, "attention"))["aopc_comprehensiveness"]
+    assert w.md_escape(f"by {aopc:.3f}") in lines[0]
+    at.selectbox(key="insp_view_0_act_tiny").set_value("generic").run()    # not an attention view: no line
+    assert not [c for c in at.caption if "Faithful on this text?" in c.value]
+
+
 def test_inspect_builds_only_the_selected_view_and_caches_it(app, monkeypatch):
     """Only the selected view is drawn (the others cost nothing), and switching back to a view is a cache hit."""
     from textcls import viz

@@ -248,3 +248,13 @@ def test_every_model_runs_every_metric(name):
 def _enc(tok, text):
     e = tok.encode([text])
     return {"ids": e.token_ids, "mask": e.mask, "tokens": e.tokens}
+
+
+def test_versus_random_verdicts():
+    from textcls.interpret.faithfulness import versus_random
+    rand = [{"aopc_comprehensiveness": x} for x in (0.10, 0.12, 0.08, 0.11, 0.09)]   # mean 0.10, sd 0.0158
+    assert versus_random({"aopc_comprehensiveness": 0.30}, rand)["verdict"] == "better than random"
+    assert versus_random({"aopc_comprehensiveness": 0.12}, rand)["verdict"] == "no better than random"
+    assert versus_random({"aopc_comprehensiveness": -0.1}, rand)["verdict"] == "worse than random"
+    v = versus_random({"aopc_comprehensiveness": 0.30}, rand)
+    assert v["random_mean"] == pytest.approx(0.10) and v["n_random"] == 5 and "0.300" in v["line"]
