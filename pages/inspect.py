@@ -43,8 +43,10 @@ if two and len(names) > 1:
     slots.append(c2.selectbox("Second checkpoint", rest, key="insp_ckpt2",
                               format_func=lambda n: w.ckpt_label(by_name[n])))
 
+w.example_picker("insp_text")
 with st.form("insp_form"):
-    text = st.text_area("Text", value=w.EXAMPLE, height=100, key="insp_text",
+    st.session_state.setdefault("insp_text", w.EXAMPLE)   # the default, unless a link or an example set it
+    text = st.text_area("Text", height=100, key="insp_text",
                         help="Several sentences are fine: hierarchical models (HCAN) split them.")
     st.form_submit_button("Inspect", type="primary")
 urlstate.publish("inspect", {"ckpt": slots, "text": text})

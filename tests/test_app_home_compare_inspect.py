@@ -309,6 +309,20 @@ def test_inspect_attention_view_says_how_faithful_it_is_on_this_text(app):
     assert not [c for c in at.caption if "Faithful on this text?" in c.value]
 
 
+def test_inspect_example_review_fills_the_text_and_is_drawn(app):
+    from textcls.data import load_data
+    at = app("pages/inspect.py")
+    box = at.selectbox(key="insp_text_example")
+    reviews = [o for o in box.options if o.startswith("IMDB review")]
+    assert len(reviews) == 6                                            # 3 negative, 3 positive, shipped sample
+    box.set_value(reviews[-1]).run()
+    text = at.text_area(key="insp_text").value
+    assert text in load_data("imdb_sample").splits["test"].texts and len(text.split()) > 100
+    assert not at.exception and (charts(at) or at.get("html"))
+    n_tokens = int(next(c.value for c in at.caption if c.value.split()[0].isdigit()).split()[0])
+    assert n_tokens > 60                                                # the review was read, not the example
+
+
 def test_inspect_builds_only_the_selected_view_and_caches_it(app, monkeypatch):
     """Only the selected view is drawn (the others cost nothing), and switching back to a view is a cache hit."""
     from textcls import viz

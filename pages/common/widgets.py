@@ -284,6 +284,42 @@ class Progress:
         self.bar.empty()
 
 
+# ---------------------------------------------------------------- example texts
+
+EXAMPLE_DATA = "imdb_sample"   # a sample of IMDB test reviews shipped in textcls/bundled (document models)
+
+
+def example_texts(n_per_label: int = 3) -> dict[str, str]:
+    """{name: text}: the short restaurant review, then a few full movie reviews from the shipped IMDB sample
+    (several sentences each: what HCAN's and CAN's views are made for), the longest first."""
+    out = {"A short review (3 sentences)": EXAMPLE}
+    try:
+        bundle = cache.dataset(EXAMPLE_DATA)
+        test = bundle.splits["test"]
+    except Exception:  # noqa: BLE001 - no sample shipped: the short example alone
+        return out
+    for lab, name in enumerate(bundle.labels):
+        rows = sorted((t for t, y in zip(test.texts, test.labels) if y == lab), key=len, reverse=True)
+        for k, t in enumerate(rows[:n_per_label]):
+            out[f"IMDB review {k + 1} ({name}, {len(t.split()):,} words)"] = t
+    return out
+
+
+def example_picker(target_key: str) -> None:
+    """A select box of example texts; picking one puts it into the text box with key `target_key`."""
+    examples = example_texts()
+
+    def put() -> None:
+        pick = st.session_state.get(f"{target_key}_example")
+        if pick in examples:
+            st.session_state[target_key] = examples[pick]
+
+    st.selectbox("Example text", list(examples), index=None, key=f"{target_key}_example", on_change=put,
+                 placeholder="Start from an example text (a short review, or a full IMDB review)…",
+                 help="Full movie reviews from the IMDB sample shipped with textcls: several sentences each, "
+                      "where HCAN's sentence attention has something to choose between.")
+
+
 # ---------------------------------------------------------------- unknown words
 
 def count_unknown(predictor, tokens: Sequence[str]) -> int | None:
