@@ -19,8 +19,9 @@ RUN_COLORS = ["#c0392b", "#2c7fb8", "#27ae60", "#8e44ad", "#e67e22", "#16a085", 
 
 
 def esc(text: Any) -> str:
-    """HTML-escape anything shown in a figure (Plotly renders labels as HTML; entities are decoded back)."""
-    return html.escape(str(text), quote=True)
+    """HTML-escape anything shown in a figure (Plotly renders labels as HTML; entities are decoded back). Quotes
+    become numeric entities: Plotly decodes `&#34;` but shows `&quot;` literally."""
+    return html.escape(str(text), quote=False).replace('"', "&#34;").replace("'", "&#39;")
 
 
 def short(text: str, n: int = 24) -> str:
