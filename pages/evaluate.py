@@ -55,8 +55,16 @@ infos = [by_name[n] for n in chosen]
 
 # ---------------------------------------------------------------- data set and split
 bundled = tdata.list_datasets()
-options = list(dict.fromkeys([s for s in (data_spec(i) for i in infos) if s and
-                              (s in bundled or Path(s).exists())] + bundled))
+
+
+def available(s: str) -> str | None:
+    """The checkpoint's own data set when it is here, else its shipped sample (imdb -> imdb_sample), else None."""
+    if s and (s in bundled or Path(s).exists()):
+        return s
+    return f"{s}_sample" if s and f"{s}_sample" in bundled else None
+
+
+options = list(dict.fromkeys([a for a in (available(data_spec(i)) for i in infos) if a] + bundled))
 source = st.radio("Evaluate on", ["A data set", "Your labelled file"], horizontal=True, key="eval_source",
                   index=0 if options else 1)
 if source == "A data set":
