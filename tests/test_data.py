@@ -69,8 +69,9 @@ def test_data_root_precedence(monkeypatch, tmp_path):
 
 
 def test_embedded_data_is_what_the_shipped_checkpoints_used(bundled_data):
-    """sst2, sst2_phrases and trec ship compressed inside the package (a few MB), so a bare clone works."""
-    assert list_datasets() == ["sst2", "sst2_phrases", "trec"]
+    """semeval2010, sst2, sst2_phrases and trec ship compressed inside the package (a few MB), so a bare clone
+    works."""
+    assert list_datasets() == ["semeval2010", "sst2", "sst2_phrases", "trec"]
     size = sum(f.stat().st_size for f in bundled_data.rglob("*") if f.is_file())
     assert size < 4_000_000 and all(f.suffix in (".gz", ".json", ".md") for f in bundled_data.rglob("*.*"))
     for ck in (REPO / "checkpoints").glob("*/config.json"):

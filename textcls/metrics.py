@@ -7,12 +7,17 @@ Conventions (the usual ones, as in scikit-learn with zero_division=0):
 - macro-F1 is the unweighted mean of the per-class F1 over the classes taken into account. With
   `ignore_label` (SemEval-2010 Task 8: "Other") that class is left out of the mean, but its examples still
   count: a true "Other" predicted as a relation is a false positive of that relation, and vice versa.
+  For directed relation labels ("Cause-Effect(e1,e2)") `evaluate` adds `relation_table`: the official scorer's
+  per-relation scores (both directions of a relation together, a hit needs the right direction) and their
+  macro-F1 (`macro_f1_official`); the headline stays `macro_f1` over the 18 directed labels.
   Classes that neither occur nor are predicted still count (F1 0), so a model is not rewarded for a class
   the split lacks: pass `labels` to choose the classes.
 
 `evaluate(predictor_or_model, split)` runs a model over a data split and returns `classification_report`.
 """
 from __future__ import annotations
+
+import re
 
 from typing import Any, Sequence
 
@@ -108,6 +113,37 @@ def classification_report(y_true, y_pred, labels: Sequence[str], ignore_label: s
     }
 
 
+_DIRECTED = re.compile(r"^(?P<rel>.+)\((?P<args>e1,e2|e2,e1)\)$")
+
+
+def relation_table(confusion: Sequence[Sequence[int]], labels: Sequence[str],
+                   ignore_label: str | None = "Other") -> dict[str, Any] | None:
+    """SemEval-2010 Task 8's official-style per-relation scores, or None when the labels are not directed
+    relations ("Cause-Effect(e1,e2)"). As the official scorer's "(9+1)-way evaluation with directionality taken
+    into account": per relation R (both directions together), a true positive is an exact directed match,
+    precision divides by the texts predicted as R (either direction), recall by the texts whose gold label is R
+    (either direction). Returns {"per_relation": {R: {"precision", "recall", "f1", "support"}},
+    "macro_f1_official": mean F1 over the relations (`ignore_label` left out)}."""
+    groups: dict[str, list[int]] = {}
+    for i, lab in enumerate(labels):
+        m = _DIRECTED.match(lab)
+        if m:
+            groups.setdefault(m["rel"], []).append(i)
+    if not groups:
+        return None
+    cm = np.asarray(confusion)
+    rows = {}
+    for rel, idx in groups.items():
+        tp = float(sum(cm[i, i] for i in idx))
+        predicted = float(cm[:, idx].sum())
+        support = int(cm[idx, :].sum())
+        p = tp / predicted if predicted else 0.0
+        r = tp / support if support else 0.0
+        rows[rel] = {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0, "support": support}
+    f1s = [v["f1"] for k, v in rows.items() if k != ignore_label]
+    return {"per_relation": rows, "macro_f1_official": float(np.mean(f1s)) if f1s else 0.0}
+
+
 def default_ignore_label(data_name: str, labels: Sequence[str]) -> str | None:
     """The label a data set's official metric leaves out: "Other" for SemEval-2010 Task 8, else None."""
     if "semeval" in (data_name or "").lower() and "Other" in labels:
@@ -149,6 +185,9 @@ def evaluate(predictor_or_model, split, *, tokenizer=None, labels: Sequence[str]
     y_pred, loss = predict_encoded(model, enc, batch_size=batch_size)
     report = classification_report(enc.labels.tolist(), y_pred.tolist(), labels, ignore_label=ignore_label)
     report["loss"] = loss
+    relations = relation_table(report["confusion"], labels, ignore_label)
+    if relations is not None:            # relation classification: the official-style per-relation table
+        report.update(relations)
     return report
 
 

@@ -10,8 +10,10 @@ in the paper), concatenated: that (B, L, d_pos) replaces the absolute position t
 W_p p_j term. A row without markers (plain text) gets the extra "no entity" row of each table everywhere.
 
 `markers_as_words`: on, the tags are tokens the model reads (embedded, convolved, attended); off, they only carry
-the spans: they are masked out of the model (as if removed from the stream) and positions count the other
-tokens only. With `position_embed=False` (ACT Table 3 row 4, "- position embed.") there is no W_p p_j term at
+the spans: they are masked out of the model (zero vectors, no attention weight, no feature of their own - ACT's
+convolution sees a blank slot where a tag was, the Transformer's sinusoidal positions still count it) and the
+relative positions count the other tokens only. (Removing the tags from the stream altogether is the
+tokenizer's entities="drop", for models without entity positions: the spans are then gone.) With `position_embed=False` (ACT Table 3 row 4, "- position embed.") there is no W_p p_j term at
 all, so no relative positions either.
 
 Map `relative_position` (B, token, entity) values="index": the clipped relative positions (entity 0 = e1,
@@ -37,7 +39,7 @@ class RelationConfig(BaseConfig):
                                      "instead of absolute positions; needs the <e1>..</e2> marker tokens in the input")
     rel_window: int = param(50, "relative positions are clipped to [-rel_window, rel_window]")
     markers_as_words: bool = param(True, "on: the <e1> </e1> <e2> </e2> tags are tokens the model reads; off: they "
-                                   "only mark the spans (masked out; positions count the other tokens)")
+                                   "only mark the spans (masked out of the model; relative positions count the other tokens)")
     e1_start_id: int = param(-1, "vocabulary id of <e1> (set from the vocabulary when training; -1: none)")
     e1_end_id: int = param(-1, "vocabulary id of </e1>")
     e2_start_id: int = param(-1, "vocabulary id of <e2>")
