@@ -129,6 +129,24 @@ def word_spans(tokens: Sequence[str]) -> Spans:
     return Spans((before[sp.e1[0]], before[sp.e1[1]]), (before[sp.e2[0]], before[sp.e2[1]]))
 
 
+def entity_roles(tokens: Sequence[str]) -> list[str | None] | None:
+    """Per token "e1" / "e2" (a word of that entity), "tag" (one of the four tags) or None; None for the whole
+    list when it has no well-formed spans (plain text, or the tags were dropped). For figures that mark the
+    entities."""
+    tokens = [str(t) for t in tokens]
+    if not any(t in MARKERS for t in tokens):
+        return None
+    try:
+        sp = parse_spans(tokens)
+    except EntitySpanError:
+        return None
+    roles: list[str | None] = ["tag" if t in MARKERS else None for t in tokens]
+    for name, (s, e) in (("e1", sp.e1), ("e2", sp.e2)):
+        for i in range(s, e + 1):
+            roles[i] = name
+    return roles
+
+
 def is_relation_task(task: str | None, labels: Sequence[str] = ()) -> bool:
     """Whether a data set is relation classification: its task text says so, or its labels are SemEval's
     directed relations ("Cause-Effect(e1,e2)")."""
