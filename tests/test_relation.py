@@ -205,6 +205,27 @@ def test_training_on_relation_data_picks_the_task_settings(tmp_path):
     assert plain.tokenizer.config.entities == "drop" and "<e1>" not in plain.tokenizer.vocab
 
 
+def test_cli_evaluate_json_reports_macro_f1_and_the_relation_table(tmp_path, capsys):
+    import json
+
+    from textcls.cli import main
+    from textcls.data import load_data
+    from textcls.pipeline import train_from_spec
+    small = dict(embed_dim=12, d_model=12, d_attn=8, d_pos=4, fc_dim=8)
+    train_from_spec(load_data("semeval2010", limit=40), "act", overrides=small, embeddings="random", epochs=1,
+                    out=tmp_path / "act")
+    capsys.readouterr()
+    assert main(["evaluate", str(tmp_path / "act"), "--json", "--limit", "50"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["ignore_label"] == "Other" and 0 <= rep["macro_f1"] <= 1
+    assert len(rep["per_relation"]) == 9 and "Cause-Effect" in rep["per_relation"]     # directions together
+    assert main(["evaluate", str(tmp_path / "act"), "--limit", "50"]) == 0
+    assert "per relation" in capsys.readouterr().out
+    assert main(["predict", str(tmp_path / "act"), "no markers in this one"]) == 2
+    err = capsys.readouterr().err
+    assert "missing entity marker" in err and "Traceback" not in err
+
+
 def test_official_style_relation_table():
     labels = ["A(e1,e2)", "A(e2,e1)", "Other"]
     # gold rows, predicted columns: 2 right A(e1,e2), 1 A(e1,e2) predicted in the wrong direction, 1 Other -> A
