@@ -7,7 +7,7 @@ Conventions (the usual ones, as in scikit-learn with zero_division=0):
 - macro-F1 is the unweighted mean of the per-class F1 over the classes taken into account. With
   `ignore_label` (SemEval-2010 Task 8: "Other") that class is left out of the mean, but its examples still
   count: a true "Other" predicted as a relation is a false positive of that relation, and vice versa.
-  For directed relation labels ("Cause-Effect(e1,e2)") `evaluate` adds `relation_table`: the official scorer's
+  For directed relation labels ("Cause-Effect(e1,e2)") `classification_report` adds `relation_table`: the official scorer's
   per-relation scores (both directions of a relation together, a hit needs the right direction) and their
   macro-F1 (`macro_f1_official`); the headline stays `macro_f1` over the 18 directed labels.
   Classes that neither occur nor are predicted still count (F1 0), so a model is not rewarded for a class
@@ -87,7 +87,8 @@ def classification_report(y_true, y_pred, labels: Sequence[str], ignore_label: s
     Returns {"accuracy", "macro_f1", "macro_f1_all", "ignore_label", "n", "labels",
              "per_class": {label: {"precision", "recall", "f1", "support"}}, "confusion": [[int]]}.
     `macro_f1` leaves out `ignore_label` (the task's metric, e.g. SemEval without "Other");
-    `macro_f1_all` always averages every class. Without `ignore_label` the two are equal.
+    `macro_f1_all` always averages every class. Without `ignore_label` the two are equal. For directed relation
+    labels also "per_relation" and "macro_f1_official" (`relation_table`).
     """
     labels = [str(x) for x in labels]
     if not labels:
@@ -99,7 +100,7 @@ def classification_report(y_true, y_pred, labels: Sequence[str], ignore_label: s
     scores = per_class_scores(cm)
     keep = np.array([lab != ignore_label for lab in labels])
     f1 = scores["f1"]
-    return {
+    report = {
         "accuracy": accuracy(t, p),
         "macro_f1": float(f1[keep].mean()) if keep.any() else 0.0,
         "macro_f1_all": float(f1.mean()),
@@ -111,6 +112,10 @@ def classification_report(y_true, y_pred, labels: Sequence[str], ignore_label: s
                       for i, lab in enumerate(labels)},
         "confusion": cm.tolist(),
     }
+    relations = relation_table(cm, labels, ignore_label)
+    if relations is not None:            # relation classification: the official-style per-relation table
+        report.update(relations)
+    return report
 
 
 _DIRECTED = re.compile(r"^(?P<rel>.+)\((?P<args>e1,e2|e2,e1)\)$")
@@ -185,9 +190,6 @@ def evaluate(predictor_or_model, split, *, tokenizer=None, labels: Sequence[str]
     y_pred, loss = predict_encoded(model, enc, batch_size=batch_size)
     report = classification_report(enc.labels.tolist(), y_pred.tolist(), labels, ignore_label=ignore_label)
     report["loss"] = loss
-    relations = relation_table(report["confusion"], labels, ignore_label)
-    if relations is not None:            # relation classification: the official-style per-relation table
-        report.update(relations)
     return report
 
 
