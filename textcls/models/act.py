@@ -101,6 +101,7 @@ class ACTConfig(RelationConfig):
 
 RELATION_SETTINGS = dict(n_layers=1, n_heads=6, n_filters=40, kernel_size=3, relative_positions=True, d_pos=60)
 
+
 class ACTLayer(nn.Module):
     """One multi-head attentive-convolution layer (see the module docstring)."""
 
