@@ -20,6 +20,7 @@ import streamlit as st
 
 from pages.common import cache, inside_app
 from pages.common import widgets as w
+from textcls.relation import EntitySpanError
 
 inside_app(__file__)
 
@@ -51,6 +52,8 @@ by_name = {i.name: i for i in valid}
 names = list(by_name)
 # The example is a movie review: default to the sentiment (SST-2) checkpoints when there are any.
 DEFAULT_CKPTS = [n for n in names if by_name[n].data == "sst2"][:6] or names[:6]
+# A relation checkpoint alone (no sentiment one): its example is a relation sentence with marked entities.
+RELATION_ONLY = all(w.needs_entities(by_name[n]) for n in DEFAULT_CKPTS) and bool(DEFAULT_CKPTS)
 
 
 def shaded(tokens, weights, label: str | None = None, window: tuple[int, int] | None = None) -> None:
@@ -58,8 +61,10 @@ def shaded(tokens, weights, label: str | None = None, window: tuple[int, int] | 
     st.html(viz.token_highlight_html(list(tokens), weights, label=label, window=window))
 
 
+if any(w.needs_entities(i) for i in valid):
+    w.marker_help()
 with st.form("attr_form"):
-    text = st.text_input("Sentence", value=SENTENCE, key="attr_text",
+    text = st.text_input("Sentence", value=w.RELATION_EXAMPLE if RELATION_ONLY else SENTENCE, key="attr_text",
                          help="One sentence (or a short text). Hierarchical models (HCAN) split it into sentences.")
     chosen = st.multiselect("Checkpoints", names, default=DEFAULT_CKPTS, key="attr_ckpts",
                             format_func=lambda n: w.ckpt_label(by_name[n]))
@@ -97,13 +102,20 @@ class Row:
 
 
 rows: list[Row] = []
+skip = w.missing_markers([by_name[n] for n in chosen], text)
 for n in chosen:
     info = by_name[n]
+    if info in skip:
+        continue
     pred = w.load(info)
     if pred is None:
         continue
     try:
         inst = I.as_source(pred).instances([text])[0]
+    except EntitySpanError as e:  # broken entity tags on a relation checkpoint
+        st.warning(f"{w.md_escape(n)} reads relation sentences, and this one's entity tags are not usable: "
+                   f"{w.md_escape(e)}")
+        continue
     except Exception as e:  # noqa: BLE001 - a model that cannot read this input is reported, not fatal
         st.error(f"{w.md_escape(n)} cannot read this input: {type(e).__name__}: {w.md_escape(e)}")
         continue

@@ -49,9 +49,13 @@ def says(n: int) -> str:
 
 def single(text: str) -> None:
     preds = {}
-    prog = w.Progress(len(infos))
-    for k, i in enumerate(infos):
-        with prog.step(f"{w.md_escape(i.name)} ({k + 1} of {len(infos)})…"):
+    skip = w.missing_markers(infos, text)
+    run = [i for i in infos if i not in skip]
+    if not run:
+        return
+    prog = w.Progress(len(run))
+    for k, i in enumerate(run):
+        with prog.step(f"{w.md_escape(i.name)} ({k + 1} of {len(run)})…"):
             r = w.safe_predict_maps(i, text)
         if r is not None:
             preds[i.name] = r
@@ -210,9 +214,13 @@ def batch(texts: list[str], gold: list[str] | None = None) -> None:
         w.show_figure(item, "cmp_pairwise")
 
 
+relation = any(w.needs_entities(i) for i in infos)
+if relation:
+    w.marker_help()
 if mode == "One sentence":
     with st.form("cmp_one"):
-        text = st.text_area("Sentence", value=w.EXAMPLE, height=90, key="cmp_text")
+        text = st.text_area("Sentence", value=w.RELATION_EXAMPLE if relation else w.EXAMPLE, height=90,
+                            key="cmp_text")
         st.form_submit_button("Compare", type="primary")
     text = w.clean_text(text, what="sentence")
     if text is not None:

@@ -213,6 +213,13 @@ with tab_m:
     st.dataframe(per, hide_index=True, width="stretch", height=min(600, 38 + 35 * len(per)),
                  column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("precision", "recall", "f1")})
     csv_button(per, "Per-class scores (CSV)", f"per_class_{bundle.name}_{split_name}", "eval_csv_per_class")
+    rel = [{"checkpoint": name, "relation": k, **sc, "macro-F1 (relations)": r["report"]["macro_f1_official"]}
+           for name, r in runs.items() for k, sc in (r["report"].get("per_relation") or {}).items()]
+    if rel:
+        st.markdown("**Per relation** (official-style: both directions together, a hit needs the right direction)")
+        st.dataframe(pd.DataFrame(rel), hide_index=True, width="stretch",
+                     column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                    for c in ("precision", "recall", "f1", "macro-F1 (relations)")})
 
     st.markdown("**Confusion matrices**")
     norm = st.toggle("Show row shares instead of counts", value=False, key="eval_cm_norm")

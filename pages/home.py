@@ -64,7 +64,10 @@ else:
         text = w.clean_text(text, what="sentence")
         if text is not None:
             out, counts = [], {}
+            skip = w.missing_markers(valid, text, quiet=True)
             for i in valid:
+                if i in skip:
+                    continue
                 preds = w.safe_predict(i, [text])
                 if preds:
                     p = preds[0]

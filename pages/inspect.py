@@ -43,11 +43,16 @@ if two and len(names) > 1:
     slots.append(c2.selectbox("Second checkpoint", rest, key="insp_ckpt2",
                               format_func=lambda n: w.ckpt_label(by_name[n])))
 
+relation = any(w.needs_entities(by_name[n]) for n in slots)
+if relation:
+    w.marker_help()
 w.example_picker("insp_text")
 with st.form("insp_form"):
-    st.session_state.setdefault("insp_text", w.EXAMPLE)   # the default, unless a link or an example set it
+    # the default, unless a link or an example set it
+    st.session_state.setdefault("insp_text", w.RELATION_EXAMPLE if relation else w.EXAMPLE)
     text = st.text_area("Text", height=100, key="insp_text",
-                        help="Several sentences are fine: hierarchical models (HCAN) split them.")
+                        help="Several sentences are fine: hierarchical models (HCAN) split them. Relation "
+                             "checkpoints: mark the entities <e1>..</e1> and <e2>..</e2>.")
     st.form_submit_button("Inspect", type="primary")
 urlstate.publish("inspect", {"ckpt": slots, "text": text})
 text = w.clean_text(text)
@@ -55,8 +60,11 @@ if text is None:
     st.stop()
 
 loaded = []
+skip = w.missing_markers([by_name[n] for n in slots], text)
 for n in slots:
     info = by_name[n]
+    if info in skip:
+        continue
     pred = w.load(info)
     if pred is None:
         continue

@@ -113,7 +113,8 @@ with tab_neg:
     read_aloud("negation")
     from pages.common import cache
     valid, _ = cache.checkpoints()
-    binary = [i for i in valid if len(i.labels) == 2] or valid
+    readable = [i for i in valid if not w.needs_entities(i)]       # relation checkpoints need marked entities
+    binary = [i for i in readable if len(i.labels) == 2] or readable
     if not binary:
         st.info("This demo needs trained checkpoints (sentiment, two classes): train one on the Train page.")
     else:

@@ -8,6 +8,8 @@ larger collection: `--data-root ../shared/data`), at a laptop size (RECIPES belo
 dashboard slow), early-stopped on dev, then stored in float16 when that leaves test accuracy unchanged
 (checked by reloading the float16 checkpoint and re-evaluating). Each checkpoint's config.json records its
 test accuracy. The whole run takes roughly 30-60 minutes on 2 CPU cores.
+The relation-classification checkpoints (act-semeval2010, transformer-semeval2010) have their own recipe:
+scripts/make_relation_checkpoints.py.
 """
 from __future__ import annotations
 

@@ -69,9 +69,9 @@ def test_data_root_precedence(monkeypatch, tmp_path):
 
 
 def test_embedded_data_is_what_the_shipped_checkpoints_used(bundled_data):
-    """sst2, sst2_phrases and trec ship compressed inside the package (a few MB), so a bare clone works; of the
-    larger data sets a checkpoint was trained on (imdb), a test sample ships as NAME_sample."""
-    assert {"sst2", "sst2_phrases", "trec"} <= set(list_datasets())
+    """semeval2010, sst2, sst2_phrases and trec ship compressed inside the package (a few MB), so a bare clone
+    works; of the larger data sets a checkpoint was trained on (imdb), a test sample ships as NAME_sample."""
+    assert {"semeval2010", "sst2", "sst2_phrases", "trec"} <= set(list_datasets())
     size = sum(f.stat().st_size for f in bundled_data.rglob("*") if f.is_file())
     assert size < 4_000_000 and all(f.suffix in (".gz", ".json", ".md") for f in bundled_data.rglob("*.*"))
     for ck in (REPO / "checkpoints").glob("*/config.json"):
@@ -287,7 +287,7 @@ def test_hub_offline_env_fails_at_once(monkeypatch, bundled_data):
     t0 = time.perf_counter()
     with pytest.raises(DataError, match=r"'ag_news'.*HF_HUB_OFFLINE is set \(offline\)"):
         load_data("hf:ag_news")
-    with pytest.raises(DataError, match=r"not a bundled data set in .*available: .*sst2, sst2_phrases, trec.*offline"):
+    with pytest.raises(DataError, match=r"not a bundled data set in .*available: .*semeval2010, sst2, sst2_phrases, trec.*offline"):
         load_data("ag_news", root=bundled_data)
     assert time.perf_counter() - t0 < 1.0
 

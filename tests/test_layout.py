@@ -10,7 +10,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 LIB = REPO / "textcls"
-MODEL_SHARED = {"textcls.models", "textcls.models.base", "textcls.models.layers", "textcls.models.registration"}
+# shared by several model families (not a family): relation = the entity-position input of ACT and the Transformer
+MODEL_SHARED = {"textcls.models", "textcls.models.base", "textcls.models.layers", "textcls.models.registration",
+                "textcls.models.relation"}
 MAX_LINES = 600
 
 

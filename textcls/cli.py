@@ -336,6 +336,12 @@ def _format_report(r: dict[str, Any]) -> str:
     for lab in labels:
         c = r["per_class"][lab]
         lines.append(f"{lab:<{w}}  {c['precision']:9.4f}  {c['recall']:6.4f}  {c['f1']:.4f}  {c['support']:7d}")
+    if r.get("per_relation"):
+        lines += ["", f"per relation, directions together (official-style: a hit needs the right direction); "
+                      f"macro-F1 over relations {r['macro_f1_official']:.4f}",
+                  f"{'relation':<{w}}  precision  recall     f1  support"]
+        for rel, c in r["per_relation"].items():
+            lines.append(f"{rel:<{w}}  {c['precision']:9.4f}  {c['recall']:6.4f}  {c['f1']:.4f}  {c['support']:7d}")
     lines += ["", "confusion (rows: true, columns: predicted, in the order above)"]
     lines += ["  " + " ".join(f"{v:5d}" for v in row) for row in r["confusion"]]
     return "\n".join(lines)
@@ -975,7 +981,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .checkpoint import CheckpointError
-    bad_input = (UsageError, CheckpointError) + _data_error_types()
+    from .relation import EntitySpanError           # malformed <e1>..</e2> markers: the user's input
+    bad_input = (UsageError, CheckpointError, EntitySpanError) + _data_error_types()
     saved: dict[str, str | None] = {}
     try:
         saved = _apply_limit_flags(args)

@@ -7,12 +7,17 @@ Conventions (the usual ones, as in scikit-learn with zero_division=0):
 - macro-F1 is the unweighted mean of the per-class F1 over the classes taken into account. With
   `ignore_label` (SemEval-2010 Task 8: "Other") that class is left out of the mean, but its examples still
   count: a true "Other" predicted as a relation is a false positive of that relation, and vice versa.
+  For directed relation labels ("Cause-Effect(e1,e2)") `classification_report` adds `relation_table`: the official scorer's
+  per-relation scores (both directions of a relation together, a hit needs the right direction) and their
+  macro-F1 (`macro_f1_official`); the headline stays `macro_f1` over the 18 directed labels.
   Classes that neither occur nor are predicted still count (F1 0), so a model is not rewarded for a class
   the split lacks: pass `labels` to choose the classes.
 
 `evaluate(predictor_or_model, split)` runs a model over a data split and returns `classification_report`.
 """
 from __future__ import annotations
+
+import re
 
 from typing import Any, Sequence
 
@@ -82,7 +87,8 @@ def classification_report(y_true, y_pred, labels: Sequence[str], ignore_label: s
     Returns {"accuracy", "macro_f1", "macro_f1_all", "ignore_label", "n", "labels",
              "per_class": {label: {"precision", "recall", "f1", "support"}}, "confusion": [[int]]}.
     `macro_f1` leaves out `ignore_label` (the task's metric, e.g. SemEval without "Other");
-    `macro_f1_all` always averages every class. Without `ignore_label` the two are equal.
+    `macro_f1_all` always averages every class. Without `ignore_label` the two are equal. For directed relation
+    labels also "per_relation" and "macro_f1_official" (`relation_table`).
     """
     labels = [str(x) for x in labels]
     if not labels:
@@ -94,7 +100,7 @@ def classification_report(y_true, y_pred, labels: Sequence[str], ignore_label: s
     scores = per_class_scores(cm)
     keep = np.array([lab != ignore_label for lab in labels])
     f1 = scores["f1"]
-    return {
+    report = {
         "accuracy": accuracy(t, p),
         "macro_f1": float(f1[keep].mean()) if keep.any() else 0.0,
         "macro_f1_all": float(f1.mean()),
@@ -106,6 +112,41 @@ def classification_report(y_true, y_pred, labels: Sequence[str], ignore_label: s
                       for i, lab in enumerate(labels)},
         "confusion": cm.tolist(),
     }
+    relations = relation_table(cm, labels, ignore_label)
+    if relations is not None:            # relation classification: the official-style per-relation table
+        report.update(relations)
+    return report
+
+
+_DIRECTED = re.compile(r"^(?P<rel>.+)\((?P<args>e1,e2|e2,e1)\)$")
+
+
+def relation_table(confusion: Sequence[Sequence[int]], labels: Sequence[str],
+                   ignore_label: str | None = "Other") -> dict[str, Any] | None:
+    """SemEval-2010 Task 8's official-style per-relation scores, or None when the labels are not directed
+    relations ("Cause-Effect(e1,e2)"). As the official scorer's "(9+1)-way evaluation with directionality taken
+    into account": per relation R (both directions together), a true positive is an exact directed match,
+    precision divides by the texts predicted as R (either direction), recall by the texts whose gold label is R
+    (either direction). Returns {"per_relation": {R: {"precision", "recall", "f1", "support"}},
+    "macro_f1_official": mean F1 over the relations (`ignore_label` left out)}."""
+    groups: dict[str, list[int]] = {}
+    for i, lab in enumerate(labels):
+        m = _DIRECTED.match(lab)
+        if m:
+            groups.setdefault(m["rel"], []).append(i)
+    if not groups:
+        return None
+    cm = np.asarray(confusion)
+    rows = {}
+    for rel, idx in groups.items():
+        tp = float(sum(cm[i, i] for i in idx))
+        predicted = float(cm[:, idx].sum())
+        support = int(cm[idx, :].sum())
+        p = tp / predicted if predicted else 0.0
+        r = tp / support if support else 0.0
+        rows[rel] = {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0, "support": support}
+    f1s = [v["f1"] for k, v in rows.items() if k != ignore_label]
+    return {"per_relation": rows, "macro_f1_official": float(np.mean(f1s)) if f1s else 0.0}
 
 
 def default_ignore_label(data_name: str, labels: Sequence[str]) -> str | None:

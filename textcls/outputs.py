@@ -17,6 +17,7 @@ AXES = (
     "sentence", "query_sentence", "key_sentence",  # HCAN sentence level
     "word", "query_word", "key_word",              # HCAN word positions inside a sentence
     "head", "layer", "filter", "channel", "gate", "window", "feature",
+    "entity",                                      # relation classification: entity 1, entity 2
 )
 # What a map's values mean.
 KINDS = ("attention", "feature_map", "gate", "activation")

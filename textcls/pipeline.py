@@ -85,6 +85,26 @@ def extend_vocab(tokenizer, source, n: int):
     return Tokenizer(tokenizer.config, Vocab(tokenizer.vocab.itos + extra)), len(extra)
 
 
+def relation_settings(model: str, preset: str | None, overrides: dict[str, Any],
+                      tokenizer_overrides: dict[str, Any] | None) -> tuple[str | None, dict[str, Any]]:
+    """The task's settings on relation data (textcls/relation.py): a model with a "relation" preset (ACT, the
+    Transformer) gets it unless a preset was named; a model with relative positions gets the tokenizer's
+    entities="keep" (the tags carry the spans), any other model entities="drop" (plain text). Returns
+    (preset, tokenizer overrides); an explicit entities="none"/"drop" for a relative-position model is a
+    ValueError."""
+    from .registry import get_entry, make_config
+    entry = get_entry(model)
+    if preset is None and "relation" in entry.presets:
+        preset = "relation"
+    tok = dict(tokenizer_overrides or {})
+    relative = getattr(make_config(model, preset=preset, **overrides), "relative_positions", False)
+    mode = tok.setdefault("entities", "keep" if relative else "drop")
+    if relative and mode not in ("keep", "mask"):
+        raise ValueError(f"relative positions need the entity tags in the token stream: tokenizer entities "
+                         f"must be 'keep' or 'mask', not {mode!r}")
+    return preset, tok
+
+
 def train_from_spec(data, model: str, *, preset: str | None = None, variant: str | None = None,
                     overrides: dict[str, Any] | None = None, embeddings: str | None = "glove",
                     epochs: int = 5, out: str | Path | None = None, callbacks: Iterable[Callback] = (),
@@ -158,6 +178,11 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
         def encode(split):
             return encode_split(tokenizer, split)
     labels = list(bundle.labels)
+    from .relation import is_relation_task
+    if is_relation_task(getattr(bundle, "task", ""), labels):
+        preset, tokenizer_overrides = relation_settings(model, preset, overrides, tokenizer_overrides)
+        model_config = make_config(model, preset=preset, variant=variant, **overrides)
+        tok_config = tokenizer_config_for(model_config, entry.input_kind, tokenizer_overrides)
 
     if use_arrow:
         tokenizer = build_tokenizer(bundle.splits["train"], tok_config, min_freq=min_freq, max_size=max_vocab)
@@ -167,6 +192,9 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
     added = 0
     if extra_vocab:
         tokenizer, added = extend_vocab(tokenizer, emb_source, int(extra_vocab))
+    if getattr(model_config, "relative_positions", False):      # the tags' ids, for the relative positions
+        from .models.relation import marker_overrides
+        overrides = {**marker_overrides(tokenizer.vocab), **overrides}
 
     matrix, coverage = None, None
     if emb_source is not None:

@@ -176,10 +176,16 @@ class TokenizerConfig:
     max_sentences: int = 30      # hierarchical: sentences kept per text
     max_words: int = 50          # hierarchical: words kept per sentence
     strip_html: bool = True
+    entities: str = "none"       # relation data: "keep" / "drop" / "mask" the <e1>..</e2> tags (relation.py)
 
     def __post_init__(self):
         if self.level not in LEVELS:
             raise ValueError(f"tokenizer level must be one of {LEVELS}, got {self.level!r}")
+        from .relation import ENTITY_MODES
+        if self.entities not in ENTITY_MODES:
+            raise ValueError(f"tokenizer entities must be one of {ENTITY_MODES}, got {self.entities!r}")
+        if self.entities != "none" and (self.level != "word" or self.hierarchical):
+            raise ValueError("tokenizer entities (relation markers) need flat word-level input")
         for name in ("max_len", "max_sentences", "max_words"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -348,7 +354,10 @@ class Tokenizer:
         return (m.group() for m in _WORD.finditer(text))
 
     def tokenize(self, text: str) -> list[str]:
-        """Every token of one text (no truncation)."""
+        """Every token of one text (no truncation), with the `entities` setting applied (relation.py)."""
+        if self.config.entities != "none":
+            from .relation import apply_entity_mode
+            return apply_entity_mode(list(self._stream(text)), self.config.entities)
         return list(self._stream(text))
 
     def split_sentences(self, tokens: Sequence[str]) -> list[list[str]]:
@@ -356,6 +365,9 @@ class Tokenizer:
 
     def _flat(self, text: str) -> tuple[list[str], bool]:
         n = self.config.max_len
+        if self.config.entities != "none":     # spans are checked on the whole text, then it is cut
+            toks = self.tokenize(text)
+            return (toks[:n], True) if len(toks) > n else (toks, False)
         toks = list(itertools.islice(self._stream(text), n + 1))
         return (toks[:n], True) if len(toks) > n else (toks, False)
 
@@ -377,7 +389,15 @@ class Tokenizer:
         lookup = self.vocab.lookup
         B = len(texts)
         if not self.config.hierarchical:
-            pairs = [self._flat(t) for t in texts]
+            if self.config.entities == "none":
+                pairs = [self._flat(t) for t in texts]
+            else:
+                pairs = []
+                for i, t in enumerate(texts):
+                    try:
+                        pairs.append(self._flat(t))
+                    except ValueError as e:       # EntitySpanError: say which row
+                        raise type(e)(f"text {i}: {e}") from None
             tokens = [p[0] for p in pairs]
             lengths = np.fromiter((len(t) for t in tokens), dtype=np.int64, count=B)
             L = max(1, int(lengths.max()) if B else 1)

@@ -14,12 +14,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
 import streamlit as st
 
 from textcls import data as tdata
 from textcls import viz
 from textcls.checkpoint import CheckpointError, CheckpointInfo
+from textcls.relation import MARKER_SYNTAX, EntitySpanError, has_markers
 
 from . import cache
 
@@ -28,6 +28,8 @@ MAX_BATCH = 2_000            # texts per batch on the Compare page
 TRAIN_CMD = "python -m textcls train --model kim_cnn --data sst2 --epochs 5"
 EXAMPLE = ("The food was great and the staff were friendly. But the service was painfully slow! "
            "I would not come back.")
+
+RELATION_EXAMPLE = "The <e1>burst</e1> has been caused by water hammer <e2>pressure</e2>."
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$:~=])")
 
@@ -89,7 +91,35 @@ def load(info: CheckpointInfo):
         return None
 
 
+def needs_entities(info: CheckpointInfo) -> bool:
+    """Whether a checkpoint reads relation sentences (its tokenizer checks <e1>..</e2> entity tags)."""
+    tok = info.info.get("tokenizer") if isinstance(info.info, dict) else None
+    cfg = tok.get("config", tok) if isinstance(tok, dict) else {}
+    return isinstance(cfg, dict) and cfg.get("entities", "none") not in (None, "none")
+
+
+def marker_help() -> None:
+    """How to mark the two entities of a relation sentence."""
+    st.caption("Relation checkpoints classify the relation between two marked entities. "
+               + md_escape(MARKER_SYNTAX))
+
+
+def missing_markers(infos: Sequence[CheckpointInfo], text: str, quiet: bool = False) -> list[CheckpointInfo]:
+    """The relation checkpoints among `infos` that cannot read `text` because it has no entity tags, with a
+    message saying so (a warning; a caption when `quiet`): they are skipped, not run."""
+    skip = [i for i in infos if needs_entities(i)] if not has_markers(text) else []
+    if skip:
+        msg = (f"{md_escape(', '.join(i.name for i in skip))}: relation checkpoint(s) need the two entities "
+               "marked in the sentence; skipped. " + md_escape(MARKER_SYNTAX))
+        st.caption(msg) if quiet else st.warning(msg, icon=":material/info:")
+    return skip
+
+
 def _failed(info: CheckpointInfo, e: Exception, loading: bool = False) -> None:
+    if isinstance(e, EntitySpanError):
+        st.warning(f"{md_escape(info.name)} reads relation sentences, and this one's entity tags are not "
+                   f"usable: {md_escape(e)}", icon=":material/info:")
+        return
     if loading or isinstance(e, CheckpointError):
         st.error(f"Could not load {md_escape(info.name)}: {md_escape(e)}", icon=":material/error:")
         st.caption("The checkpoint may come from an older version of the library; retrain it with the CLI.")

@@ -72,6 +72,7 @@ def run_cell(cell: Cell, seed: int, *, epochs: int, limit: int | None = None, da
     return {
         "seed": seed,
         "accuracy": m[cell.metric_split]["accuracy"],
+        "score": m[cell.metric_split][cell.metric],      # what the cell reports (accuracy or macro_f1)
         "test_accuracy": m.get("test", {}).get("accuracy"), "dev_accuracy": m.get("dev", {}).get("accuracy"),
         "test_macro_f1": m.get("test", {}).get("macro_f1"),
         "n": {s: m[s]["n"] for s in m if "n" in m[s]},
@@ -180,7 +181,7 @@ def reproduce(cells: Sequence[Cell], *, out: str | Path = DEFAULT_OUT, markdown:
             put_session(res)
 
         results = update_results(out, md, put_run)
-        log(f"  {cell.metric_split} accuracy {100 * record['accuracy']:.1f} % "
+        log(f"  {cell.metric_split} {cell.metric} {100 * record['score']:.1f} % "
             f"(paper {cell.paper if cell.paper is not None else '-'}), {record['epochs_run']} epoch(s), "
             f"{record['seconds']:.0f} s, load {record['loadavg_end'][:1]}")
     session["finished"] = _dt.datetime.now().isoformat(timespec="seconds")

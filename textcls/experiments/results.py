@@ -74,13 +74,14 @@ def save_results(results: dict[str, Any], path: str | Path) -> None:
 def summarize(entry: dict[str, Any]) -> dict[str, Any]:
     """Mean and spread (in %) of a cell's runs; with one run the binomial s.e. on its evaluation split."""
     cell, runs = entry["cell"], entry.get("runs", [])
-    accs = [100 * r["accuracy"] for r in runs]
+    accs = [100 * r.get("score", r["accuracy"]) for r in runs]       # "score": the cell's metric
     if not accs:
         return {"n_runs": 0, "mean": None, "sd": None, "se": None}
     mean = statistics.fmean(accs)
     sd = statistics.stdev(accs) if len(accs) > 1 else None
     n_eval = runs[-1].get("n", {}).get(cell.get("metric_split", "test"))
-    se = 100 * math.sqrt(mean / 100 * (1 - mean / 100) / n_eval) if n_eval else None
+    binomial = cell.get("metric", "accuracy") == "accuracy"          # no binomial s.e. for an F1
+    se = 100 * math.sqrt(mean / 100 * (1 - mean / 100) / n_eval) if n_eval and binomial else None
     paper = cell.get("paper")
     return {"n_runs": len(accs), "mean": mean, "sd": sd, "se": se, "n_eval": n_eval,
             "delta": None if paper is None else mean - paper, "seeds": [r["seed"] for r in runs]}
@@ -146,7 +147,9 @@ def table_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
         last = e["runs"][-1]
         rows.append({
             "suite": c["suite"], "table": c["table"], "key": c["key"], "setting": c["setting"], "data": c["data"],
-            "column": c.get("column", ""), "metric": c.get("metric_split", "test"),
+            "column": c.get("column", ""),
+            "metric": c.get("metric_split", "test") + ("" if c.get("metric", "accuracy") == "accuracy"
+                                                       else f" {c['metric']}"),
             "ours": s["mean"], "spread": spr, "sd": s["sd"], "se": s["se"], "runs": s["n_runs"],
             "paper": c.get("paper"), "paper_note": c.get("paper_note", ""), "delta": s["delta"],
             "epochs": last.get("signature", {}).get("epochs"), "epochs_run": last.get("epochs_run"),

@@ -37,7 +37,10 @@ Ablations of Table 3 (registered as variants):
   (Sec. 4.1): O_i = M_i^T (B, L, m), g_i = maxpool(M_i); W^O then maps h m -> d_w.
 - "single_head": h = 1 (d_k = d_w), same m filters.
 - "no_global_rep": the o_j . g term is dropped (g is then not computed).
-- "no_position": the W_p p_j term is dropped (no position table).
+- "no_position": the W_p p_j term is dropped (no position table; with relative positions: none of them).
+Relation classification (models/relation.py): preset "relation" = the paper's relation-extraction settings
+(1 layer, 6 heads, 40 filters, kernel 3, two 30-d relative-position embeddings concatenated in place of p_j);
+variant "relative_positions" = only the position switch.
 
 Maps (layer axis = the N layers, head axis = the h heads):
   feature_map    (B, layer, head, filter, token)   M after GELU, zero at pads
@@ -61,13 +64,14 @@ from ..outputs import ClassifierOutput, MapSpec
 from .base import BaseConfig, Probe, TextClassifier, param
 from .layers import CenterLoss, GlobalAttention, WordEmbedding, check_input, masked_max, rezero
 from .registration import register_model
+from .relation import RelationConfig, RelativePositions
 
 CONV_MODES = ("attentive", "plain")
 CONV_PADDINGS = ("right", "center")
 
 
 @dataclass
-class ACTConfig(BaseConfig):
+class ACTConfig(RelationConfig):
     embed_dim: int = param(300, "word vectors (300-d GloVe in the paper)")
     d_model: int = param(300, "d_w: width of every layer")
     n_heads: int = param(6, "h: attentive-convolution heads")
@@ -94,6 +98,9 @@ class ACTConfig(BaseConfig):
 
 
 # ---------------------------------------------------------------- ACT
+
+RELATION_SETTINGS = dict(n_layers=1, n_heads=6, n_filters=40, kernel_size=3, relative_positions=True, d_pos=60)
+
 
 class ACTLayer(nn.Module):
     """One multi-head attentive-convolution layer (see the module docstring)."""
@@ -196,9 +203,13 @@ class ACTLayer(nn.Module):
     "act", ACTConfig,
     description="ACT (Li et al. 2021): attentive convolution heads, global attention, center loss",
     presets={"small": dict(embed_dim=16, d_model=12, n_heads=2, n_filters=6, n_layers=2, d_attn=8, d_pos=4,
-                           max_positions=64, fc_dim=8, dropout=0.1)},
+                           max_positions=64, fc_dim=8, dropout=0.1),
+             # the paper's relation-extraction settings (Sec. 4): one layer, h = 6, m = 40, n = 3, and two
+             # relative-position embeddings of 30 dimensions, concatenated, in the global attention
+             "relation": dict(RELATION_SETTINGS)},
     variants={"no_attentive_conv": dict(conv_mode="plain"), "single_head": dict(n_heads=1),
-              "no_global_rep": dict(global_rep=False), "no_position": dict(position_embed=False)})
+              "no_global_rep": dict(global_rep=False), "no_position": dict(position_embed=False),
+              "relative_positions": dict(relative_positions=True)})
 class ACT(TextClassifier):
     def __init__(self, config: ACTConfig, embeddings=None):
         super().__init__(config)
@@ -215,7 +226,10 @@ class ACT(TextClassifier):
         self.proj = nn.Linear(self.embed.out_dim, c.d_model) if self.embed.out_dim != c.d_model else None
         self.layers = nn.ModuleList(ACTLayer(c) for _ in range(c.n_layers))
         self.global_attention = GlobalAttention(c.d_model, c.d_attn, c.d_pos, c.max_positions,
-                                                c.position_embed, c.global_rep)
+                                                c.position_embed, c.global_rep, table=not c.relative_positions)
+        # relation classification: relative positions to the two entities (models/relation.py); with
+        # position_embed off there is no position term at all, so none are computed
+        self.relative = RelativePositions(c, c.d_pos, c.position_embed) if c.relative_positions else None
         self.dropout = nn.Dropout(c.dropout)
         self.fc = nn.Linear(c.d_model, c.fc_dim)
         self.out = nn.Linear(c.fc_dim, c.num_labels)
@@ -230,10 +244,14 @@ class ACT(TextClassifier):
                     "start of the n-gram each filter's max-pool picked", values="index"),
             MapSpec("local_output", ("layer", "head", "token", "feature"), "activation",
                     f"local output O_i per token: {feat}"),
-        ] + self.global_attention.map_specs()
+        ] + self.global_attention.map_specs() + (self.relative.map_specs() if self.relative else [])
 
     def _forward(self, token_ids, mask, probe: Probe):
         check_input(token_ids, mask, self.config.vocab_size)
+        pos = None
+        if self.relative is not None:
+            pos = self.relative(token_ids, mask, probe)                 # (B, L, d_p) relative positions
+            mask = self.relative.read_mask(token_ids, mask)             # tags out unless read as words
         x = self.embed(token_ids)                                       # (B, L, E)
         if self.proj is not None:
             x = self.proj(x)                                            # (B, L, d)
@@ -242,7 +260,7 @@ class ACT(TextClassifier):
         for i, layer in enumerate(self.layers):
             top = i == len(self.layers) - 1 and self.config.global_rep
             x, g = layer(x, mask, probe, i, need_g=top)                  # (B, L, d), g (B, d) on top
-        r = self.global_attention(x, mask, g, probe)                    # (B, d)
+        r = self.global_attention(x, mask, g, probe, pos)               # (B, d)
         z = F.gelu(self.fc(self.dropout(r)))                            # (B, fc)
         return self.out(self.dropout(z)), z
 

@@ -151,15 +151,16 @@ class GlobalAttention(nn.Module):
     """
 
     def __init__(self, d_model: int, d_attn: int = 200, d_pos: int = 60, max_positions: int = 500,
-                 position_embed: bool = True, global_rep: bool = True):
+                 position_embed: bool = True, global_rep: bool = True, table: bool = True):
         super().__init__()
         self.d_model = d_model
         self.global_rep = global_rep
         self.position_embed = position_embed
         self.max_positions = max_positions
         self.w_o = nn.Linear(d_model, d_attn)                           # W_o (with the one bias)
-        if position_embed:
+        if position_embed and table:                                   # (relative positions come as `pos`)
             self.positions = nn.Embedding(max_positions, d_pos)        # W^p: P x d_p table
+        if position_embed:
             self.w_p = nn.Linear(d_pos, d_attn, bias=False)            # W_p
         self.context = nn.Parameter(torch.randn(d_attn) / math.sqrt(d_attn))  # c
 
@@ -175,11 +176,16 @@ class GlobalAttention(nn.Module):
                              "global attention weights: masked softmax of the summed score terms"))
         return specs
 
-    def forward(self, o: torch.Tensor, mask: torch.Tensor, g: torch.Tensor | None, probe: Probe) -> torch.Tensor:
+    def forward(self, o: torch.Tensor, mask: torch.Tensor, g: torch.Tensor | None, probe: Probe,
+                pos: torch.Tensor | None = None) -> torch.Tensor:
+        """`pos` (B, L, d_p): per-token position vectors that replace the absolute table's p_j (relation
+        classification: the concatenated relative positions to the two entities, models/relation.py)."""
         B, L, d = o.shape
         m = mask.to(o.dtype)                                            # (B, L)
         h = self.w_o(o)                                                 # (B, L, d_a)
-        if self.position_embed:
+        if self.position_embed and pos is not None:
+            h = h + self.w_p(pos)                                       # (B, L, d_a)
+        elif self.position_embed:
             if L > self.max_positions:
                 raise ValueError(f"input length {L} exceeds the {self.max_positions} positions of the global "
                                  "attention's position table (raise max_positions or truncate the input)")

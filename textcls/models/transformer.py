@@ -31,6 +31,11 @@ Character level: the tokeniser does the characters; `init_convs` = k > 0 adds, a
 Conv1d(d, d, 3, pad 1) then k x [Conv1d(d, d, 3, pad 1) + ReLU] (paper: k = 6), pads re-zeroed before each,
 all in a ModuleList (the reference forgot to register six of them); no batch norm (the paper found it hurt).
 
+Relation classification (`relative_positions`, global pooling only; models/relation.py): the global
+attention's W_p p_j uses ACT's two concatenated relative-position embeddings (to entity 1, to entity 2) instead
+of the absolute table; preset "relation" = the ACT baseline with one layer and these positions. The encoder
+keeps its sinusoidal positions (with `markers_as_words` off they still count the masked tag positions).
+
 Other choices: attention-weight dropout `attention_dropout` (OpenNMT's default 0.1) and dropout after the FFN
 activation (as OpenNMT); LayerNorm eps 1e-6 (OpenNMT); token embeddings without pretrained vectors start as
 N(0, 1/embed_dim) so that Emb * sqrt(d) has about unit scale, like the positions; `pre_ln=False` gives the
@@ -62,13 +67,14 @@ from .base import BaseConfig, Probe, TextClassifier, param
 from .layers import (ACTIVATIONS, CenterLoss, GlobalAttention, WordEmbedding, check_input, make_activation, masked_max,
                      masked_mean, masked_softmax, rezero)
 from .registration import register_model
+from .relation import RelationConfig, RelativePositions
 
 POOLINGS = ("cls", "max", "mean", "global", "decoder")
 LN_EPS = 1e-6
 
 
 @dataclass
-class TransformerConfig(BaseConfig):
+class TransformerConfig(RelationConfig):
     embed_dim: int = param(512, "word-vector size")
     d_model: int = param(512, "d: width of every layer")
     n_heads: int = param(8, "attention heads")
@@ -293,12 +299,16 @@ _ACT_BASELINE = dict(n_layers=3, n_heads=6, d_model=300, embed_dim=300, d_ff=120
              "char": dict(embed_dim=128, d_model=128, d_ff=512),
              # the ACT paper's Transformer baseline (Table 5): 3 layers, h = 6, d = 300, d_ff = 1200,
              # ACT's global attention and classifier, GELU, dropout 0.4, center loss
-             "act_baseline": dict(_ACT_BASELINE)},
+             "act_baseline": dict(_ACT_BASELINE),
+             # relation classification: the ACT baseline with ACT's relation settings (one layer, the same two
+             # 30-d relative-position embeddings in the global attention; models/relation.py)
+             "relation": dict(_ACT_BASELINE, n_layers=1, relative_positions=True)},
     variants={"max": dict(pooling="max"), "mean": dict(pooling="mean"), "global": dict(pooling="global"),
               "decoder": dict(pooling="decoder"),
               "local": dict(local_window=50), "local_shift": dict(local_window=50, local_shift=True),
               "convs": dict(init_convs=6), "local_convs": dict(local_window=50, init_convs=6),
-              "dropout07": dict(dropout=0.7), "post_ln": dict(pre_ln=False)})
+              "dropout07": dict(dropout=0.7), "post_ln": dict(pre_ln=False),
+              "relative_positions": dict(pooling="global", relative_positions=True)})
 class Transformer(TextClassifier):
     def __init__(self, config: TransformerConfig, embeddings=None):
         super().__init__(config)
@@ -313,6 +323,8 @@ class Transformer(TextClassifier):
             raise ValueError("n_layers (and decoder_layers with decoder pooling) must be >= 1")
         if c.local_shift and not c.local_window:
             raise ValueError("local_shift needs local_window > 0")
+        if c.relative_positions and c.pooling != "global":
+            raise ValueError("relative_positions feed the global attention: they need pooling='global'")
         make_activation(c.ffn_activation), make_activation(c.fc_activation)  # validate names
         self.embed = WordEmbedding(c.vocab_size, c.embed_dim, c.embedding_mode, c.channels, embeddings, c.pad_id)
         if embeddings is None:
@@ -328,7 +340,10 @@ class Transformer(TextClassifier):
         self.norm = nn.LayerNorm(c.d_model, eps=LN_EPS) if c.pre_ln else None
         if c.pooling == "global":
             self.global_attention = GlobalAttention(c.d_model, c.d_attn, c.d_pos, c.max_positions,
-                                                    c.position_embed, c.global_rep)
+                                                    c.position_embed, c.global_rep,
+                                                    table=not c.relative_positions)
+        # relation classification: the same relative positions as ACT (models/relation.py)
+        self.relative = RelativePositions(c, c.d_pos, c.position_embed) if c.relative_positions else None
         if c.pooling == "decoder":
             self.decoder = ClassDecoder(c)
         self.fc = nn.Linear(c.d_model, c.fc_dim) if c.fc_dim else None
@@ -366,6 +381,7 @@ class Transformer(TextClassifier):
                                  "token whose vector won the max-pool, per dimension", values="index"))
         elif c.pooling == "global":
             specs += self.global_attention.map_specs()
+            specs += self.relative.map_specs() if self.relative is not None else []
         elif c.pooling == "decoder":
             specs.append(MapSpec("decoder_attention", ("layer", "head", "key_token"), "attention",
                                  "cross-attention of the <s> query over the tokens, per decoder layer"))
@@ -397,6 +413,10 @@ class Transformer(TextClassifier):
     def _forward(self, token_ids, mask, probe: Probe):
         check_input(token_ids, mask, self.config.vocab_size)
         c = self.config
+        pos = None
+        if self.relative is not None:
+            pos = self.relative(token_ids, mask, probe)                                  # (B, L, d_p)
+            mask = self.relative.read_mask(token_ids, mask)                              # tags out unless words
         x = self._encode(token_ids, mask, probe)                                         # (B, T, d)
         s = self.n_special
         tok = x[:, s:]                                                                   # (B, L, d)
@@ -409,7 +429,7 @@ class Transformer(TextClassifier):
             pooled = masked_mean(tok, mask)                                              # (B, d)
         elif c.pooling == "global":
             g = masked_max(tok, mask.unsqueeze(-1), dim=1)[0] if c.global_rep else None  # (B, d)
-            pooled = self.global_attention(tok, mask, g, probe)                          # (B, d)
+            pooled = self.global_attention(tok, mask, g, probe, pos)                     # (B, d)
         else:
             pooled = self.decoder(tok, mask, probe)                                      # (B, d)
         h = self.dropout(pooled)

@@ -17,7 +17,9 @@ AXIS_TITLES = {
     "word": "word", "query_word": "query word", "key_word": "key word",
     "head": "head", "layer": "layer", "filter": "filter", "channel": "channel", "gate": "gate",
     "window": "window", "feature": "feature dimension",
+    "entity": "relative position to entity",
 }
+ENTITY_LABELS = ("to entity 1 (<e1>)", "to entity 2 (<e2>)")
 _PREFIX = {"head": "head ", "layer": "layer ", "filter": "f", "channel": "ch", "gate": "gate ",
            "window": "w", "feature": "d"}
 
@@ -59,6 +61,8 @@ def axis_labels(axis: str, n: int, tokens: Sequence[str] | None = None, *,
             else:
                 out.append(f"S{i + 1}" if sentences is None else f"S{i + 1} {PAD_LABEL}")
         return out
+    if axis == "entity":
+        return [ENTITY_LABELS[i] if i < len(ENTITY_LABELS) else f"entity {i + 1}" for i in range(n)]
     prefix = _PREFIX.get(axis, f"{axis} ")
     return [f"{prefix}{i + 1}" for i in range(n)]
 

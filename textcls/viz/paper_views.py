@@ -17,7 +17,7 @@ from .maps import (attention_grid, find_spec, find_specs, grid_table, heatmap_fr
                    slice_table, window_sizes)
 from .style import FONT, FigureOut, esc, short
 from ..importance import token_weights
-from .tokens import SHADE_NOTE, highlight_table, token_highlight_rows, token_rows_html
+from .tokens import ENTITY_NOTE, SHADE_NOTE, has_entities, highlight_table, token_highlight_rows, token_rows_html
 from .views import Control, ViewInput, register_view
 
 if TYPE_CHECKING:  # outputs imports torch; MapSpec is imported where two views build one
@@ -109,6 +109,11 @@ def _generic_controls(vi: ViewInput) -> list[Control]:
     return out
 
 
+def _entity_note(rows) -> str:
+    """The legend of the entity outlines, for relation sentences only."""
+    return " " + ENTITY_NOTE if has_entities(rows) else ""
+
+
 # ---- ACT
 
 def _act_specs(specs):
@@ -135,7 +140,8 @@ def _act_t4(vi: ViewInput) -> list[FigureOut]:
               stretch=bool(vi.opts.get("stretch")))
     return [_trust(FigureOut(f"{vi.model}_act-t4", "words shaded by global attention",
                              token_highlight_rows(rows, chars_per_line=_cpl(vi), **kw), highlight_table(rows),
-                             caption=f"Weights: {src}. {SHADE_NOTE}", html=token_rows_html(rows, **kw)),
+                             caption=f"Weights: {src}. {SHADE_NOTE}" + _entity_note(rows),
+                             html=token_rows_html(rows, **kw)),
                    concentration(w, vi.tokens))]
 
 
@@ -545,4 +551,4 @@ def reasons_figure(items: Sequence[dict[str, Any]], *, title: str = "What each m
         return None
     fig = token_highlight_rows(rows, title=title, window=window, stretch=stretch, chars_per_line=chars_per_line)
     return FigureOut("reasons", title, fig, highlight_table(rows), caption="Weights - " + "; ".join(srcs) + ". "
-                     + SHADE_NOTE, html=token_rows_html(rows, title=title, window=window, stretch=stretch))
+                     + SHADE_NOTE + _entity_note(rows), html=token_rows_html(rows, title=title, window=window, stretch=stretch))

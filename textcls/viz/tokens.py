@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
+from ..relation import entity_roles
 from .axes import MAX_HIGHLIGHT_TOKENS, token_window
 from .style import FONT, MONO, esc
 
@@ -76,6 +77,20 @@ def esc_html(text: Any) -> str:
     return str(text).translate(_HTML_ENTITIES)
 
 
+# relation sentences: the two entities outlined in these colours, the <e1>..</e2> tags greyed
+ENTITY_COLORS = {"e1": "#1f77b4", "e2": "#d62728"}
+ENTITY_NOTE = "Entity 1 outlined blue, entity 2 red; the <e1>..</e2> tags in grey."
+
+
+def _roles(tokens: Sequence[str]) -> list[str | None]:
+    return entity_roles(tokens) or [None] * len(tokens)
+
+
+def has_entities(rows: Sequence[tuple[str, Sequence[str], Sequence[float]]]) -> bool:
+    """Whether any row is a relation sentence with well-formed entity tags (the figures then mark them)."""
+    return any(entity_roles(r[1]) is not None for r in rows)
+
+
 def _highlight_row(label: str, tokens: Sequence[str], weights: Sequence[float], window: tuple[int, int] | None,
                    max_tokens: int) -> tuple[list[str], np.ndarray, int, int]:
     """One highlight row checked and cut: (tokens as str, one weight per token, shown range lo..hi)."""
@@ -108,10 +123,16 @@ def token_rows_html(rows: Sequence[tuple[str, Sequence[str], Sequence[float]]], 
         if label:
             parts.append(f'<div style="font-weight:600;font-size:13px;margin:8px 0 2px 0">{esc_html(label)}</div>')
         parts.append('<div style="line-height:2.1;font-size:15px;font-family:monospace">')
+        roles = _roles(tokens)
         for i in range(lo, hi):
             bg, fg = _bg(float(shade[i]), scale)
             t = esc_html(tokens[i]) or "&nbsp;"
-            parts.append(f'<span title="{t}: {w[i]:.6g}" style="background:{bg};color:{fg};'
+            mark = ""
+            if roles[i] in ENTITY_COLORS:
+                mark = f"outline:2px solid {ENTITY_COLORS[roles[i]]};"
+            elif roles[i] == "tag":
+                fg, mark = "#888888", "font-size:12px;"
+            parts.append(f'<span title="{t}: {w[i]:.6g}" style="background:{bg};color:{fg};{mark}'
                          f'padding:2px 3px;margin:0 1px;border-radius:3px;white-space:pre">{t}</span> ')
         if hi <= lo:
             parts.append('<span style="color:#888">(no tokens)</span>')
@@ -147,6 +168,7 @@ def token_highlight_rows(rows: Sequence[tuple[str, Sequence[str], Sequence[float
     notes = []
     ann: list[dict] = []          # row labels only (few): per-token annotations would be slow to build
     bx, bbase, by, bcol, bfg, btext, bhover = [], [], [], [], [], [], []
+    bline, bwidth = [], []                              # entity outlines (relation sentences)
     for label, tokens, weights in rows:
         tokens, w, lo, hi = _highlight_row(label, tokens, weights, window, max_tokens)
         if (lo, hi) != (0, len(tokens)):
@@ -163,19 +185,25 @@ def token_highlight_rows(rows: Sequence[tuple[str, Sequence[str], Sequence[float
         order = np.argsort(-w, kind="stable")
         rank = np.empty(len(w), dtype=int)
         rank[order] = np.arange(1, len(w) + 1)
+        roles = _roles(tokens)
         for i in range(lo, hi):
             tok = tokens[i] or " "
             cw = _char_width(tok)
             if x > 0 and x + cw > chars_per_line:
                 x, y = 0.0, y - 1
             bg, fg = _bg(float(shade[i]), scale)
+            if roles[i] == "tag":
+                fg = "#888888"
+            bline.append(ENTITY_COLORS.get(roles[i] or "", "rgba(0,0,0,0)"))
+            bwidth.append(2 if roles[i] in ENTITY_COLORS else 0)
             bx.append(cw + 0.4); bbase.append(x - 0.2); by.append(y); bcol.append(bg); bfg.append(fg)
             btext.append(esc(tok))
             bhover.append(f"{esc(label) + ' · ' if label else ''}{esc(tok)}<br>weight {w[i]:.6g} (rank {rank[i]})")
             x += cw + 1
         y -= 1.6
     # one horizontal bar per token: its box is the shading, its text the token (one trace, fast for long texts)
-    fig = go.Figure(go.Bar(x=bx, base=bbase, y=by, orientation="h", width=0.78, marker=dict(color=bcol, line_width=0),
+    fig = go.Figure(go.Bar(x=bx, base=bbase, y=by, orientation="h", width=0.78,
+                           marker=dict(color=bcol, line=dict(color=bline, width=bwidth)),
                            text=btext, textposition="inside", insidetextanchor="middle", textangle=0,
                            textfont=dict(family=MONO, size=font_px, color=bfg), constraintext="none",
                            hovertext=bhover, hoverinfo="text", showlegend=False, cliponaxis=False))
