@@ -62,7 +62,7 @@ def test_compare_explains_markers_and_marks_the_entities(app):
     assert "<e1>" in at.text_area(key="cmp_text").value                 # a relation example sentence
     at.button[0].click().run()
     assert not at.exception and not at.error
-    html = [h.proto.body for h in at.get("html")][0]
+    html = [h.proto.body for h in at.get("html")][-1]                   # the shaded words (after cards, bars)
     assert "outline:2px solid" in html                                  # the entities outlined
     assert "Entity 1 outlined blue" in all_text(at)
 
