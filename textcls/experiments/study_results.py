@@ -1,0 +1,56 @@
+"""A study's cached runs as rows (mean and spread over seeds per point) and the one-line reading of whether the
+paper's trend holds here. No torch."""
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from .study_defs import Study
+from .study_run import load_cache, run_key, signature
+
+
+def rows(study: Study, scale: str) -> list[dict[str, Any]]:
+    """One row per point with a finished run: mean / std (over seeds) of the measure in %, seconds, curve."""
+    sc = study.scales[scale]
+    runs = load_cache(study, scale)["runs"]
+    metric = "test_accuracy" if study.measure == "test_accuracy" else "dev_accuracy"
+    out = []
+    for pt in study.points:
+        rs = [runs[k] for k in (run_key(pt, s) for s in range(sc.seeds))
+              if k in runs and runs[k].get("signature") == signature(pt, sc)]
+        vals = [100 * r[metric] for r in rs if r.get(metric) is not None]
+        if not vals:
+            continue
+        out.append({"series": pt.series, "x": pt.x, "key": pt.key, "mean": statistics.mean(vals),
+                    "std": statistics.stdev(vals) if len(vals) > 1 else 0.0, "n": len(vals), "paper": pt.paper,
+                    "seconds_per_epoch": statistics.mean(r["seconds_per_epoch"] or 0 for r in rs),
+                    "seconds": statistics.mean(r["seconds"] for r in rs), "curve": rs[0]["curve"],
+                    "parameters": rs[0].get("parameters")})
+    return out
+
+
+def reading(study: Study, scale: str) -> str:
+    """Whether the paper's trend holds here, in one line (or why it cannot be said yet)."""
+    rs = rows(study, scale)
+    if not rs:
+        return "No finished points yet."
+    parts = []
+    for series, paper_x in study.paper_best:
+        mine = [r for r in rs if r["series"] == series]
+        if len(mine) < sum(p.series == series for p in study.points):
+            parts.append(f"{series}: not all points finished")
+            continue
+        best = max(mine, key=lambda r: r["mean"])
+        holds = best["x"] == paper_x
+        parts.append(f"{series}: paper best {paper_x}, here {best['x']} ({best['mean']:.1f} %) - "
+                     + ("holds" if holds else "does not hold"))
+    if study.measure == "time":
+        done = sorted(rs, key=lambda r: r["seconds"])
+        parts.append("fastest here: " + done[0]["x"] + ", most accurate: " + max(rs, key=lambda r: r["mean"])["x"])
+    if study.measure == "curve" and len(rs) > 1:
+        best = max(rs, key=lambda r: r["mean"])
+        parts.append(f"best final dev accuracy here: {best['key']} ({best['mean']:.1f} %); the paper's curve "
+                     "values are not readable, so no comparison")
+    if not parts:
+        return "The paper gives no trend this study can check."
+    return "; ".join(parts) + f" ({study.scales[scale].describe()})."
