@@ -39,6 +39,8 @@ class Scale:
     train: tuple[tuple[str, Any], ...] = field(default=(), metadata={"help": "TrainConfig fields"})
     seconds_per_run: float = field(default=60.0, metadata={
         "help": "rough seconds of one run on a 2-core CPU with 1 thread (the estimate before starting)"})
+    overrides: tuple[tuple[str, Any], ...] = field(default=(), metadata={
+        "help": "model config fields for every point at this scale, applied after the point's own"})
 
     def describe(self) -> str:
         sl = f"{self.limit} examples per split" if self.limit else "all examples"
@@ -147,15 +149,16 @@ def _agcnn_t5() -> Study:
     pts = tuple(_p("activation", a, "agcnn", v[col], activation=a, embedding_mode="static")
                 for a, v in table5.items())
     return Study("AGCNN-T5", "AGCNN-static: test accuracy per activation function (TREC)", "AGCNN Table 5", pts,
-                 {"quick": Scale("trec", 5, 2000, 2, "small", "random", ADAM, 10),
-                  "full": Scale("trec", 20, None, 3, None, "glove", ADAM + (("patience", 5),), 200)},
+                 {"quick": Scale("trec", 5, 2000, 2, "small", "random", ADAM, 10, (("embedding_mode", "rand"),)),
+                  "full": Scale("trec", 20, None, 3, None, "glove", ADAM + (("patience", 5),), 480)},
                  measure="test_accuracy",
                  paper_source="AGCNN Table 5, TREC column (AGCNN-static): ReLU 94.5, Softplus 94.3, Sigmoid 93.8, "
                               "ELU 94.2, LReLU 94.1, NLReLU 94.3, SELU 94.3. PReLU (94.1) is not run: it has a "
                               "learned slope, the models offer fixed activations only.",
                  paper_best=(("activation", "relu"),),
-                 notes="Quick: random embeddings (the 'static' mode then freezes random vectors) - the paper's "
-                       "static needs GloVe, which the full scale uses.")
+                 notes="Quick: random embeddings, learned (embedding_mode rand: frozen random vectors, 'static' "
+                       "without GloVe, learn almost nothing in 5 epochs) - the full scale is the paper's static "
+                       "with GloVe.")
 
 
 def _act_t3() -> Study:

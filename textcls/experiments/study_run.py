@@ -34,7 +34,8 @@ def cache_path(study: Study, scale: str) -> Path:
 def signature(point: StudyPoint, sc: Scale) -> dict[str, Any]:
     """What a run's result depends on besides its seed: a cached run with another signature is stale."""
     return json.loads(json.dumps({"point": asdict(point), "scale": {k: v for k, v in asdict(sc).items()
-                                                                    if k != "seconds_per_run"}}, default=list))
+                                                                    if k != "seconds_per_run"
+                                                                    and (k != "overrides" or v)}}, default=list))
 
 
 def load_cache(study: Study, scale: str) -> dict[str, Any]:
@@ -108,7 +109,7 @@ def run_point(point: StudyPoint, sc: Scale, seed: int, *, stop_event=None, data_
         train["device"] = device
     t0 = time.perf_counter()
     res = train_from_spec(sc.data, point.model, preset=sc.preset, variant=point.variant,
-                          overrides=dict(point.overrides), embeddings=sc.embeddings, epochs=sc.epochs, out=None,
+                          overrides={**dict(point.overrides), **dict(sc.overrides)}, embeddings=sc.embeddings, epochs=sc.epochs, out=None,
                           stop_event=stop_event, data_root=data_root, limit=sc.limit,
                           tokenizer_overrides=dict(point.tokenizer) or None, train_overrides=train, seed=seed)
     h = res.history
