@@ -62,7 +62,8 @@ def figure() -> None:
     series = list(dict.fromkeys(p.series for p in study.points))
     y = "test accuracy (%)" if study.measure == "test_accuracy" else "dev accuracy (%)"
     note = ("QUICK scale: " if scale == "quick" else "") + sc.describe()
-    item = viz.study_figure(study.name, f"{study.figure}: {study.title}", study.measure, series, rs, note, y)
+    short = f"{scale.upper()}: {sc.short()}"
+    item = viz.study_figure(study.name, study.figure, study.measure, series, rs, note, y, short)
     w.show_figure(item, f"study_{study.name}_{scale}")
     st.markdown(f"**Reading:** {reading(study, scale)}")
     st.caption(f"Paper: {study.paper_source}")

@@ -42,6 +42,11 @@ class Scale:
     overrides: tuple[tuple[str, Any], ...] = field(default=(), metadata={
         "help": "model config fields for every point at this scale, applied after the point's own"})
 
+    def short(self) -> str:
+        """For a figure's title: data, slice, epochs, seeds."""
+        sl = f"{self.limit} ex./split" if self.limit else "all"
+        return f"{self.data}, {sl}, {self.epochs} ep., {self.seeds} seed(s)"
+
     def describe(self) -> str:
         sl = f"{self.limit} examples per split" if self.limit else "all examples"
         return (f"{self.data}, {sl}, {self.epochs} epoch(s), {self.seeds} seed(s), "
@@ -149,7 +154,9 @@ def _agcnn_t5() -> Study:
     pts = tuple(_p("activation", a, "agcnn", v[col], activation=a, embedding_mode="static")
                 for a, v in table5.items())
     return Study("AGCNN-T5", "AGCNN-static: test accuracy per activation function (TREC)", "AGCNN Table 5", pts,
-                 {"quick": Scale("trec", 5, 2000, 2, "small", "random", ADAM, 10, (("embedding_mode", "rand"),)),
+                 {"quick": Scale("trec", 8, 2000, 2, "small", "random", (("optimizer", "adam"), ("lr", 5e-3),
+                                                                      ("batch_size", 50)), 12,
+                                 (("embedding_mode", "rand"),)),
                   "full": Scale("trec", 20, None, 3, None, "glove", ADAM + (("patience", 5),), 480)},
                  measure="test_accuracy",
                  paper_source="AGCNN Table 5, TREC column (AGCNN-static): ReLU 94.5, Softplus 94.3, Sigmoid 93.8, "

@@ -54,6 +54,13 @@ def reading(study: Study, scale: str) -> str:
         else:
             verdict = "does not hold"
         parts.append(f"{series}: paper best {paper_x}, here {best['x']} ({best['mean']:.1f} %) - {verdict}")
+    same = {}
+    for r in rs:
+        same.setdefault(round(r["mean"], 2), []).append(r["key"])
+    flat = [f"{', '.join(k)} ({v:.1f} %)" for v, k in same.items() if len(k) > 2]
+    if flat:
+        parts.append("identical scores for " + "; ".join(flat) + " usually mean one constant prediction (the "
+                     "majority class): those runs did not learn at this scale")
     if study.measure == "time":
         done = sorted(rs, key=lambda r: r["seconds"])
         parts.append("fastest here: " + done[0]["x"] + ", most accurate: " + max(rs, key=lambda r: r["mean"])["x"])

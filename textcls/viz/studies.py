@@ -16,12 +16,13 @@ PAPER = "#888888"
 
 
 def study_figure(name: str, title: str, measure: str, series: Sequence[str], rows: Sequence[dict[str, Any]],
-                 scale_note: str, y_label: str = "dev accuracy (%)") -> FigureOut:
-    """One FigureOut; `series` in panel order (panels with no finished point are still drawn, empty)."""
+                 scale_note: str, y_label: str = "dev accuracy (%)", short_note: str = "") -> FigureOut:
+    """One FigureOut; `series` in panel order (panels with no finished point are still drawn, empty).
+    `short_note` (e.g. "QUICK: trec, 2000 ex., 5 ep.") goes into the title, so an exported image says it."""
     if measure in ("curve", "time"):
-        return _lines(name, title, measure, rows, scale_note)
+        return _lines(name, title, measure, rows, scale_note, short_note)
     fig = make_subplots(rows=1, cols=len(series), subplot_titles=[esc(s) for s in series],
-                        horizontal_spacing=0.06)
+                        horizontal_spacing=0.04, shared_yaxes=True)     # one y scale: differences read alike
     table = []
     for c, s in enumerate(series, 1):
         mine = [r for r in rows if r["series"] == s]
@@ -41,13 +42,13 @@ def study_figure(name: str, title: str, measure: str, series: Sequence[str], row
         table += [{"series": s, "x": str(r["x"]), "value": r["mean"], "std": r["std"], "n": r["n"],
                    "paper": r["paper"], "seconds_per_epoch": r["seconds_per_epoch"]} for r in mine]
     fig.update_yaxes(title_text=y_label, col=1)
-    style_figure(fig, f"{title} - {scale_note}", 380, top=80,
+    style_figure(fig, f"{title} [{short_note or scale_note}]", 380, top=80,
                  legend=dict(orientation="h", y=1.14, x=1, xanchor="right"))
     return FigureOut(f"study_{name}", title, fig, pd.DataFrame(table, columns=[
         "series", "x", "value", "std", "n", "paper", "seconds_per_epoch"]), caption=scale_note)
 
 
-def _lines(name, title, measure, rows, scale_note) -> FigureOut:
+def _lines(name, title, measure, rows, scale_note, short_note) -> FigureOut:
     fig = go.Figure()
     table = []
     for i, r in enumerate(rows):
@@ -58,6 +59,6 @@ def _lines(name, title, measure, rows, scale_note) -> FigureOut:
         table += [{"point": r["key"], "x": x, "value": y} for x, y in zip(xs, ys)]
     fig.update_xaxes(title_text="epoch" if measure == "curve" else "training time (s, this CPU)")
     fig.update_yaxes(title_text="dev accuracy (%)")
-    style_figure(fig, f"{title} - {scale_note}", 380, top=80)
+    style_figure(fig, f"{title} [{short_note or scale_note}]", 380, top=80)
     return FigureOut(f"study_{name}", title, fig, pd.DataFrame(table, columns=["point", "x", "value"]),
                      caption=scale_note + " (seed 0's curve; the paper's curve is not readable, see the note)")
