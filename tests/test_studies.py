@@ -100,3 +100,10 @@ def test_cli_lists_and_runs_the_smoke_study(capsys):
     res = json.loads(capsys.readouterr().out)
     assert [p["key"] for p in res["points"]] == ["model=CNN", "model=AGCNN"]
     assert main(["study", "NOPE"]) == 2
+
+
+def test_results_markdown_says_why_a_suite_was_not_run():
+    from textcls.experiments.results import render_markdown
+    md = render_markdown({"cells": {}, "sessions": []})
+    line = next(ln for ln in md.splitlines() if ln.startswith("- `hcan_imdb`"))
+    assert "estimated ~50 h here" in line

@@ -76,6 +76,7 @@ def _p(series, x, model, paper=None, variant=None, tok=(), **over) -> StudyPoint
 
 ADAM = (("optimizer", "adam"), ("lr", 1e-3), ("batch_size", 50))
 
+
 def _act_f3() -> Study:
     grid = {"layers": ("n_layers", (1, 2, 3, 4)), "heads": ("n_heads", (1, 2, 4, 6)),
             "kernel size": ("kernel_size", (1, 3, 5, 7)), "filters": ("n_filters", (25, 50, 100, 200))}
@@ -107,7 +108,7 @@ def _tr_cmp() -> Study:
                  "Matton Fig. 3/4", pts,
                  {"quick": Scale("sst2", 3, 2000, 1, "small", "random", ADAM, 30),
                   "full": Scale("sst5", 10, None, 1, None, "glove",
-                                (("optimizer", "noam"), ("lr", 5e-4), ("batch_size", 64)), 3000)},
+                                (("optimizer", "noam"), ("lr", 5e-4), ("batch_size", 64)), 18000)},
                  paper_source="Matton Fig. 3/4, SST-5 test accuracy: decoder 42.7, cls 40.5, max 32.7 (GloVe); "
                               "char level: vanilla 'couldn't train' (no number), + convs 35.3, local + convs "
                               "38.2. Mean pooling is not in the paper (no number). Word-level local attention was "
@@ -121,7 +122,7 @@ def _lama_f3() -> Study:
     pts = tuple(_p("heads", m, "lama", heads=m) for m in (1, 5, 10, 20))
     return Study("LAMA-F3", "LAMA: dev accuracy per epoch for several head counts", "LAMA Fig. 3", pts,
                  {"quick": Scale("sst2", 6, 2000, 1, "small", "random", ADAM, 20),
-                  "full": Scale("imdb", 10, None, 1, None, "glove", ADAM, 6000)},
+                  "full": Scale("imdb", 10, None, 1, None, "glove", ADAM, 3600)},
                  measure="curve",
                  paper_source="LAMA Fig. 3 (YelpL and IMDB dev accuracy per epoch) is a plot; its values and "
                               "even the head counts named in the text were lost in the paper's text extraction: "
@@ -135,7 +136,7 @@ def _hcan_f3() -> Study:
                  "HCAN Fig. 3", pts,
                  {"quick": Scale("sst2", 6, 2000, 1, "small", "random", ADAM, 30),
                   "full": Scale("imdb", 5, None, 1, None, "glove", (("optimizer", "adam"), ("lr", 2e-4),
-                                                                     ("batch_size", 32)), 8000)},
+                                                                     ("batch_size", 32)), 60000)},
                  measure="time",
                  paper_source="HCAN Fig. 3 (Amazon validation accuracy vs time, TITAN X) is a plot whose values "
                               "are not readable from the paper's text: no curve drawn. The text says the HCAN achieves "
