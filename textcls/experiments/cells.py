@@ -259,7 +259,6 @@ NOT_RUN_NOTES: dict[str, str] = {
                    "fit; the decoder cell also needs --max-parameters 50000000 (default limit 20 M)",
     "hcan_imdb": "estimated ~50 h here (HCAN 191 s, CAN 123 s per epoch on 200 reviews -> ~6 h and ~4 h per "
                  "epoch on IMDB's 22,500, 5 epochs each) - does not fit; a GPU run (--device cuda) is the way",
-    "agcnn_t5": "~8 min per run here (479 s measured for ReLU), 7 runs ~1 h",
 }
 GPU_SUITES = ("act_full", "hcan_yelp")       # defined, run only when asked for (--suite): they need GPUs
 DEFAULT_SUITES = tuple(s for s in SUITES if s != "smoke" and s not in GPU_SUITES)
