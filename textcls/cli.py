@@ -1,4 +1,4 @@
-"""Command line: `python -m textcls {train,evaluate,predict,faithfulness,counterfactuals,list,limits,bench,reproduce}`.
+"""Command line: `python -m textcls {train,evaluate,predict,faithfulness,counterfactuals,list,limits,bench,reproduce,study}`.
 Other tools rely on these spellings.
 
     python -m textcls train --model NAME --data DATA --epochs N --out DIR [--embeddings glove|random|FILE]
@@ -15,6 +15,7 @@ Other tools rely on these spellings.
     python -m textcls bench --latency [--load N] [--json OUT]   (thread policy: TEXTCLS_THREADS, textcls/threads.py)
     python -m textcls reproduce [--suite NAME[,NAME]] [--only GLOB] [--runs K] [--epochs N] [--limit N]
                                 [--out docs/results.json] [--list | --dry-run | --report]
+    python -m textcls study NAME [--scale quick|full] [--device ...] [--json]   |   study --list  (cli_study.py)
 
 Exit codes: 0 ok, 1 runtime failure (including a training run that diverged), 2 usage or bad input
 (unknown model/data set/option, invalid checkpoint folder). Errors are one line on stderr, no traceback
@@ -822,7 +823,7 @@ def cmd_reproduce(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="Small interpretable text classifiers: train, evaluate, predict, list.")
     sub = p.add_subparsers(dest="command",
-                           metavar="{train,evaluate,predict,faithfulness,counterfactuals,list,limits,bench,reproduce}",
+                           metavar="{train,evaluate,predict,faithfulness,counterfactuals,list,limits,bench,reproduce,study}",
                            parser_class=_Parser)
     sub.required = True
 
@@ -975,6 +976,8 @@ def build_parser() -> argparse.ArgumentParser:
                                     "the results next to the papers' figures (resumable).")
     _reproduce_arguments(rp)
     rp.set_defaults(func=cmd_reproduce)
+    from .cli_study import add_study_parser
+    add_study_parser(sub, UsageError)
     return p
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..files import atomic_write, atomic_write_json
-from .cells import DEFAULT_SUITES, GPU_SUITES, SUITES
+from .cells import DEFAULT_SUITES, GPU_SUITES, NOT_RUN_NOTES, SUITES
 from .papers import AGCNN_COLUMNS, AGCNN_TABLE3
 
 RESULTS_VERSION = 1
@@ -267,7 +267,8 @@ def render_markdown(results: dict[str, Any]) -> str:
             any_missing = True
             total = len(SUITES[name][1]())
             lines.append(f"- `{name}`: {len(missing)} of {total} cells "
-                         f"(`python -m textcls reproduce --suite {name}`)")
+                         f"(`python -m textcls reproduce --suite {name}`)"
+                         + (f": {NOT_RUN_NOTES[name]}" if name in NOT_RUN_NOTES else ""))
     if not any_missing:
         lines.append("- nothing: every cell of every suite has at least one run.")
     for name in GPU_SUITES:
