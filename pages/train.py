@@ -1,7 +1,7 @@
 """Train: pick data, a model and its hyper-parameters, and train it in the background with live curves.
 
 The run is a `textcls.jobs` job (a worker thread, never this script's thread); this session keeps only
-the job ids (st.session_state["train_jobs"]), and a fragment polls the job's state every second while it runs.
+the job ids (st.session_state["train_jobs"]), and a fragment polls the job's state every 2 seconds while it runs.
 When a run ends its checkpoint is in the checkpoint folder and the cached listing is refreshed, so it shows on
 every page at once.
 """
@@ -334,11 +334,12 @@ if not live_jobs:
 polling = any(REGISTRY.get(j).is_alive() for j in live_jobs)
 
 
+POLL_SECONDS = 2.0   # how often a running job's panel is redrawn (each redraw costs the server and the browser)
 STATUS_ICON = {"running": ":material/progress_activity:", "done": ":material/check_circle:",
                "stopped": ":material/stop_circle:", "failed": ":material/error:"}
 
 
-@st.fragment(run_every=1.0 if polling else None)
+@st.fragment(run_every=POLL_SECONDS if polling else None)
 def runs() -> None:
     snaps = {j: REGISTRY.snapshot(j) for j in live_jobs}
     # a run that ended since the last look: its checkpoint is new on disk -> refresh every page's listing

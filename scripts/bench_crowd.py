@@ -85,8 +85,10 @@ class RssSampler:
 
 
 def cpu_seconds(pid: int | None = None, comm: str | None = None) -> float:
-    """CPU seconds (user + system) used so far by process `pid`, or by every process named `comm` (e.g. all of
-    Chromium's processes); from /proc, Linux only (0.0 elsewhere)."""
+    """CPU seconds (user + system) used so far by process `pid` (its own threads only), or by every process
+    named `comm` (e.g. all of Chromium's processes) plus their children that have ended (a closed browser tab's
+    renderer is reaped by a Chromium process, whose children's time then includes it); from /proc, Linux only
+    (0.0 elsewhere)."""
     tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
     pids = [pid] if pid is not None else [int(d.name) for d in Path("/proc").glob("[0-9]*")]
     total = 0
@@ -98,6 +100,8 @@ def cpu_seconds(pid: int | None = None, comm: str | None = None) -> float:
         name, rest = stat[stat.index("(") + 1: stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
         if comm is None or name.startswith(comm):
             total += int(rest[11]) + int(rest[12])            # utime, stime (fields 14 and 15)
+            if comm is not None:
+                total += int(rest[13]) + int(rest[14])        # cutime, cstime: children already reaped
     return total / tick
 
 

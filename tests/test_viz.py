@@ -362,3 +362,14 @@ def test_transformer_and_hcan_views_include_a_head_view():
         specs, maps, tokens, sentences, config = model_output(name)
         vi = viz.ViewInput(name, specs, maps, tokens, sentences, title=name, label="positive", config=vars(config))
         assert any("headview" in f.key for f in viz.build_view(vid, vi)), name
+
+
+def test_live_training_figure_draws_at_most_max_points_and_keeps_every_step_in_the_table():
+    steps = [{"step": i + 1, "loss": 1.0 / (i + 1)} for i in range(5000)]
+    out = viz.live_training_figure(steps, [], max_points=600)
+    raw, mean = out.fig.data[0], out.fig.data[1]
+    assert len(raw.x) <= 600 and len(mean.x) <= 600 and "every 9th step" in raw.name
+    assert list(raw.x[:3]) == [1, 10, 19] and raw.y[1] == pytest.approx(1 / 10)
+    assert (out.table["kind"] == "step").sum() == 5000                      # the export has every step
+    short = viz.live_training_figure(steps[:100], [])
+    assert len(short.fig.data[0].x) == 100 and short.fig.data[0].name == "step loss"

@@ -152,19 +152,24 @@ def training_curves(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], *, y: 
 
 
 def live_training_figure(steps: Sequence[dict[str, Any]], epochs: Sequence[dict[str, Any]], *,
-                         title: str = "Training", smooth: int = 20) -> FigureOut:
+                         title: str = "Training", smooth: int = 20, max_points: int = 600) -> FigureOut:
     """Left: the loss of every step (light) and its running mean (dark), per-epoch train/dev loss (markers);
-    right: train and dev accuracy per epoch."""
+    right: train and dev accuracy per epoch. Long runs draw at most `max_points` points per step curve (every
+    k-th step; the running mean is computed over all steps), so redrawing the figure every second stays cheap
+    for the server and the browser; the table (CSV/JSON) keeps every step."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("loss", "accuracy"), horizontal_spacing=0.1)
     rows = []
     if steps:
         s = np.array([e["step"] for e in steps])
         loss = np.array([e["loss"] for e in steps], dtype=float)
-        fig.add_trace(go.Scatter(x=s, y=loss, mode="lines", name="step loss", line=dict(color="#f2b8b0", width=1),
+        stride = max(1, -(-len(s) // max_points))                           # ceil: at most max_points drawn
+        fig.add_trace(go.Scatter(x=s[::stride], y=loss[::stride], mode="lines",
+                                 name="step loss" if stride == 1 else f"step loss (every {stride}th step)",
+                                 line=dict(color="#f2b8b0", width=1),
                                  hovertemplate="step %{x}<br>loss %{y:.4f}<extra></extra>"), 1, 1)
         k = max(1, min(smooth, len(loss)))
         run = np.convolve(np.nan_to_num(loss, nan=0.0), np.ones(k) / k, mode="valid")
-        fig.add_trace(go.Scatter(x=s[k - 1:], y=run, mode="lines", name=f"mean of {k} steps",
+        fig.add_trace(go.Scatter(x=s[k - 1:][::stride], y=run[::stride], mode="lines", name=f"mean of {k} steps",
                                  line=dict(color="#c0392b", width=2),
                                  hovertemplate="step %{x}<br>mean loss %{y:.4f}<extra></extra>"), 1, 1)
         rows += [{"kind": "step", "step": int(a), "loss": float(b)} for a, b in zip(s, loss)]
