@@ -24,6 +24,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .importance import crop_map
 from .threads import for_texts
 
 
@@ -137,19 +138,6 @@ class Predictor:
 
     def _crop(self, name: str, m: np.ndarray, n_tokens: int, sentences) -> np.ndarray:
         """Crop one example's map (batch axis already removed) along its sequence axes."""
-        spec = self._specs.get(name)
-        if spec is None or len(spec.axes) != m.ndim:
-            return np.array(m, copy=True)
         n_sent = len(sentences) if sentences is not None else None
         n_word = max((len(x) for x in sentences), default=0) if sentences is not None else None
-        index = []
-        for axis in spec.axes:
-            if axis.endswith("token"):
-                index.append(slice(0, n_tokens))
-            elif axis.endswith("sentence") and n_sent is not None:
-                index.append(slice(0, n_sent))
-            elif axis.endswith("word") and n_word is not None:
-                index.append(slice(0, n_word))
-            else:
-                index.append(slice(None))
-        return np.array(m[tuple(index)], copy=True)
+        return crop_map(self._specs.get(name), m, n_tokens, n_sent, n_word)
