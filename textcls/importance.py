@@ -56,26 +56,27 @@ def _argmax_maps(specs: dict[str, MapSpec]) -> list[MapSpec]:
             and s.name.startswith("argmax_") and re.search(r"h(\d+)", s.name)]
 
 
-def plan(specs: dict[str, MapSpec], how: str = "auto") -> tuple[str, str]:
+def plan(specs: dict[str, MapSpec], how: str = "auto", model: str = "this model") -> tuple[str, str]:
     """(kind, a one-line description of what is read) for a model with these map specs. kind is one of
-    pooled, hier, rollout, received, cnn. ValueError when the model exposes nothing to read for `how`."""
+    pooled, hier, rollout, received, cnn. ValueError (naming `model`) when the model exposes nothing to read
+    for `how`."""
     if how not in HOWS:
         raise ValueError(f"unknown attention explanation {how!r}; choose one of {HOWS}")
     selfs = _self_maps(specs)
     if how in ("activation", "coverage"):
         if not _argmax_maps(specs):
-            raise ValueError(f"this model has no max-pool argmax maps for how={how!r}")
+            raise ValueError(f"{model} has no max-pool argmax maps for how={how!r}")
         return "cnn", ("max-pool picks: the pooled activation of each filter added to the n-gram it chose"
                        if how == "activation" else "max-pool picks: how many filters chose an n-gram covering "
                                                    "the token")
     if how == "rollout":
         flat = [s for s in selfs if s.axes[-1] == "key_token" and "layer" in s.axes]
         if not flat:
-            raise ValueError("this model has no layered token self-attention for rollout")
+            raise ValueError(f"{model} has no layered token self-attention for rollout")
         return "rollout", f"attention rollout over the layers of '{flat[0].name}'"
     if how == "received":
         if not selfs:
-            raise ValueError("this model has no self-attention map")
+            raise ValueError(f"{model} has no self-attention map")
         return "received", f"attention received in the last layer of '{selfs[0].name}' (mean over heads, queries)"
     pooled = _pooling_maps(specs)
     if pooled:
@@ -86,11 +87,11 @@ def plan(specs: dict[str, MapSpec], how: str = "auto") -> tuple[str, str]:
         return "hier", "beta (word in sentence) x gamma (sentence in document), mean over heads"
     if selfs:
         if any(s.axes[-1] == "key_token" and "layer" in s.axes for s in selfs):
-            return plan(specs, "rollout")
-        return plan(specs, "received")
+            return plan(specs, "rollout", model)
+        return plan(specs, "received", model)
     if _argmax_maps(specs):
         return plan(specs, "activation")
-    raise ValueError("this model exposes no attention or max-pool map to explain with")
+    raise ValueError(f"{model} exposes no attention or max-pool map to explain with")
 
 
 # ---------------------------------------------------------------- one text's maps

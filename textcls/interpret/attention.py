@@ -22,10 +22,7 @@ def _specs(model) -> dict:
 
 
 def _plan(model, how: str) -> tuple[str, str]:
-    try:
-        return importance.plan(_specs(model), how)
-    except ValueError as e:
-        raise ValueError(str(e).replace("this model", type(model).__name__, 1)) from None
+    return importance.plan(_specs(model), how, type(model).__name__)
 
 
 def explanation_source(model, how: str = "auto") -> str:
