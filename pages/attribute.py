@@ -344,7 +344,9 @@ def slice_panel(results) -> None:
         st.warning(f"Stopped after {run.done:,} of {run.total:,} texts: the table covers those.")
         st.button("Continue", key="attr_slice_continue", on_click=run.resume, icon=":material/play_arrow:")
     st.caption(f"{w.md_escape(s_ckpt)} on {rep.settings['n_texts']:,} texts of {w.md_escape(where)} in "
-               f"{rep.seconds:.1f} s; reference = leave-one-out. Brackets: bootstrap 95% interval over texts.")
+               f"{rep.seconds:.1f} s; reference = leave-one-out; erasure random fraction to flip: "
+               f"{rep.settings['random_orders']} random order(s) a text, averaged over the texts. Brackets: bootstrap "
+               "95% interval over texts.")
     frame = rep.frame()
     for key in ("aopc_comprehensiveness", "aopc_sufficiency"):
         if key + "_ci" in frame.columns:

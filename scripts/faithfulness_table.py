@@ -106,8 +106,9 @@ def render(rows) -> str:
                        f"{_ci(row, 'aopc_sufficiency')} | {_f(row.get('kendall_tau_ref'))} | "
                        f"{_f(row.get('erasure_top_flip'))} | {_f(row.get('erasure_fraction_to_flip'))} |")
     out += ["", "Kim CNN and AGCNN have no attention weights: their own explanation is the max-pool picks "
-            "(textcls/interpret/attention.py) and the attention tests do not apply ('-'). Random orders remove "
-            "tokens in a random order until the decision flips (the same for every explanation of a model).",
+            "(textcls/interpret/attention.py) and the attention tests do not apply ('-'). Random order: tokens "
+            "removed in a random order until the decision flips, one order per text (`--random-orders`, default 1: "
+            "the mean over texts does the averaging), the same orders for every explanation of a model.",
             "", "Seconds: wall-clock from texts to report (loading excluded), thread policy `batch=auto`, on the machine "
             "and under the load of the run that generated this file (README.md says which); peak memory: the larger "
             "of the two runs' peak resident memory.",

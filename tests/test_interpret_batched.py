@@ -75,15 +75,18 @@ def test_batched_equals_the_per_text_path(name, methods, texts):
     """Every number of the batched path against the per-text functions on the same texts. The erasure
     reference is run on the batched path's importances (the per-text importances are compared on their own:
     equal to 1e-6, IG to 1e-4 relative, up to CNN ties on repeated words - see tie_broken); the erasure-flip
-    random orders, the same for every method, are checked once per text (n_random_orders=0 for the others)."""
+    random orders, the same for every method, are checked once per text (n_random_orders=0 for the others), with
+    a data set's default count (1) and one text's (5)."""
     pred = textcls.load_checkpoint(REPO / "checkpoints" / name)
     model = pred.model
+    orders = 5 if methods == CAPTUM else B.RANDOM_ORDERS         # both: one text's own 5, a data set's 1
     if FULL:
         methods = METHODS
     elif methods == CAPTUM:
         texts = texts[:CAPTUM_TEXTS]
     run = B.SliceRun(pred, texts, methods, chunk=len(texts) // 2 + 1,   # two chunks: the boundary is crossed
-                     attention_tests="attention" in methods)
+                     attention_tests="attention" in methods,
+                     random_orders=orders)
     rep = run.run().report()
     assert rep.settings["n_texts"] == len(texts) and not rep.settings["stopped"]
     got = {(r["method"], r["example"]): r for r in rep.per_example}
@@ -109,7 +112,7 @@ def test_batched_equals_the_per_text_path(name, methods, texts):
                 # random orders: every text with TEXTCLS_TEST_FULL, else every 5th (they cost 5n variants a text)
                 first = m == ("random" if "random" in imps else run.methods[0]) and (FULL or i % 5 == 0)
                 want.update({f"erasure_{k}": v for k, v in FF.erasure_flip(
-                    model, inst, imp, n_random_orders=5 if first else 0).items() if k != "n"})
+                    model, inst, imp, n_random_orders=run.random_orders if first else 0).items() if k != "n"})
                 want["kendall_tau_ref"] = FF.kendall_tau(imp, loo)
                 want["topk_overlap_ref"] = FF.topk_overlap(imp, loo)
                 if not first:
@@ -182,6 +185,29 @@ def test_cli_faithfulness_json_lines(capsys):
     assert all(x["n_texts"] == 6 and "seconds" in x for x in lines)
     assert len(lines[0]["aopc_comprehensiveness_ci"]) == 2 and lines[-1]["kind"] == "summary"
     assert "permutation_median_tvd" in lines[-1]
+    assert lines[-1]["random_orders"] == B.RANDOM_ORDERS
+    assert main(["faithfulness", ck, "--data", "sst2", "--limit", "6", "--methods", "random", "--json",
+                 "--no-attention-tests", "--random-orders", "0"]) == 0
+    last = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert last["random_orders"] == 0
+
+
+def test_random_orders_set_the_erasure_flip_baseline(texts):
+    """One random order a text (a data set's default) and five (one text's own report) both equal the per-text
+    erasure_flip with as many orders; zero orders leave the baseline out (nan)."""
+    pred = textcls.load_checkpoint(REPO / "checkpoints" / "kim_cnn-sst2")
+    for orders in (0, 1, 5):
+        run = B.SliceRun(pred, texts[:8], ["random"], reference="random", attention_tests=False,
+                         random_orders=orders).run()
+        for row in run.per_example:
+            inst = run.insts[row["example"]]
+            want = FF.erasure_flip(pred.model, inst, run.random[row["example"]], n_random_orders=orders)
+            got = row["erasure_random_fraction_to_flip"]
+            assert (math.isnan(want["random_fraction_to_flip"]) and math.isnan(got)) or \
+                got == want["random_fraction_to_flip"], (orders, row["example"])
+        assert run.report().settings["random_orders"] == orders
+    with pytest.raises(ValueError, match="random_orders"):
+        B.SliceRun(pred, texts[:2], ["random"], random_orders=-1)
 
 
 @pytest.mark.parametrize("args, message", [
@@ -191,6 +217,7 @@ def test_cli_faithfulness_json_lines(capsys):
      "unknown method 'telepathy'"),
     (["faithfulness", "checkpoints/lama-sst2", "--data", "sst2", "--split", "validation"], "no split 'validation'"),
     (["faithfulness", "checkpoints/lama-sst2", "--limit", "0"], "--limit must be >= 1"),
+    (["faithfulness", "checkpoints/lama-sst2", "--random-orders", "-1"], "--random-orders must be >= 0"),
 ])
 def test_cli_faithfulness_bad_input_exits_2(args, message, capsys, monkeypatch):
     monkeypatch.chdir(REPO)

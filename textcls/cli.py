@@ -443,6 +443,8 @@ def cmd_faithfulness(args) -> int:
         raise UsageError("--permutations must be >= 1")
     if args.steps < 1:
         raise UsageError("--steps must be >= 1")
+    if args.random_orders is not None and args.random_orders < 0:
+        raise UsageError("--random-orders must be >= 0")
     predictor = load_checkpoint(args.checkpoint, device="cpu")
     bundle = _data_of(args, predictor)
     texts = list(bundle.splits[args.split].texts)[: args.limit]
@@ -450,7 +452,8 @@ def cmd_faithfulness(args) -> int:
     try:
         run = SliceRun(predictor, texts, methods, reference=reference, removal=args.removal, baseline=args.baseline,
                        n_steps=args.steps, n_permutations=args.permutations,
-                       attention_tests=not args.no_attention_tests, seed=args.seed)
+                       attention_tests=not args.no_attention_tests, seed=args.seed,
+                       **({} if args.random_orders is None else {"random_orders": args.random_orders}))
     except ValueError as e:
         raise UsageError(_one_line(e)) from None
     bar = None
@@ -476,7 +479,7 @@ def cmd_faithfulness(args) -> int:
                "attention_tests_seconds": rep.model_row.get("seconds"),
                "timings": {k: round(v, 3) for k, v in rep.timings.items()}, "max_rss_mb": _max_rss_mb(),
                **{k: rep.settings[k] for k in ("removal", "reference", "baseline", "n_steps", "n_permutations",
-                                               "variants_scored", "notes")}}
+                                               "random_orders", "variants_scored", "notes")}}
     if args.json:
         for obj in lines + [summary]:
             print(json.dumps({k: _json_value(v) for k, v in obj.items()}))
@@ -959,6 +962,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="baseline of IG / occlusion / Shapley / LIME (default pad)")
     f.add_argument("--steps", type=int, default=50, help="IG steps, first try (doubled until converged)")
     f.add_argument("--permutations", type=int, default=30, help="attention permutations per text (default 30)")
+    f.add_argument("--random-orders", type=int, default=None,
+                   help="random orders of the erasure-flip test per text (default 1: the mean over texts averages "
+                        "them; 5 gives the numbers of one text's own report)")
     f.add_argument("--no-attention-tests", action="store_true", help="skip the permutation / uniform tests")
     f.add_argument("--seed", type=int, default=0, help="seed of the random baselines (default 0)")
     f.add_argument("--data-root", default=None, help="folder(s) of data sets searched by name (default: TEXTCLS_DATA)")

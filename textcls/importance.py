@@ -162,12 +162,13 @@ def _cnn(specs: dict[str, MapSpec], maps: dict[str, np.ndarray], n: int, how: st
         if src is None:
             continue
         pooled = np.asarray(maps[src], dtype=np.float64)                         # (F, positions)
-        for f, j in enumerate(np.asarray(maps[s.name]).reshape(-1).astype(int)):
-            if not 0 <= j < min(n, pooled.shape[1]):
-                continue                                                        # a pick on padding
-            v = pooled[f, j]
-            w = float(v > 0) if how == "coverage" else max(float(v), 0.0)
-            out[j: min(n, j + h)] += w
+        j = np.asarray(maps[s.name]).reshape(-1).astype(int)                     # (F,) each filter's pick
+        f = np.flatnonzero((j >= 0) & (j < min(n, pooled.shape[1])))            # picks on padding skipped
+        v = pooled[f, j[f]]                                                      # (F',)
+        w = (v > 0).astype(np.float64) if how == "coverage" else np.maximum(v, 0.0)
+        cols = j[f, None] + np.arange(h)                                         # (F', h) the h-gram's words
+        ok = cols < n
+        np.add.at(out, cols[ok], np.broadcast_to(w[:, None], cols.shape)[ok])   # filter by filter, in order
     return out
 
 

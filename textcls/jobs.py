@@ -59,6 +59,7 @@ from typing import Any, Callable, Iterable
 
 from . import threads
 from .limits import Limits, current
+from .memory import rss_mb
 
 STATUSES = ("running", "done", "stopped", "failed")
 FINISHED = ("done", "stopped", "failed")
@@ -149,15 +150,6 @@ ISOLATIONS = ("process", "thread")
 NICE = 10                 # the training's OS priority: interactive work (nice 0) goes first
 PROCESS_BASE_MB = 600     # resident memory of a training process before its model: Python, torch, data, GloVe
 KILL_AFTER_S = 30         # a run stopped for a budget that has not ended after this long is killed
-
-
-def rss_mb(pid: int | None = None) -> float | None:
-    """The resident memory in MB of process `pid` (default: this one); Linux /proc, None elsewhere."""
-    try:
-        with open(f"/proc/{pid or 'self'}/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def lower_priority(nice: int = NICE) -> bool:

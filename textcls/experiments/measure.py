@@ -2,7 +2,6 @@
 time_alternating) and peak memory (peak_memory)."""
 from __future__ import annotations
 
-import ctypes
 import datetime as _dt
 import gc
 import os
@@ -14,6 +13,8 @@ import time
 from typing import Any, Callable
 
 import torch
+
+from ..memory import return_free_memory, rss_mb
 
 
 # ---------------------------------------------------------------- the machine
@@ -83,19 +84,9 @@ def time_alternating(fns: dict[str, Callable[[], Any]], *, warmup: int = 1, repe
             for k, v in times.items()}
 
 
-def _malloc_trim() -> None:
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
 def _rss_bytes() -> int | None:
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return None
+    mb = rss_mb()
+    return None if mb is None else int(mb * 2**20)
 
 
 def peak_memory(fn: Callable[[], Any], interval: float = 0.001) -> dict[str, Any]:
@@ -108,7 +99,7 @@ def peak_memory(fn: Callable[[], Any], interval: float = 0.001) -> dict[str, Any
     is not used: it does not see PyTorch's tensor allocations. Memory the allocator already held is reused and
     not counted, so the figure is a lower bound of the call's working memory."""
     gc.collect()
-    _malloc_trim()
+    return_free_memory()
     base = _rss_bytes()
     if base is None:
         import resource                                  # POSIX only: imported where /proc is missing

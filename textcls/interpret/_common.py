@@ -376,10 +376,11 @@ def permute_rows(t: torch.Tensor, mask: torch.Tensor | None, generator: torch.Ge
     keys = (torch.rand(t.shape, generator=generator) if rand is None else rand).to(t.device)
     keys = torch.where(km, keys, torch.full_like(keys, 2.0) + torch.arange(t.shape[-1], device=t.device) * 1e-3)
     perm = keys.argsort(dim=-1, stable=True)                                # real positions first, in random order
-    slots = (~km).to(torch.uint8).argsort(dim=-1, stable=True)              # real positions first, in order
-    out = torch.empty_like(t)
-    out.scatter_(-1, slots, t.gather(-1, perm))
-    return out
+    real = km.to(torch.int64)
+    n_real = real.sum(-1, keepdim=True)
+    # each position's rank when real positions come first, in order (pads after them, in order)
+    rank = torch.where(km, real.cumsum(-1) - 1, n_real + (1 - real).cumsum(-1) - 1)
+    return t.gather(-1, perm).gather(-1, rank)                              # real slot j gets the j-th drawn weight
 
 
 def top_indices(importance: np.ndarray, k: int) -> list[int]:

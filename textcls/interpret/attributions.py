@@ -48,7 +48,8 @@ ALIASES = {"ig": "integrated_gradients", "input_x_gradient": "grad_x_input", "gr
            "shapley_value_sampling": "shapley", "svs": "shapley"}
 BASELINES = ("pad", "unk", "zero")
 TOKENS_PER_PASS = 65536
-IG_TOKEN_STEPS = 1 << 18       # texts x steps x positions per IG call (memory: about 4 copies of that x E floats)
+IG_TOKEN_STEPS = 1 << 18       # texts x steps x positions per IG call at most (memory: about 4 copies of that x E floats)
+IG_CALL_BYTES = 1 << 28        # ... and at most this many bytes of those copies (16 E bytes a token-step): 256 MB
 GRADIENT_METHODS = ("integrated_gradients", "saliency", "grad_x_input")
 METHOD_LABELS = {"integrated_gradients": "Integrated gradients", "saliency": "Saliency",
                  "grad_x_input": "Gradient x input", "occlusion": "Occlusion", "shapley": "Shapley sampling",
@@ -308,8 +309,9 @@ def _integrated_gradients(f, ids, mask, baseline, target, unk_id, n_steps, toler
     todo, steps = list(range(B)), n_steps
     while todo:
         # Captum keeps every step's gradient until it sums them: at most IG_TOKEN_STEPS (texts x steps x positions)
-        # per call, so doubling the steps of many unconverged texts does not multiply the memory
-        per = max(1, IG_TOKEN_STEPS // (steps * max(1, ids[0].numel())))
+        # and IG_CALL_BYTES per call, so doubling the steps of many unconverged texts does not multiply the memory
+        token_steps = min(IG_TOKEN_STEPS, IG_CALL_BYTES // (16 * emb.shape[-1]))
+        per = max(1, token_steps // (steps * max(1, ids[0].numel())))
         for s in range(0, len(todo), per):
             part = todo[s:s + per]
             sel = torch.tensor(part)

@@ -40,6 +40,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
+from ..memory import return_free_memory
 from ..threads import for_texts
 from ._common import (Instance, as_source, as_vector, check_model, permute_rows, prob_fn, stack, top_indices, tvd,
                       uniform_like)
@@ -49,11 +50,16 @@ from .faithfulness import (BINS, _check_removal, attention_maps, infidelity, ken
                            topk_overlap)
 
 TOKENS_PER_BATCH = 16384      # padded positions per forward pass of erasure variants
-IG_PASS_TOKENS = 16384        # positions per IG forward/backward pass (memory: AGCNN keeps ~25 kB a position)
+IG_PASS_TOKENS = 4096         # positions per IG forward/backward pass (memory: AGCNN keeps ~55 kB a position)
 MAX_ROWS = 2048               # rows per forward pass
+TRIM_ABOVE_MB = 1536          # resident memory over which freed memory is handed back after a chunk
 CHUNK_TEXTS = 128             # texts per step of a SliceRun (progress and stop granularity)
 FLIP_STEP = 3                 # erasure-flip prefixes per order and wave
-N_RANDOM_ORDERS = 5           # random orders of the erasure-flip test (as faithfulness.erasure_flip)
+# Random orders of the erasure-flip test per text. One text's own report (faithfulness.erasure_flip) averages 5;
+# over a data set the mean over texts already averages one order per text (a variant costs as much as ~0.7 n
+# prefixes a text), so the data-set default is 1: the same expected value; `random_orders=5` gives the per-text
+# numbers exactly.
+RANDOM_ORDERS = 1
 TEXTS_PER_ATTRIBUTION = {"integrated_gradients": 48, "occlusion": 64, "saliency": 256, "grad_x_input": 256,
                          "attention": 256}
 Progress = Callable[[int, int], None]
@@ -119,7 +125,7 @@ class Variants:
         self._items: list[tuple[int, tuple[int, ...]]] = []
         self._probs: list[np.ndarray | None] = []
         self._pending: list[int] = []
-        self._real: dict[int, np.ndarray] = {}
+        self._real: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.n_scored = 0
 
     def add(self, text: int, drop) -> int:
@@ -138,50 +144,65 @@ class Variants:
             raise RuntimeError("variant not scored yet: call run()")
         return p
 
-    def _flat(self, vid: int) -> tuple[np.ndarray, np.ndarray]:
-        """(ids, mask) numpy rows of a flat variant, built without an Instance (the hot path)."""
+    def _text(self, t: int) -> tuple[np.ndarray, np.ndarray]:
+        """(real ids (n,), sentence of each real token (n,); zeros for flat texts) of text t, cached."""
+        got = self._real.get(t)
+        if got is None:
+            inst = self.insts[t]
+            sent = inst.positions[:, 0].numpy() if inst.hierarchical else np.zeros(inst.n, dtype=np.int64)
+            got = self._real[t] = (inst.real_ids().numpy(), sent)
+        return got
+
+    def _arrays(self, vid: int) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, mask) numpy arrays of one variant, shaped as `Instance.remove` gives them (flat (L,), HCAN
+        (S, W)), built without an Instance (the hot path)."""
         t, drop = self._items[vid]
         inst = self.insts[t]
-        if self.removal == "delete":
-            real = self._real.get(t)
-            if real is None:
-                real = self._real[t] = inst.real_ids().numpy()
-            keep = np.ones(len(real), dtype=bool)
-            keep[list(drop)] = False
-            row = real[keep]
+        if self.removal != "delete":
+            ids = inst.ids.numpy().copy()
+            if drop:
+                ids[tuple(inst.positions.numpy()[list(drop)].T)] = inst.pad_id if self.removal == "pad" else inst.unk_id
+            return ids, inst.mask.numpy()
+        real, sent = self._text(t)
+        keep = np.ones(len(real), dtype=bool)
+        keep[list(drop)] = False
+        row = real[keep]
+        if not inst.hierarchical:
             if row.size == 0:
                 return np.array([inst.pad_id]), np.zeros(1, dtype=bool)
             return row, np.ones(row.size, dtype=bool)
-        ids = inst.ids.numpy().copy()
-        pos = inst.positions[:, 0].numpy()
-        ids[pos[list(drop)]] = inst.pad_id if self.removal == "pad" else inst.unk_id
-        return ids, inst.mask.numpy()
+        if row.size == 0:                                  # nothing left: one masked position
+            return np.full((1, 1), inst.pad_id), np.zeros((1, 1), dtype=bool)
+        s = sent[keep]                                     # sentences that keep a word, renumbered 0..S-1
+        starts = np.empty(row.size, dtype=bool)            # a kept sentence's first kept word
+        starts[0] = True
+        np.not_equal(s[1:], s[:-1], out=starts[1:])
+        rows = np.cumsum(starts) - 1
+        cols = np.arange(row.size) - np.flatnonzero(starts)[rows]
+        ids = np.full((int(rows[-1]) + 1, int(cols.max()) + 1), inst.pad_id, dtype=np.int64)
+        mask = np.zeros(ids.shape, dtype=bool)
+        ids[rows, cols] = row
+        mask[rows, cols] = True
+        return ids, mask
 
     def run(self) -> None:
         pending, self._pending = self._pending, []
         if not pending:
             return
-        hier = self.insts[self._items[pending[0]][0]].hierarchical
-        if hier:
-            built = {v: self.insts[self._items[v][0]].remove(self._items[v][1], self.removal) for v in pending}
-            shapes = [tuple(built[v].ids.shape) for v in pending]
-        else:
-            built = {v: self._flat(v) for v in pending}
-            shapes = [(len(built[v][0]),) for v in pending]
+        built = {v: self._arrays(v) for v in pending}
+        shapes = [built[v][0].shape for v in pending]
+        pad_id = self.insts[0].pad_id
         for group in buckets(shapes):
             vids = [pending[g] for g in group]
-            if hier:
-                ids, mask = stack([built[v] for v in vids])
-            else:
-                L = max(len(built[v][0]) for v in vids)
-                ids_np = np.full((len(vids), L), self.insts[0].pad_id, dtype=np.int64)
-                mask_np = np.zeros((len(vids), L), dtype=bool)
-                for r, v in enumerate(vids):
-                    row, m = built[v]
-                    ids_np[r, :len(row)] = row
-                    mask_np[r, :len(m)] = m
-                ids, mask = torch.from_numpy(ids_np), torch.from_numpy(mask_np)
-            p = torch.as_tensor(self.fn(ids, mask)).detach().double().numpy()
+            shape = tuple(max(built[v][0].shape[d] for v in vids) for d in range(len(shapes[0])))
+            ids_np = np.full((len(vids),) + shape, pad_id, dtype=np.int64)
+            mask_np = np.zeros((len(vids),) + shape, dtype=bool)
+            for r, v in enumerate(vids):
+                row, m = built[v]
+                sl = (r,) + tuple(slice(0, n) for n in row.shape)
+                ids_np[sl] = row
+                mask_np[sl] = m
+            p = torch.as_tensor(self.fn(torch.from_numpy(ids_np), torch.from_numpy(mask_np))).detach().double().numpy()
             for r, v in enumerate(vids):
                 self._probs[v] = p[r]
         self.n_scored += len(pending)
@@ -340,7 +361,7 @@ class SliceRun:
                  reference: str = "leave_one_out", baseline: str = "pad", n_steps: int = 50,
                  n_permutations: int = 30, attention_tests: bool = True, captum_metrics: bool = False,
                  n_perturb: int = 20, seed: int = 0, k_pct: float = 20, chunk: int | None = None,
-                 n_bootstrap: int = 1000):
+                 n_bootstrap: int = 1000, random_orders: int = RANDOM_ORDERS):
         _check_removal(removal)
         src = as_source(source, tokenizer)
         self.src, self.model = src, src.model
@@ -348,6 +369,8 @@ class SliceRun:
         chunk = CHUNK_TEXTS if chunk is None else chunk
         if chunk < 1:
             raise ValueError(f"chunk must be >= 1, got {chunk}")
+        if isinstance(random_orders, bool) or not isinstance(random_orders, int) or random_orders < 0:
+            raise ValueError(f"random_orders must be an integer >= 0, got {random_orders!r}")
         methods = list(dict.fromkeys(methods))
         if reference not in methods:
             methods.append(reference)
@@ -366,7 +389,7 @@ class SliceRun:
         self.methods, self.reference = methods, reference
         self.removal, self.baseline, self.n_steps, self.seed, self.k_pct = removal, baseline, n_steps, seed, k_pct
         self.n_permutations, self.captum_metrics, self.n_perturb = n_permutations, captum_metrics, n_perturb
-        self.chunk, self.n_bootstrap = chunk, n_bootstrap
+        self.chunk, self.n_bootstrap, self.random_orders = chunk, n_bootstrap, random_orders
         rng = np.random.default_rng(seed)
         self.random = [rng.random(i.n) for i in self.insts] if "random" in methods else []
         self.attention_tests = bool(attention_tests and attention_maps(self.model))
@@ -394,6 +417,7 @@ class SliceRun:
         self.stop_requested = True
 
     def _time(self, key: str, t: float) -> None:
+        """Add a phase's seconds to its timing."""
         self.timings[key] = self.timings.get(key, 0.0) + time.perf_counter() - t
 
     # -- work
@@ -419,6 +443,9 @@ class SliceRun:
         t_start = time.perf_counter()
         with for_texts(len(range(self.done, min(self.done + self.chunk, self.total)))):
             self._step(list(range(self.done, min(self.done + self.chunk, self.total))))
+        # over TRIM_ABOVE_MB resident, the memory the chunk freed goes back to the OS: the next chunk allocates
+        # other sizes, and without it the resident memory ratchets up chunk by chunk
+        return_free_memory(TRIM_ABOVE_MB)
         self.seconds += time.perf_counter() - t_start
         return self.done
 
@@ -497,7 +524,7 @@ class SliceRun:
                 jobs.append([i, order, 1, None])
             rng = np.random.default_rng(0)                      # erasure_flip's default seed
             random_jobs[i] = []
-            for _ in range(N_RANDOM_ORDERS):
+            for _ in range(self.random_orders):
                 random_jobs[i].append(len(jobs))
                 jobs.append([i, [int(x) for x in rng.permutation(n)], 1, None])
         active = list(range(len(jobs)))
@@ -579,6 +606,7 @@ class SliceRun:
         settings = {"removal": self.removal, "reference": self.reference, "baseline": self.baseline,
                     "n_steps": self.n_steps, "n_permutations": self.n_permutations, "n_texts": self.done,
                     "n_total": self.total, "stopped": not self.finished, "bins": list(BINS), "k_pct": self.k_pct,
+                    "random_orders": self.random_orders,
                     "notes": list(self.notes), "variants_scored": self.n_variants,
                     "model": self.src.name or getattr(self.model, "registry_name", "")}
         return SliceReport(rows, model_row, list(self.per_example), settings, self.seconds, dict(self.timings))
@@ -589,7 +617,8 @@ def evaluate_slice(source, texts: Sequence[str], methods: Sequence[str] = ("atte
                    reference: str = "leave_one_out", baseline: str = "pad", n_steps: int = 50,
                    n_permutations: int = 30, attention_tests: bool = True, captum_metrics: bool = False,
                    n_perturb: int = 20, seed: int = 0, k_pct: float = 20, progress: Progress | None = None,
-                   should_stop: Callable[[], bool] | None = None, chunk: int | None = None) -> SliceReport:
+                   should_stop: Callable[[], bool] | None = None, chunk: int | None = None,
+                   random_orders: int = RANDOM_ORDERS) -> SliceReport:
     """Faithfulness of several explanation methods of one model over N texts, batched across texts.
 
     `source` is a Predictor or a model with `tokenizer=`. Methods: Captum methods (attributions module), the
@@ -599,14 +628,15 @@ def evaluate_slice(source, texts: Sequence[str], methods: Sequence[str] = ("atte
     `reference`, erasure flip rates and the fraction removed to flip, IG's delta / steps / convergence; with
     captum_metrics, Captum infidelity and sensitivity_max (slow: per text). Model level (attention models):
     median permutation TVD and uniform-attention TVD / flip rate. progress(done, total) after each chunk of
-    texts; should_stop() true between chunks stops the run (the report covers the texts done)."""
+    texts; should_stop() true between chunks stops the run (the report covers the texts done). `random_orders`:
+    random orders of the erasure-flip test per text (RANDOM_ORDERS)."""
     run = SliceRun(source, texts, methods, tokenizer=tokenizer, removal=removal, reference=reference,
                    baseline=baseline, n_steps=n_steps, n_permutations=n_permutations,
                    attention_tests=attention_tests, captum_metrics=captum_metrics, n_perturb=n_perturb, seed=seed,
-                   k_pct=k_pct, chunk=chunk)
+                   k_pct=k_pct, chunk=chunk, random_orders=random_orders)
     return run.run(progress, should_stop).report()
 
 
-__all__ = ["TOKENS_PER_BATCH", "CHUNK_TEXTS", "own_shape", "buckets", "Variants", "importances",
+__all__ = ["TOKENS_PER_BATCH", "CHUNK_TEXTS", "RANDOM_ORDERS", "own_shape", "buckets", "Variants", "importances",
            "permutation_tests", "uniform_attention_tests", "bootstrap_ci", "SliceReport", "SliceRun",
            "evaluate_slice"]

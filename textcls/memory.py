@@ -1,0 +1,51 @@
+"""This process's memory: its resident size, and handing the allocator's free memory back to the OS.
+
+Used by long batch work (a data-set faithfulness run, textcls.interpret.batched), the training jobs' memory
+budget (textcls.jobs) and the memory measurements (textcls.experiments.measure). Linux /proc and glibc; elsewhere
+the functions say they could not (None / False). No torch here.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+
+def rss_mb(pid: int | None = None) -> float | None:
+    """The resident memory in MB of process `pid` (default: this one); Linux /proc, None elsewhere."""
+    try:
+        with open(f"/proc/{pid or 'self'}/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def return_free_memory(above_mb: float = 0.0) -> bool:
+    """Hand the memory the C allocator keeps free back to the OS (glibc `malloc_trim`) when this process's
+    resident memory is over `above_mb`; False where there is no glibc or nothing was done.
+
+    Why: long batch work frees tensors of ever-changing sizes, and glibc keeps the freed blocks in the process.
+    The transformer's faithfulness run over the sst2 test split grew from 0.76 to 1.85 GB resident that way
+    (1.2 GB at most when trimmed after each of its phases). Trimming costs the next allocations their page
+    faults: that run was 15-25 % slower when trimmed after every phase; trimmed after every chunk of 128 texts
+    once over 1.5 GB, ACT's run peaked at 1.66 GB instead of 1.77 GB at no measurable cost."""
+    global _LIBC
+    if above_mb > 0:
+        rss = rss_mb()
+        if rss is None or rss <= above_mb:
+            return False
+    if _LIBC is None:
+        try:
+            import ctypes
+            _LIBC = ctypes.CDLL("libc.so.6")
+            _LIBC.malloc_trim.argtypes = [ctypes.c_size_t]
+        except (OSError, AttributeError):
+            _LIBC = False
+    if not _LIBC:
+        return False
+    _LIBC.malloc_trim(0)
+    return True
+
+
+_LIBC: Any = None
+
+__all__ = ["rss_mb", "return_free_memory"]
