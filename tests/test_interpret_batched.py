@@ -27,7 +27,8 @@ from textcls.threads import interactive
 REPO = Path(__file__).resolve().parents[1]
 SST2 = sorted(p.name for p in (REPO / "checkpoints").iterdir() if p.name.endswith("-sst2"))
 METHODS = ("attention", "random", "leave_one_out", "integrated_gradients", "grad_x_input", "saliency", "occlusion")
-TOL = 1e-6
+TOL = 1e-6                  # on a probability: batched and alone differ only in float32 summation order
+DIFF_TOL = 2 * TOL          # on a difference of two probabilities (AOPC, TVD), each within TOL
 EXACT = ("target", "removal", "erasure_top_flip", "erasure_never_flipped", "erasure_fraction_to_flip",
          "erasure_random_fraction_to_flip", "erasure_random_flip", "kendall_tau_ref", "topk_overlap_ref")
 
@@ -124,7 +125,7 @@ def test_batched_equals_the_per_text_path(name, methods, texts):
                         assert (math.isnan(v) and math.isnan(row[k])) if isinstance(v, float) and math.isnan(v) \
                             else row[k] == v, (name, i, m, k, v, row[k])
                     else:
-                        assert row[k] == pytest.approx(v, abs=TOL), (name, i, m, k)
+                        assert row[k] == pytest.approx(v, abs=DIFF_TOL), (name, i, m, k)
                 assert "erasure_random_fraction_to_flip" in want or row["erasure_random_fraction_to_flip"] == \
                     got[(next(iter(imps)) if "random" not in imps else "random", i)]["erasure_random_fraction_to_flip"]
                 if isinstance(imp, textcls.interpret.Attribution) and imp.delta is not None:
@@ -135,7 +136,7 @@ def test_batched_equals_the_per_text_path(name, methods, texts):
             assert len(run.perm) == len(kept) == len(run.uni)
             for k, i in enumerate(kept):
                 want = FF.permutation_test(model, run.insts[i], 30, seed=i)
-                np.testing.assert_allclose(run.perm[k]["tvds"], want["tvds"], rtol=0, atol=TOL)
+                np.testing.assert_allclose(run.perm[k]["tvds"], want["tvds"], rtol=0, atol=DIFF_TOL)
                 assert run.perm[k]["flip_rate"] == want["flip_rate"]
                 uni = FF.uniform_attention_test(model, run.insts[i])
                 np.testing.assert_allclose(run.uni[k]["p_uniform"], uni["p_uniform"], rtol=0, atol=TOL)

@@ -120,31 +120,40 @@ class Instance:
         keep = np.ones(self.n, dtype=bool)
         keep[drop] = False
         toks = [t for t, k in zip(self.tokens, keep) if k] if self.tokens is not None else None
-        real = self.real_ids()[torch.from_numpy(keep)]
-        if not self.hierarchical:
-            if real.numel() == 0:  # nothing left: one pad position, masked
-                return Instance(torch.tensor([self.pad_id]), torch.tensor([False]), [], self.pad_id, self.unk_id)
-            return Instance(real.clone(), torch.ones_like(real, dtype=torch.bool), toks, self.pad_id, self.unk_id)
-        # hierarchical: rebuild the sentences without the dropped words, dropping sentences left empty
-        sent_of = self.positions[:, 0].numpy()
-        sentences: list[list[int]] = []
-        for s in np.unique(sent_of):
-            words = [int(i) for i, si, k in zip(self.real_ids().tolist(), sent_of, keep) if si == s and k]
-            if words:
-                sentences.append(words)
-        S = max(len(sentences), 1)
-        W = max([len(s) for s in sentences] + [1])
-        ids = torch.full((S, W), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((S, W), dtype=torch.bool)
-        for s, words in enumerate(sentences):
-            ids[s, :len(words)] = torch.tensor(words)
-            mask[s, :len(words)] = True
-        return Instance(ids, mask, toks, self.pad_id, self.unk_id)
+        sent = self.positions[:, 0].numpy() if self.hierarchical else None
+        ids, mask = closed_up(self.real_ids().numpy(), sent, keep, self.pad_id)
+        return Instance(torch.from_numpy(ids), torch.from_numpy(mask), toks, self.pad_id, self.unk_id)
 
     def keep_only(self, idx: Iterable[int], how: str = "delete") -> "Instance":
         """A copy keeping only the real tokens `idx` (all others removed)."""
         keep = {int(i) for i in idx}
         return self.remove([i for i in range(self.n) if i not in keep], how)
+
+
+def closed_up(real: np.ndarray, sent: np.ndarray | None, keep: np.ndarray, pad_id: int = PAD_ID
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, mask) numpy arrays of a text with only its real tokens `keep` (bool (n,)) left, closed up ("delete"
+    removal). Flat texts (`sent` None): (n_kept,). Hierarchical: `sent` (n,) is each real token's sentence; the
+    grid is (sentences that keep a word, longest of them), sentences left empty dropped. Nothing left: one
+    masked pad position ((1,) or (1, 1))."""
+    row = real[keep]                                   # (k,) kept ids in order
+    if sent is None:
+        if row.size == 0:
+            return np.array([pad_id], dtype=np.int64), np.zeros(1, dtype=bool)
+        return row.astype(np.int64, copy=False), np.ones(row.size, dtype=bool)
+    if row.size == 0:
+        return np.full((1, 1), pad_id, dtype=np.int64), np.zeros((1, 1), dtype=bool)
+    s = sent[keep]                                     # (k,) sentence of each kept word, ascending
+    starts = np.empty(row.size, dtype=bool)            # (k,) a kept sentence's first kept word
+    starts[0] = True
+    np.not_equal(s[1:], s[:-1], out=starts[1:])
+    rows = np.cumsum(starts) - 1                       # (k,) sentence renumbered 0..S-1
+    cols = np.arange(row.size) - np.flatnonzero(starts)[rows]   # (k,) position within it
+    ids = np.full((int(rows[-1]) + 1, int(cols.max()) + 1), pad_id, dtype=np.int64)   # (S, W)
+    mask = np.zeros(ids.shape, dtype=bool)             # (S, W)
+    ids[rows, cols] = row
+    mask[rows, cols] = True
+    return ids, mask
 
 
 def expected_dims(model: Any) -> int:

@@ -42,8 +42,8 @@ import torch
 
 from ..memory import return_free_memory
 from ..threads import for_texts
-from ._common import (Instance, as_source, as_vector, check_model, permute_rows, prob_fn, stack, top_indices, tvd,
-                      uniform_like)
+from ._common import (Instance, as_source, as_vector, check_model, closed_up, permute_rows, prob_fn, stack,
+                      top_indices, tvd, uniform_like)
 from .attention import attention_importance_instances, explanation_source
 from .attributions import Attribution, attribute_instances, canonical_method
 from .faithfulness import (BINS, _check_removal, attention_maps, infidelity, kendall_tau, n_tokens, sensitivity,
@@ -144,12 +144,12 @@ class Variants:
             raise RuntimeError("variant not scored yet: call run()")
         return p
 
-    def _text(self, t: int) -> tuple[np.ndarray, np.ndarray]:
-        """(real ids (n,), sentence of each real token (n,); zeros for flat texts) of text t, cached."""
+    def _text(self, t: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """(real ids (n,), sentence of each real token (n,) or None for flat texts) of text t, cached."""
         got = self._real.get(t)
         if got is None:
             inst = self.insts[t]
-            sent = inst.positions[:, 0].numpy() if inst.hierarchical else np.zeros(inst.n, dtype=np.int64)
+            sent = inst.positions[:, 0].numpy() if inst.hierarchical else None
             got = self._real[t] = (inst.real_ids().numpy(), sent)
         return got
 
@@ -166,24 +166,7 @@ class Variants:
         real, sent = self._text(t)
         keep = np.ones(len(real), dtype=bool)
         keep[list(drop)] = False
-        row = real[keep]
-        if not inst.hierarchical:
-            if row.size == 0:
-                return np.array([inst.pad_id]), np.zeros(1, dtype=bool)
-            return row, np.ones(row.size, dtype=bool)
-        if row.size == 0:                                  # nothing left: one masked position
-            return np.full((1, 1), inst.pad_id), np.zeros((1, 1), dtype=bool)
-        s = sent[keep]                                     # sentences that keep a word, renumbered 0..S-1
-        starts = np.empty(row.size, dtype=bool)            # a kept sentence's first kept word
-        starts[0] = True
-        np.not_equal(s[1:], s[:-1], out=starts[1:])
-        rows = np.cumsum(starts) - 1
-        cols = np.arange(row.size) - np.flatnonzero(starts)[rows]
-        ids = np.full((int(rows[-1]) + 1, int(cols.max()) + 1), inst.pad_id, dtype=np.int64)
-        mask = np.zeros(ids.shape, dtype=bool)
-        ids[rows, cols] = row
-        mask[rows, cols] = True
-        return ids, mask
+        return closed_up(real, sent, keep, inst.pad_id)
 
     def run(self) -> None:
         pending, self._pending = self._pending, []
