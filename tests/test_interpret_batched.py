@@ -1,9 +1,9 @@
 """The batched data-set path (textcls.interpret.batched) against the per-text reference: on 50 sst2 test texts
 per shipped sst2 checkpoint, every batched method (own attention, random, leave-one-out, IG with its
 convergence check, gradient x input, saliency, occlusion), every metric per text, and the permutation and
-uniform-attention tests. Probabilities and the numbers made of them agree to 1e-6; booleans, fractions and
-rank statistics exactly. Also: chunked runs stop and report the texts done, the bootstrap interval, buckets, and
-the CLI command."""
+uniform-attention tests. Probabilities agree to 2e-6 and differences of two to 4e-6 (float32 order; see TOL);
+booleans, fractions and rank statistics exactly. Also: chunked runs stop and report the texts done, the
+bootstrap interval, buckets, and the CLI command."""
 from __future__ import annotations
 
 import json
@@ -27,7 +27,9 @@ from textcls.threads import interactive
 REPO = Path(__file__).resolve().parents[1]
 SST2 = sorted(p.name for p in (REPO / "checkpoints").iterdir() if p.name.endswith("-sst2"))
 METHODS = ("attention", "random", "leave_one_out", "integrated_gradients", "grad_x_input", "saliency", "occlusion")
-TOL = 1e-6                  # on a probability: batched and alone differ only in float32 summation order
+# Batched and alone differ only in float32 summation order (a padded batch runs other kernel shapes): within
+# 1e-6 on an AVX2 CPU; on an AVX-512 one the Transformer's probabilities differed by up to 1.1e-6.
+TOL = 2e-6                  # on a probability
 DIFF_TOL = 2 * TOL          # on a difference of two probabilities (AOPC, TVD), each within TOL
 EXACT = ("target", "removal", "erasure_top_flip", "erasure_never_flipped", "erasure_fraction_to_flip",
          "erasure_random_fraction_to_flip", "erasure_random_flip", "kendall_tau_ref", "topk_overlap_ref")
@@ -75,7 +77,8 @@ CAPTUM_TEXTS = 50 if FULL else 6
 def test_batched_equals_the_per_text_path(name, methods, texts):
     """Every number of the batched path against the per-text functions on the same texts. The erasure
     reference is run on the batched path's importances (the per-text importances are compared on their own:
-    equal to 1e-6, IG to 1e-4 relative, up to CNN ties on repeated words - see tie_broken); the erasure-flip
+    equal to TOL, IG to 1e-4 relative, up to CNN ties on repeated words - see tie_broken; leave-one-out to
+    DIFF_TOL); the erasure-flip
     random orders, the same for every method, are checked once per text (n_random_orders=0 for the others), with
     a data set's default count (1) and one text's (5)."""
     pred = textcls.load_checkpoint(REPO / "checkpoints" / name)
@@ -105,7 +108,12 @@ def test_batched_equals_the_per_text_path(name, methods, texts):
                     assert tie_broken(model, inst), (name, i, m, np.abs(a - b).max())
                     ties += 1
                 imps[m] = imp[i]
-            loo = scores(imps["leave_one_out"])
+            # leave-one-out is a TVD of scored variants: equal within DIFF_TOL; the batched vector is then the
+            # reference for both sides, since a near-tie may order differently and change a Kendall tau
+            batched_loo = run.importances["leave_one_out"][i]
+            np.testing.assert_allclose(scores(batched_loo), scores(imps["leave_one_out"]), rtol=0, atol=DIFF_TOL)
+            imps["leave_one_out"] = batched_loo
+            loo = scores(batched_loo)
             p = score(prob_fn(model), [inst])[0]
             for m, imp in imps.items():
                 row = got[(m, i)]

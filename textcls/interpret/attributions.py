@@ -49,7 +49,7 @@ ALIASES = {"ig": "integrated_gradients", "input_x_gradient": "grad_x_input", "gr
 BASELINES = ("pad", "unk", "zero")
 TOKENS_PER_PASS = 65536
 IG_TOKEN_STEPS = 1 << 18       # texts x steps x positions per IG call at most (memory: about 4 copies of that x E floats)
-IG_CALL_BYTES = 1 << 28        # ... and at most this many bytes of those copies (16 E bytes a token-step): 256 MB
+IG_CALL_BYTES = 1 << 27        # ... and at most this many bytes of those copies (16 E bytes a token-step): 128 MB
 GRADIENT_METHODS = ("integrated_gradients", "saliency", "grad_x_input")
 METHOD_LABELS = {"integrated_gradients": "Integrated gradients", "saliency": "Saliency",
                  "grad_x_input": "Gradient x input", "occlusion": "Occlusion", "shapley": "Shapley sampling",

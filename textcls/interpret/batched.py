@@ -49,10 +49,9 @@ from .attributions import Attribution, attribute_instances, canonical_method
 from .faithfulness import (BINS, _check_removal, attention_maps, infidelity, kendall_tau, n_tokens, sensitivity,
                            topk_overlap)
 
-TOKENS_PER_BATCH = 16384      # padded positions per forward pass of erasure variants
+TOKENS_PER_BATCH = 8192       # padded positions per forward pass of erasure variants
 IG_PASS_TOKENS = 4096         # positions per IG forward/backward pass (memory: AGCNN keeps ~55 kB a position)
 MAX_ROWS = 2048               # rows per forward pass
-TRIM_ABOVE_MB = 1536          # resident memory over which freed memory is handed back after a chunk
 CHUNK_TEXTS = 128             # texts per step of a SliceRun (progress and stop granularity)
 FLIP_STEP = 3                 # erasure-flip prefixes per order and wave
 # Random orders of the erasure-flip test per text. One text's own report (faithfulness.erasure_flip) averages 5;
@@ -426,9 +425,9 @@ class SliceRun:
         t_start = time.perf_counter()
         with for_texts(len(range(self.done, min(self.done + self.chunk, self.total)))):
             self._step(list(range(self.done, min(self.done + self.chunk, self.total))))
-        # over TRIM_ABOVE_MB resident, the memory the chunk freed goes back to the OS: the next chunk allocates
-        # other sizes, and without it the resident memory ratchets up chunk by chunk
-        return_free_memory(TRIM_ABOVE_MB)
+        # the memory the chunk freed goes back to the OS: the next chunk allocates other sizes, and without it the
+        # resident memory ratchets up chunk by chunk (see textcls.memory)
+        return_free_memory()
         self.seconds += time.perf_counter() - t_start
         return self.done
 
