@@ -78,9 +78,8 @@ def test_batched_equals_the_per_text_path(name, methods, texts):
     """Every number of the batched path against the per-text functions on the same texts. The erasure
     reference is run on the batched path's importances (the per-text importances are compared on their own:
     equal to TOL, IG to 1e-4 relative, up to CNN ties on repeated words - see tie_broken; leave-one-out to
-    DIFF_TOL); the erasure-flip
-    random orders, the same for every method, are checked once per text (n_random_orders=0 for the others), with
-    a data set's default count (1) and one text's (5)."""
+    DIFF_TOL); the erasure-flip random orders, the same for every method, are checked once per text
+    (n_random_orders=0 for the others), with a data set's default count (1) and one text's (5)."""
     pred = textcls.load_checkpoint(REPO / "checkpoints" / name)
     model = pred.model
     orders = 5 if methods == CAPTUM else B.RANDOM_ORDERS         # both: one text's own 5, a data set's 1

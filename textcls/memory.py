@@ -19,21 +19,16 @@ def rss_mb(pid: int | None = None) -> float | None:
         return None
 
 
-def return_free_memory(above_mb: float = 0.0) -> bool:
-    """Hand the memory the C allocator keeps free back to the OS (glibc `malloc_trim`) when this process's
-    resident memory is over `above_mb`; False where there is no glibc or nothing was done.
+def return_free_memory() -> bool:
+    """Hand the memory the C allocator keeps free back to the OS (glibc `malloc_trim`); False where
+    there is no glibc.
 
     Why: long batch work frees tensors of ever-changing sizes, and glibc keeps the freed blocks in the process.
     The transformer's faithfulness run over the sst2 test split (all methods) grew to 2.03 GB resident that way;
     trimmed after every chunk of 128 texts (with 8,192-position batches) it peaks at 1.57 GB and runs faster
     (113 s instead of 148 s: fewer fresh pages to fault in). Trimming after every phase of a chunk was 15-25 %
-    slower; a fixed mmap threshold (MALLOC_MMAP_THRESHOLD_) kept the peak at 0.6-1.2 GB but cost 12-95 %.
-    `above_mb` > 0 trims only over that resident size."""
+    slower; a fixed mmap threshold (MALLOC_MMAP_THRESHOLD_) kept the peak at 0.6-1.2 GB but cost 12-95 %."""
     global _LIBC
-    if above_mb > 0:
-        rss = rss_mb()
-        if rss is None or rss <= above_mb:
-            return False
     if _LIBC is None:
         try:
             import ctypes
