@@ -170,6 +170,7 @@ def render(slot: int, info, pred, r, specs) -> None:
     if any("concentration" in f.meta for f in figs):       # an attention view: how far to trust it on this text
         faithfulness_line(info, text)
     w.zip_button(figs, f"{info.name}_{vid}", label="All figures of this view (ZIP)")
+    return any(f.html is None for f in figs)                 # a Plotly chart was drawn
 
 
 def faithfulness_line(info, text: str) -> None:
@@ -188,6 +189,9 @@ def faithfulness_line(info, text: str) -> None:
 
 
 cols = st.columns(len(loaded)) if len(loaded) > 1 else [st.container()]
+drew_plotly = False
 for slot, ((info, pred, r, specs), col) in enumerate(zip(loaded, cols)):
     with col:
-        render(slot, info, pred, r, specs)
+        drew_plotly |= bool(render(slot, info, pred, r, specs))
+if not drew_plotly:
+    w.prefetch_plotly()                 # the other views are Plotly charts: load that code before they are picked

@@ -79,7 +79,12 @@ TRACK_JS = """() => {
     if (!ok) { t.since = null; return; }
     if (t.since === null) t.since = Date.now();
   };
-  t.obs = new MutationObserver(() => { if (running()) t.since = null; });
+  // A run that starts and ends within one task (a fast server, messages arriving together) never shows
+  // 'running' to a check; the attribute's mutation records still say it changed, so they count as a run seen.
+  t.obs = new MutationObserver((records) => {
+    if (records.some(r => r.attributeName === 'data-test-script-state')) t.seen = true;
+    if (running()) t.since = null;
+  });
   t.obs.observe(document.documentElement, {subtree: true, childList: true, attributes: true,
                                            attributeFilter: ['data-test-script-state', 'data-stale']});
   t.iv = setInterval(check, 50);   // 50 ms: finer would cost the measured page CPU (8 pages share 2 cores)

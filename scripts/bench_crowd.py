@@ -10,9 +10,13 @@ runs two scenarios with one browser and one context (its own Streamlit session) 
               many epochs, so they run throughout), then --beside users (default 4) work beside them: half
               submit new sentences on Compare, half switch views in Inspect. Target: p95 under 5 s for each.
 
-Throughout, the server process's resident memory is sampled every 0.2 s (target: under 2 GB). "Shown" is the
-same condition as bench_app's (script run over, nothing stale or loading, every chart drawn, the answer on the
-page). The trainings are stopped with their Stop buttons at the end and the server, browser and any busy
+Throughout, the server process's resident memory is sampled every 0.2 s (target: under 2 GB). "Shown": the script
+run is over, nothing is stale or loading, every chart is drawn, and the page shows the answer to this action - on
+Compare the word shading of this very sentence (each ends in its own 'take K'), in Inspect a figure other than the
+one before. (A condition on the page alone: a fast run can start and end within one browser task, so waiting to
+see the script state go to "running" and back missed about 1 submit in 20.) Each action also reports "answer
+received": from the click until the server's last websocket message of it, the server's share without the
+browser's drawing. A failed action leaves a screenshot and its websocket counts in the report. The trainings are stopped with their Stop buttons at the end and the server, browser and any busy
 processes (--load) are stopped by PID. Numbers from a machine that others share are indicative only.
 """
 from __future__ import annotations
@@ -31,6 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_app import (CHROMIUM, CHROMIUM_ARGS, FIGURE_PRED, HOME_PRED, MAIN, TRACK_JS, BusyLoad,  # noqa: E402
                        fresh_env, free_port, start_server, stop, wait_healthy)
 
+# What the figures of the main area show: their text (titles, tick labels, HTML) and the images' addresses.
+FIGURE_SIGNATURE = (f"() => Array.from(document.querySelectorAll('{MAIN} .js-plotly-plot, {MAIN} [data-testid=\"stHtml\"], "
+                    f"{MAIN} [data-testid=\"stImage\"] img')).map(e => e.tagName === 'IMG' ? e.src : e.textContent)"
+                    f".join('|')")
 TARGETS = {"crowd compare": 3.0, "training compare": 5.0, "training inspect": 5.0, "memory_mb": 2048}
 ADJ = ["warm", "dull", "clever", "tedious", "lovely", "clumsy", "bright", "bleak", "gentle", "loud", "subtle", "flat"]
 NOUN = ["film", "story", "cast", "script", "ending", "score", "plot", "pace", "dialogue", "finale"]
@@ -133,6 +141,19 @@ class User:
     async def open(self, stem: str) -> None:
         self.ctx = await self.browser.new_context(viewport={"width": 1400, "height": 1600})
         self.page = await self.ctx.new_page()
+        self.frames, self.last_frame = {"sent": 0, "received": 0}, 0.0
+
+        def sent(_) -> None:
+            self.frames["sent"] += 1
+
+        def received(_) -> None:
+            self.frames["received"] += 1
+            self.last_frame = time.time()
+
+        def on_ws(ws) -> None:
+            ws.on("framesent", sent)
+            ws.on("framereceived", received)
+        self.page.on("websocket", on_ws)
         self.page.set_default_timeout(self.timeout * 1000)
         await self.page.goto(f"{self.url}/{stem}", wait_until="domcontentloaded")
         await self.track(HOME_PRED.replace("stDataFrame", "stElementContainer"), require_run=False)
@@ -148,13 +169,21 @@ class User:
         return await since.json_value() / 1000
 
     async def compare(self, text: str) -> float:
+        """Submit `text` on Compare: seconds until the answer for this text is shown. "For this text": its words,
+        ending in the sentence's unique 'take K', are in the page's word-shading block (a fast run can start and
+        end within one browser task, so a script state seen running is not required)."""
+        mark = json.dumps(text.rsplit(",", 1)[-1].strip(" ."))
         await self.page.get_by_role("textbox", name="Sentence").first.fill(text)
-        await self.track(f"() => document.querySelector('{MAIN}').textContent.includes('confidence ')")
+        await self.track(f"() => document.querySelector('{MAIN}').textContent.includes('confidence ') && "
+                         f"Array.from(document.querySelectorAll('{MAIN} [data-testid=\"stHtml\"]'))"
+                         f".some(e => e.textContent.includes({mark}))", require_run=False)
         t = time.time()
+        self.at_click = dict(self.frames)
         await self.page.get_by_role("button", name="Compare", exact=True).first.click()
-        return await self.done() - t
+        return await self.finished(t)
 
     async def switch_view(self) -> float:
+        """Pick another view in Inspect's View box: seconds until a figure other than the one before is drawn."""
         pg = self.page
         sel = pg.locator('[data-testid="stSelectbox"]').filter(has=pg.locator("label").filter(has_text="View"))
         await sel.first.click()
@@ -165,10 +194,20 @@ class User:
             if await options.nth(k).get_attribute("aria-selected") != "true":
                 pick = k
                 break
-        await self.track(FIGURE_PRED)
+        before = json.dumps(await pg.evaluate(FIGURE_SIGNATURE))
+        await self.track(f"() => ({FIGURE_PRED})() && ({FIGURE_SIGNATURE})() !== {before}", require_run=False)
         t = time.time()
+        self.at_click = dict(self.frames)
         await options.nth(pick).click()
-        return await self.done() - t
+        return await self.finished(t)
+
+    async def finished(self, t: float) -> float:
+        """Seconds from `t` (the click) until the answer is shown; `self.answered`: until the server's last message
+        of it reached the browser (the server's share, without the browser's drawing)."""
+        shown = await self.done() - t
+        self.answered = max(0.0, self.last_frame - t) if self.frames["received"] > self.at_click["received"] \
+            else float("nan")
+        return shown
 
     async def start_training(self, epochs: int) -> None:
         pg = self.page
@@ -189,28 +228,63 @@ class User:
         if await btn.count():
             await btn.first.click()
 
+    async def shot(self, name: str) -> str:
+        """A full-page screenshot (and the script state) after a failed action: what the user was looking at."""
+        path = Path(tempfile.gettempdir()) / f"bench_crowd_{name}.png"
+        try:
+            await self.page.screenshot(path=str(path), full_page=True)
+            state = await self.page.evaluate(
+                "() => { const a = document.querySelector('[data-testid=\"stApp\"]');"
+                " return JSON.stringify({state: a ? a.getAttribute('data-test-script-state') : 'no app',"
+                " seen: window.__tr && window.__tr.seen, since: window.__tr && window.__tr.since,"
+                " text: (document.querySelector('" + MAIN + " .js-plotly-plot') || {textContent: ''})"
+                ".textContent.slice(-300)}); }")
+        except Exception as e:  # noqa: BLE001 - the page may be gone
+            return f"(no screenshot: {type(e).__name__})"
+        since = {k: v - getattr(self, "at_click", {}).get(k, 0) for k, v in self.frames.items()}
+        return f"(script state {state}; websocket frames since the click {since}; screenshot {path})"
+
     async def close(self) -> None:
         await self.ctx.close()
 
 
-async def scenario_crowd(browser, url, args, errors: list[str]) -> list[float]:
+class Log:
+    """The times of one scenario's actions: shown (click to answer drawn) and answered (click to the server's last
+    message of it), per kind of action, with the round of each."""
+
+    def __init__(self):
+        self.rows: list[tuple[str, int, float, float]] = []
+
+    def add(self, action: str, r: int, u: "User", shown: float) -> None:
+        self.rows.append((action, r, shown, u.answered))
+
+    def summary(self, action: str) -> dict:
+        rows = [x for x in self.rows if x[0] == action]
+        out = summary([x[2] for x in rows])
+        out["answered"] = summary([x[3] for x in rows if x[3] == x[3]])       # nan: no message arrived
+        out["by_round"] = [[x[1], round(x[2], 2)] for x in rows]
+        return out
+
+
+async def scenario_crowd(browser, url, args, errors: list[str]) -> Log:
     users = [User(browser, url, args.timeout, args.quiet) for _ in range(args.sessions)]
     await asyncio.gather(*(u.open("compare") for u in users))
-    times: list[float] = []
+    log = Log()
 
     async def work(i: int, u: User) -> None:
         for r in range(args.rounds):
             try:
-                times.append(await u.compare(sentence(1000 * i + r)))
+                log.add("compare", r, u, await u.compare(sentence(1000 * i + r)))
             except Exception as e:  # noqa: BLE001 - one failed submit is reported, the others go on
-                errors.append(f"crowd user {i} round {r}: {type(e).__name__}: {str(e)[:200]}")
+                errors.append(f"crowd user {i} round {r}: {type(e).__name__}: {str(e)[:200]} "
+                              f"{await u.shot(f'crowd_{i}_{r}')}")
 
     await asyncio.gather(*(work(i, u) for i, u in enumerate(users)))
     await asyncio.gather(*(u.close() for u in users))
-    return times
+    return log
 
 
-async def scenario_training(browser, url, args, errors: list[str]) -> tuple[list[float], list[float]]:
+async def scenario_training(browser, url, args, errors: list[str]) -> Log:
     trainers = [User(browser, url, args.timeout, args.quiet) for _ in range(2)]
     for t in trainers:         # one after the other: the page then offers the second a name the first did not take
         await t.open("train")
@@ -218,23 +292,23 @@ async def scenario_training(browser, url, args, errors: list[str]) -> tuple[list
     n_cmp = (args.beside + 1) // 2
     users = [User(browser, url, args.timeout, args.quiet) for _ in range(args.beside)]
     await asyncio.gather(*(u.open("compare" if i < n_cmp else "inspect") for i, u in enumerate(users)))
-    cmp_times: list[float] = []
-    insp_times: list[float] = []
+    log = Log()
 
     async def work(i: int, u: User) -> None:
         for r in range(args.rounds):
             try:
                 if i < n_cmp:
-                    cmp_times.append(await u.compare(sentence(50_000 + 1000 * i + r)))
-                else:
-                    insp_times.append(await u.switch_view())
+                    log.add("compare", r, u, await u.compare(sentence(50_000 + 1000 * i + r)))
+                else:                    # round 0 draws a Plotly view for the first time in this tab
+                    log.add("inspect", r, u, await u.switch_view())
             except Exception as e:  # noqa: BLE001
-                errors.append(f"training user {i} round {r}: {type(e).__name__}: {str(e)[:200]}")
+                errors.append(f"training user {i} round {r}: {type(e).__name__}: {str(e)[:200]} "
+                              f"{await u.shot(f'training_{i}_{r}')}")
 
     await asyncio.gather(*(work(i, u) for i, u in enumerate(users)))
     await asyncio.gather(*(t.stop_training() for t in trainers))
     await asyncio.gather(*(u.close() for u in users + trainers))
-    return cmp_times, insp_times
+    return log
 
 
 async def run_async(args, url: str, rss: RssSampler, out: dict, cpu: "CpuMeter") -> None:
@@ -250,15 +324,15 @@ async def run_async(args, url: str, rss: RssSampler, out: dict, cpu: "CpuMeter")
         cpu.mark()
         if "crowd" in args.scenarios:
             t = time.time()
-            times = await scenario_crowd(browser, url, args, out["errors"])
-            out["scenarios"]["crowd"] = {"users": args.sessions, "compare": summary(times),
+            log = await scenario_crowd(browser, url, args, out["errors"])
+            out["scenarios"]["crowd"] = {"users": args.sessions, "compare": log.summary("compare"),
                                          "seconds": round(time.time() - t, 1), "peak_rss_mb": rss.mark(),
                                          "cpu": cpu.mark()}
         if "training" in args.scenarios:
             t = time.time()
-            cmp_times, insp_times = await scenario_training(browser, url, args, out["errors"])
-            out["scenarios"]["training"] = {"users": args.beside, "trainings": 2, "compare": summary(cmp_times),
-                                            "inspect": summary(insp_times), "seconds": round(time.time() - t, 1),
+            log = await scenario_training(browser, url, args, out["errors"])
+            out["scenarios"]["training"] = {"users": args.beside, "trainings": 2, "compare": log.summary("compare"),
+                                            "inspect": log.summary("inspect"), "seconds": round(time.time() - t, 1),
                                             "peak_rss_mb": rss.mark(), "cpu": cpu.mark()}
         await browser.close()
 
@@ -274,6 +348,10 @@ def report(out: dict) -> str:
                 lines.append(f"    {action:<8} n={s['n']:<3} p50 {s['p50']:6.2f} s  p95 {s['p95']:6.2f} s  "
                              f"max {s['max']:6.2f} s   target p95 < {target:g} s  "
                              f"{'ok' if s['p95'] < target else 'SLOW'}")
+                a = s["answered"]
+                if a["n"]:
+                    lines.append(f"      answer received (server's share): p50 {a['p50']:6.2f} s  "
+                                 f"p95 {a['p95']:6.2f} s  max {a['max']:6.2f} s")
         lines.append(f"    server memory peak {sc['peak_rss_mb']:,.0f} MB (target < {TARGETS['memory_mb']:,} MB)")
         c = sc["cpu"]
         lines.append(f"    CPU seconds over {c['wall_s']:g} s: server {c['server_cpu_s']:g}, browsers "

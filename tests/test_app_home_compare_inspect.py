@@ -309,6 +309,21 @@ def test_inspect_attention_view_says_how_faithful_it_is_on_this_text(app):
     assert not [c for c in at.caption if "Faithful on this text?" in c.value]
 
 
+def test_inspect_loads_plotly_code_ahead_only_when_it_drew_no_plotly_chart(app):
+    """ACT's default view is shaded words (HTML): the page adds one hidden one-point Plotly chart so the browser
+    loads Plotly's code before a Plotly view is picked. A view that draws Plotly charts gets no extra one."""
+    import json
+
+    from pages.common import widgets as w
+    at = app("pages/inspect.py")
+    at.selectbox(key="insp_ckpt").set_value("act_tiny").run()
+    assert at.selectbox(key="insp_view_0_act_tiny").value == "ACT-T4" and at.get("html")
+    (pre,) = charts(at)
+    assert w.PLOTLY_PREFETCH in pre.proto.id and json.loads(pre.proto.spec)["data"][0]["x"] == [0]
+    at.selectbox(key="insp_ckpt").set_value("transformer_tiny").run()
+    assert len(charts(at)) == 4 and not any(w.PLOTLY_PREFETCH in c.proto.id for c in charts(at))
+
+
 def test_inspect_example_review_fills_the_text_and_is_drawn(app):
     from textcls.data import load_data
     at = app("pages/inspect.py")
