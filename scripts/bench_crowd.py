@@ -15,9 +15,11 @@ run is over, nothing is stale or loading, every chart is drawn, and the page sho
 Compare the word shading of this very sentence (each ends in its own 'take K'), in Inspect a figure other than the
 one before. (A condition on the page alone: a fast run can start and end within one browser task, so waiting to
 see the script state go to "running" and back missed about 1 submit in 20.) Each action also reports "answer
-received": from the click until the server's last websocket message of it, the server's share without the
-browser's drawing. A failed action leaves a screenshot and its websocket counts in the report. The trainings are stopped with their Stop buttons at the end and the server, browser and any busy
-processes (--load) are stopped by PID. Numbers from a machine that others share are indicative only.
+received": from the click until the server's last websocket message of it arrived (the server's share, without
+the browser's drawing; on this machine the server waits for the browsers' CPU too). A failed action leaves a
+screenshot and its websocket message counts in the report. The trainings are stopped with their Stop buttons at
+the end and the server, browser and any busy processes (--load) are stopped by PID. Numbers from a machine that
+others share are indicative only.
 """
 from __future__ import annotations
 
@@ -36,9 +38,9 @@ from bench_app import (CHROMIUM, CHROMIUM_ARGS, FIGURE_PRED, HOME_PRED, MAIN, TR
                        fresh_env, free_port, start_server, stop, wait_healthy)
 
 # What the figures of the main area show: their text (titles, tick labels, HTML) and the images' addresses.
-FIGURE_SIGNATURE = (f"() => Array.from(document.querySelectorAll('{MAIN} .js-plotly-plot, {MAIN} [data-testid=\"stHtml\"], "
-                    f"{MAIN} [data-testid=\"stImage\"] img')).map(e => e.tagName === 'IMG' ? e.src : e.textContent)"
-                    f".join('|')")
+FIGURE_SIGNATURE = (f"() => Array.from(document.querySelectorAll('{MAIN} .js-plotly-plot, "
+                    f"{MAIN} [data-testid=\"stHtml\"], {MAIN} [data-testid=\"stImage\"] img'))"
+                    f".map(e => e.tagName === 'IMG' ? e.src : e.textContent).join('|')")
 TARGETS = {"crowd compare": 3.0, "training compare": 5.0, "training inspect": 5.0, "memory_mb": 2048}
 ADJ = ["warm", "dull", "clever", "tedious", "lovely", "clumsy", "bright", "bleak", "gentle", "loud", "subtle", "flat"]
 NOUN = ["film", "story", "cast", "script", "ending", "score", "plot", "pace", "dialogue", "finale"]
@@ -236,9 +238,7 @@ class User:
             state = await self.page.evaluate(
                 "() => { const a = document.querySelector('[data-testid=\"stApp\"]');"
                 " return JSON.stringify({state: a ? a.getAttribute('data-test-script-state') : 'no app',"
-                " seen: window.__tr && window.__tr.seen, since: window.__tr && window.__tr.since,"
-                " text: (document.querySelector('" + MAIN + " .js-plotly-plot') || {textContent: ''})"
-                ".textContent.slice(-300)}); }")
+                " seen: window.__tr && window.__tr.seen, since: window.__tr && window.__tr.since}); }")
         except Exception as e:  # noqa: BLE001 - the page may be gone
             return f"(no screenshot: {type(e).__name__})"
         since = {k: v - getattr(self, "at_click", {}).get(k, 0) for k, v in self.frames.items()}

@@ -8,8 +8,8 @@ from textcls.experiments import bench
 from textcls.experiments.cells import select_cells
 from textcls.experiments.reproduce import reproduce
 
-st_testing = pytest.importorskip("streamlit.testing.v1")
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
+from app_pages import open_page
+
 PAGE = "pages/benchmarks.py"
 
 
@@ -29,11 +29,7 @@ def stored(tmp_path_factory, bundled_data):
 def _app(monkeypatch, results: Path, bench_file: Path):
     monkeypatch.setenv("TEXTCLS_RESULTS_FILE", str(results))
     monkeypatch.setenv("TEXTCLS_BENCH_FILE", str(bench_file))
-    at = st_testing.AppTest.from_file(APP, default_timeout=120)          # through app.py, as a user gets there
-    at.run()
-    at.switch_page(PAGE).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page(PAGE)
 
 
 def _frames(at):

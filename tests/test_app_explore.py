@@ -9,7 +9,8 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from test_app_home_compare_inspect import APP, all_text, build_checkpoints
+from app_pages import open_page, page_text as all_text
+from test_app_home_compare_inspect import build_checkpoints
 
 PAGE = "pages/explore.py"
 
@@ -28,13 +29,7 @@ def explore(ckpts, monkeypatch, bundled_data):
     st.cache_data.clear()
 
     def make(params: dict | None = None) -> AppTest:
-        at = AppTest.from_file(APP, default_timeout=180)
-        at.run()
-        if params:
-            at.query_params.update(params)
-        at.switch_page(PAGE).run()
-        assert not at.exception, [e.value for e in at.exception]
-        return at
+        return open_page(PAGE, params=params, timeout=180)
     return make
 
 
@@ -127,11 +122,7 @@ def test_a_saved_slice_is_reused_on_evaluate(explore, ckpts):
 
 def test_inspect_keeps_its_checkpoints_and_text_in_the_url(explore, ckpts):
     a, b = ckpts[1][0], ckpts[1][1]
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.run()
-    at.query_params.update({"ckpt": f"{a},{b}", "text": "a gripping film"})
-    at.switch_page("pages/inspect.py").run()
-    ok(at)
+    at = open_page("pages/inspect.py", params={"ckpt": f"{a},{b}", "text": "a gripping film"}, timeout=180)
     assert at.selectbox(key="insp_ckpt").value == a and at.toggle(key="insp_two").value
     assert at.selectbox(key="insp_ckpt2").value == b
     assert at.text_area(key="insp_text").value == "a gripping film"
@@ -154,9 +145,6 @@ def test_a_six_class_task_gets_a_reliability_diagram_and_no_roc(tmp_path, monkey
     monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(tmp_path / "ck"))
     monkeypatch.setenv("TEXTCLS_DATA", str(bundled_data))
     st.cache_data.clear()
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.run()
-    at.query_params.update({"ckpt": "kim_trec_tiny", "data": "trec", "view": "Thresholds"})
-    at.switch_page(PAGE).run()
+    at = open_page(PAGE, params={"ckpt": "kim_trec_tiny", "data": "trec", "view": "Thresholds"}, timeout=180)
     assert "two-class tasks" in text_of(ok(at))
     assert len(at.get("plotly_chart")) == 1                         # the reliability diagram only

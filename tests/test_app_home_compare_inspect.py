@@ -15,8 +15,8 @@ from textcls.checkpoint import save_checkpoint
 from textcls.registry import get_entry
 from textcls.text import Tokenizer, TokenizerConfig
 
-REPO = Path(__file__).resolve().parents[1]
-APP = str(REPO / "app.py")
+from app_pages import REPO, open_page, page_text as all_text
+
 MODELS = ("kim_cnn", "act", "transformer", "hcan")
 CORPUS = ["the food was great and the staff were friendly .", "the service was slow ! i will not come back .",
           "a gripping , beautifully acted film .", "the plot is thin and the jokes fall flat ."]
@@ -47,26 +47,9 @@ def ckpt_dir(tmp_path_factory) -> tuple[Path, list[str]]:
 
 @pytest.fixture
 def app(ckpt_dir, monkeypatch):
-    from streamlit.testing.v1 import AppTest
-
     monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(ckpt_dir[0]))
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-
-    def make(page: str | None = None):
-        at = AppTest.from_file(APP, default_timeout=120)
-        at.run()
-        if page:
-            at.switch_page(page).run()
-        assert not at.exception, [e.value for e in at.exception]
-        return at
-    return make
-
-
-def all_text(at) -> str:
-    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [t.value for t in at.text]
-    for kind in ("success", "warning", "info", "error"):
-        parts += [x.value for x in getattr(at, kind)]
-    return "\n".join(parts)
+    return open_page
 
 
 def charts(at):
@@ -77,14 +60,8 @@ def charts(at):
 
 @pytest.mark.parametrize("page", [None, "pages/compare.py", "pages/inspect.py"])
 def test_no_checkpoint_says_how_to_make_one(page, tmp_path, monkeypatch):
-    from streamlit.testing.v1 import AppTest
-
     monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(tmp_path / "empty"))
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.run()
-    if page:
-        at.switch_page(page).run()
-    assert not at.exception
+    at = open_page(page, timeout=60)
     assert any("No trained checkpoint found" in w.value for w in at.warning)
     assert any("python -m textcls train" in c.value for c in at.code)
 
@@ -189,11 +166,8 @@ def verdicts(at) -> list[str]:
 
 
 def test_home_verdict_is_one_line_per_data_set(mixed_dir, monkeypatch):
-    from streamlit.testing.v1 import AppTest
-
     monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(mixed_dir))
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
+    at = open_page()
     at.text_input(key="home_text").input(SENTENCE)
     at.button[0].click().run()
     assert not at.exception
@@ -412,8 +386,6 @@ def test_broken_checkpoints_are_reported_not_raised(ckpt_dir, tmp_path, monkeypa
     import json
     import shutil
 
-    from streamlit.testing.v1 import AppTest
-
     root = tmp_path / "mixed"
     shutil.copytree(ckpt_dir[0] / "kim_cnn_tiny", root / "good")
     shutil.copytree(ckpt_dir[0] / "act_tiny", root / "stale")       # its config no longer fits its weights
@@ -423,9 +395,7 @@ def test_broken_checkpoints_are_reported_not_raised(ckpt_dir, tmp_path, monkeypa
     (root / "half").mkdir()                                          # not a checkpoint at all
     (root / "half" / "config.json").write_text("{")
     monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(root))
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
-    assert not at.exception
+    at = open_page()
     # validated in full before it is listed as usable (torch is loaded here): "stale" is reported, never offered
     assert sorted(at.dataframe[0].value["checkpoint"]) == ["good"]
     assert any("could not be read" in e.label for e in at.expander)

@@ -12,8 +12,8 @@ from textcls.checkpoint import save_checkpoint
 from textcls.models.relation import marker_overrides
 from textcls.text import Tokenizer, TokenizerConfig
 
-REPO = Path(__file__).resolve().parents[1]
-APP = str(REPO / "app.py")
+from app_pages import open_page, page_text as all_text
+
 CORPUS = ["the <e1>burst</e1> has been caused by water hammer <e2>pressure</e2> .",
           "a <e2>red wine</e2> was poured into the <e1>glass</e1> ."]
 LABELS = ["Cause-Effect(e1,e2)", "Cause-Effect(e2,e1)", "Other"]
@@ -34,26 +34,9 @@ def ckpt_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def app(ckpt_dir, monkeypatch):
-    from streamlit.testing.v1 import AppTest
-
     monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(ckpt_dir))
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-
-    def make(page: str | None = None):
-        at = AppTest.from_file(APP, default_timeout=120)
-        at.run()
-        if page:
-            at.switch_page(page).run()
-        assert not at.exception, [e.value for e in at.exception]
-        return at
-    return make
-
-
-def all_text(at) -> str:
-    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
-    for kind in ("success", "warning", "info", "error"):
-        parts += [x.value for x in getattr(at, kind)]
-    return "\n".join(parts)
+    return open_page
 
 
 def test_compare_explains_markers_and_marks_the_entities(app):

@@ -1,7 +1,6 @@
 """The Studies page (Streamlit AppTest): a study with one finished point shows it and its progress; Resume starts
 the background worker (progress says running), Stop ends it and the finished point is kept."""
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -9,8 +8,7 @@ from textcls.experiments import study_worker
 from textcls.experiments.study_defs import get_study
 from textcls.experiments.study_run import plan, run_study, running_study
 
-st_testing = pytest.importorskip("streamlit.testing.v1")
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
+from app_pages import open_page
 
 
 def _progress(at) -> str:
@@ -21,9 +19,7 @@ def test_studies_page_starts_shows_progress_and_stops():
     study = get_study("SMOKE")
     stop = threading.Event()
     run_study(study, "quick", stop_event=stop, on_run=lambda rec: stop.set())     # one of two points finished
-    at = st_testing.AppTest.from_file(APP, default_timeout=120)
-    at.run()
-    at.switch_page("pages/studies.py").run()
+    at = open_page("pages/studies.py")
     at.selectbox(key="study_name").set_value("SMOKE").run()
     assert not at.exception, [e.value for e in at.exception]
     assert _progress(at).startswith("1 of 2 runs finished")

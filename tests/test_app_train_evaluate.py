@@ -4,7 +4,6 @@ data-set views on tiny checkpoints."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +15,8 @@ from textcls.data import load_data
 from textcls.metrics import evaluate
 from textcls.pipeline import train_from_spec
 
-REPO = Path(__file__).resolve().parents[1]
+from app_pages import open_page
+
 RANDOM = "random"
 
 
@@ -37,11 +37,7 @@ def env(tmp_path, monkeypatch, bundled_data):
 
 
 def app(page: str) -> AppTest:
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
-    at.run()
-    at.switch_page(page).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page(page)
 
 
 def texts_of(elements) -> str:

@@ -52,8 +52,28 @@ sys.argv[0] = "streamlit"
 main()
 """
 
+# Installed in every page before its own scripts: counts the messages the app's websocket receives
+# (window.__wsIn) and when the last one came (window.__wsLast). A script run that starts and ends within one
+# browser task never shows its "running" state in the page (seen: about 1 run in 20 when the machine is busy),
+# but its messages are always counted.
+WS_COUNT_JS = """(() => {
+  const Native = window.WebSocket;
+  if (!Native || Native.__counted) return;
+  window.__wsIn = 0;
+  window.__wsLast = 0;
+  class Counted extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('message', () => { window.__wsIn += 1; window.__wsLast = Date.now(); });
+    }
+  }
+  Counted.__counted = true;
+  window.WebSocket = Counted;
+})();"""
+
 # Installed by mark_run before an action: window.__seen becomes true once a script run is seen (the
-# app's data-test-script-state leaves notRunning: the frontend sets rerunRequested as soon as a widget is used).
+# app's data-test-script-state leaves notRunning: the frontend sets rerunRequested as soon as a widget is used),
+# or once the server has sent a message since the mark.
 TRACK_JS = """() => {
   if (window.__obs) return;
   window.__seen = false;
@@ -68,11 +88,13 @@ TRACK_JS = """() => {
 }"""
 
 # True once the app is idle: its script is not running, no "running" status widget (one fading out counts as gone),
-# no stale element of the previous run, no skeleton of a lazily loaded element.
+# no stale element of the previous run, no skeleton of a lazily loaded element, no server message in the last
+# 300 ms.
 IDLE_JS = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
   const w = document.querySelector('[data-testid="stStatusWidget"]');
   return !!app && app.getAttribute('data-test-script-state') === 'notRunning'
+    && Date.now() - (window.__wsLast || 0) >= 300
     && !(w && !/StatusWidget-exit/.test(w.className))
     && !document.querySelector('[data-stale="true"], [data-testid="stSkeleton"], [data-testid="stAppSkeleton"]');
 }"""
@@ -84,7 +106,8 @@ def wait_idle(page, quiet_ms: int = 600, timeout_ms: int = 180_000, after_run: b
 
     try:
         page.wait_for_function(f"""() => {{
-            const idle = ({IDLE_JS})() && (!{str(after_run).lower()} || window.__seen === true);
+            const seen = window.__seen === true || (window.__wsIn || 0) > (window.__wsMark || 0);
+            const idle = ({IDLE_JS})() && (!{str(after_run).lower()} || seen);
             const now = Date.now();
             if (!idle) {{ window.__idle = null; return false; }}
             if (!window.__idle) window.__idle = now;
@@ -92,6 +115,7 @@ def wait_idle(page, quiet_ms: int = 600, timeout_ms: int = 180_000, after_run: b
         }}""", polling=50, timeout=timeout_ms)
     except PlaywrightTimeout:
         state = page.evaluate("""() => ({url: location.href, seen: window.__seen,
+            messages_since_mark: (window.__wsIn || 0) - (window.__wsMark || 0),
             state: (document.querySelector('[data-testid="stApp"]') || {getAttribute: () => null})
                      .getAttribute('data-test-script-state'),
             status: Array.from(document.querySelectorAll('[data-testid="stStatusWidget"]'), e => e.innerText),
@@ -104,7 +128,7 @@ def wait_idle(page, quiet_ms: int = 600, timeout_ms: int = 180_000, after_run: b
 def mark_run(page) -> None:
     """Before an action that must run the script: wait_idle(after_run=True) then waits for a run to be seen."""
     page.evaluate(TRACK_JS)
-    page.evaluate("() => { window.__seen = false; window.__idle = null; }")
+    page.evaluate("() => { window.__seen = false; window.__idle = null; window.__wsMark = window.__wsIn || 0; }")
 
 
 def inotify_watches(pid: int) -> int:
@@ -169,6 +193,7 @@ def session():
         browser = p.chromium.launch(executable_path=CHROMIUM,
                                     args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
         context = browser.new_context(viewport={"width": 1400, "height": 2400})
+        context.add_init_script(WS_COUNT_JS)
         requests: list[str] = []
         context.on("request", lambda r: requests.append(r.url))
         pg = context.new_page()
@@ -222,6 +247,7 @@ def test_every_page_renders_offline_without_an_exception(server, session):
         page.locator('[data-testid="stMainBlockContainer"] h1').first.wait_for()
         wait_idle(page)
         assert page.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True).count() == 1
+        assert page.evaluate("() => window.__wsIn") > 0                # the app's messages are counted (WS_COUNT_JS)
         if file.endswith("home.py"):                   # a typical click: classify a sentence with every checkpoint
             classify = page.get_by_role("button", name="Classify with every checkpoint")
             if classify.count():

@@ -15,8 +15,8 @@ from textcls.interpret import lab
 from textcls.registry import get_entry
 from textcls.text import Tokenizer, TokenizerConfig
 
-REPO = Path(__file__).resolve().parents[1]
-APP = str(REPO / "app.py")
+from app_pages import open_page, page_text
+
 MODELS = ("kim_cnn", "lama", "hcan", "agcnn")
 CORPUS = ["the acting is superb , but the plot is not very good .", "a gripping , beautifully acted film .",
           "the jokes fall flat and the story is dull .", "good", "not good", "very bad"]
@@ -36,23 +36,14 @@ def ckpt_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def run_page(ckpt_dir, monkeypatch):
-    from streamlit.testing.v1 import AppTest
-
     def make(page, root=ckpt_dir):
         monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(root))
-        at = AppTest.from_file(APP, default_timeout=180)
-        at.run()
-        at.switch_page(page).run()
-        assert not at.exception, [e.value for e in at.exception]
-        return at
+        return open_page(page, timeout=180)
     return make
 
 
 def texts(at) -> str:
-    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
-    for kind in ("success", "warning", "info", "error"):
-        parts += [x.value for x in getattr(at, kind)]
-    return "\n".join(parts).replace("\\", "")          # markdown escapes removed
+    return page_text(at, unescape=True)
 
 
 # ---------------------------------------------------------------- Attribute

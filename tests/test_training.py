@@ -44,7 +44,10 @@ def same_state(a, b):
     return all(torch.equal(a[k], b[k]) for k in a)
 
 
-def test_same_seed_gives_the_same_loss_sequence():
+def test_same_seed_gives_the_same_loss_sequence(monkeypatch):
+    # the same seed and the same thread count: `batch=auto` picks 1 or 2 threads by the machine's load, and the
+    # two summation orders differ in the last float bits (seen: 0.7406769 vs 0.7406770 with another suite beside)
+    monkeypatch.setenv("TEXTCLS_THREADS", "batch=1")
     cfg = TrainConfig(epochs=2, batch_size=16, seed=3, device="cpu")
     h1 = fit(kim(), TRAIN, DEV, cfg)
     h2 = fit(kim(), TRAIN, DEV, cfg)

@@ -1,0 +1,33 @@
+"""AppTest helpers shared by the page tests: open the app on a page the way a user gets there (app.py's navigation
+first), and everything a page says as one string. The checkpoint and data folders come from the environment each
+test file sets (TEXTCLS_CHECKPOINTS, TEXTCLS_DATA, ...)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+REPO = Path(__file__).resolve().parents[1]
+APP = str(REPO / "app.py")
+
+
+def open_page(page: str | None = None, *, params: dict | None = None, timeout: float = 120) -> AppTest:
+    """The app run once, then switched to `page` (None: Home) with the URL's query `params`; it must show no
+    exception."""
+    at = AppTest.from_file(APP, default_timeout=timeout)
+    at.run()
+    if params:
+        at.query_params.update(params)
+    if page:
+        at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def page_text(at: AppTest, *, unescape: bool = False) -> str:
+    """Markdown, captions, text and every message on the page, one per line; `unescape` drops markdown escapes."""
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [t.value for t in at.text]
+    for kind in ("success", "warning", "info", "error"):
+        parts += [x.value for x in getattr(at, kind)]
+    text = "\n".join(parts)
+    return text.replace("\\", "") if unescape else text
