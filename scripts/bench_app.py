@@ -54,20 +54,40 @@ COMPARE_SENTENCE = "the soundtrack is lovely but the story drags on and on ."
 ATTRIBUTE_SENTENCE = "a warm , funny and surprisingly moving little film ."
 ATTRIBUTE_METHODS = 4      # own attention, integrated gradients, gradient x input, occlusion (the page's default)
 
+# Installed in every page before its own scripts: counts the messages the app's websocket receives
+# (window.__wsIn) and when the last one came (window.__wsLast). A script run that starts and ends within one
+# browser task never shows its "running" state in the page (seen: 1 submit in 20 with eight tabs on two cores),
+# but its messages are always counted.
+WS_COUNT_JS = """(() => {
+  const Native = window.WebSocket;
+  if (!Native || Native.__counted) return;
+  window.__wsIn = 0;
+  window.__wsLast = 0;
+  class Counted extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('message', () => { window.__wsIn += 1; window.__wsLast = Date.now(); });
+    }
+  }
+  Counted.__counted = true;
+  window.WebSocket = Counted;
+})();"""
+
 # Installed before an action (checks every 50 ms; predicates read textContent, which needs no layout): keeps
 # window.__tr.since = the time (ms since the epoch) from which the app has been
-# idle and PRED holds (null while not), and window.__tr.seen = whether a script run was seen since.
+# idle and PRED holds (null while not), and window.__tr.seen = whether a script run was seen since (its state
+# in the page, or a message of the server counted by WS_COUNT_JS).
 TRACK_JS = """() => {
   if (window.__tr) { window.__tr.obs.disconnect(); clearInterval(window.__tr.iv); }
   const pred = PRED, requireRun = REQUIRE_RUN;
-  const t = {seen: false, since: null};
+  const t = {seen: false, since: null, mark: window.__wsIn || 0};
   const running = () => {
     const app = document.querySelector('[data-testid="stApp"]');
     const state = app ? app.getAttribute('data-test-script-state') : 'initial';
     const w = document.querySelector('[data-testid="stStatusWidget"]');
     const busy = state !== 'notRunning' || (w && !/StatusWidget-exit/.test(w.className))
       || !!document.querySelector('[data-stale="true"]');
-    if (busy && state !== 'initial') t.seen = true;
+    if ((busy && state !== 'initial') || (window.__wsIn || 0) > t.mark) t.seen = true;
     return busy || !!document.querySelector('[data-testid="stSkeleton"], [data-testid="stAppSkeleton"]')
       || Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"]'))
            .some(e => !e.querySelector('.main-svg'));
@@ -79,12 +99,7 @@ TRACK_JS = """() => {
     if (!ok) { t.since = null; return; }
     if (t.since === null) t.since = Date.now();
   };
-  // A run that starts and ends within one task (a fast server, messages arriving together) never shows
-  // 'running' to a check; the attribute's mutation records still say it changed, so they count as a run seen.
-  t.obs = new MutationObserver((records) => {
-    if (records.some(r => r.attributeName === 'data-test-script-state')) t.seen = true;
-    if (running()) t.since = null;
-  });
+  t.obs = new MutationObserver(() => { if (running()) t.since = null; });
   t.obs.observe(document.documentElement, {subtree: true, childList: true, attributes: true,
                                            attributeFilter: ['data-test-script-state', 'data-stale']});
   t.iv = setInterval(check, 50);   // 50 ms: finer would cost the measured page CPU (8 pages share 2 cores)
@@ -320,6 +335,7 @@ def run(args) -> dict:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             context = browser.new_context(viewport={"width": 1400, "height": 1800})
+            context.add_init_script(WS_COUNT_JS)
             context.on("request", lambda r: requests.append(r.url))
             page = context.new_page()
             page.set_default_timeout(args.timeout * 1000)

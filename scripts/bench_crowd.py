@@ -34,8 +34,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_app import (CHROMIUM, CHROMIUM_ARGS, FIGURE_PRED, HOME_PRED, MAIN, TRACK_JS, BusyLoad,  # noqa: E402
-                       fresh_env, free_port, start_server, stop, wait_healthy)
+from bench_app import (CHROMIUM, CHROMIUM_ARGS, FIGURE_PRED, HOME_PRED, MAIN, TRACK_JS, WS_COUNT_JS,  # noqa: E402
+                       BusyLoad, fresh_env, free_port, start_server, stop, wait_healthy)
 
 # What the figures of the main area show: their text (titles, tick labels, HTML) and the images' addresses.
 FIGURE_SIGNATURE = (f"() => Array.from(document.querySelectorAll('{MAIN} .js-plotly-plot, "
@@ -142,6 +142,7 @@ class User:
 
     async def open(self, stem: str) -> None:
         self.ctx = await self.browser.new_context(viewport={"width": 1400, "height": 1600})
+        await self.ctx.add_init_script(WS_COUNT_JS)
         self.page = await self.ctx.new_page()
         self.frames, self.last_frame = {"sent": 0, "received": 0}, 0.0
 

@@ -24,7 +24,7 @@ import pytest
 from test_app_home_compare_inspect import build_checkpoints
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from bench_app import CHROMIUM, LOCAL_HOSTS, app_pages, free_port  # noqa: E402  (the benchmark's helpers)
+from bench_app import CHROMIUM, LOCAL_HOSTS, WS_COUNT_JS, app_pages, free_port  # noqa: E402  (the benchmark's helpers)
 
 REPO = Path(__file__).resolve().parents[1]
 SENTENCE = "the food was great but the service was slow ."
@@ -51,25 +51,6 @@ from streamlit.web.cli import main
 sys.argv[0] = "streamlit"
 main()
 """
-
-# Installed in every page before its own scripts: counts the messages the app's websocket receives
-# (window.__wsIn) and when the last one came (window.__wsLast). A script run that starts and ends within one
-# browser task never shows its "running" state in the page (seen: about 1 run in 20 when the machine is busy),
-# but its messages are always counted.
-WS_COUNT_JS = """(() => {
-  const Native = window.WebSocket;
-  if (!Native || Native.__counted) return;
-  window.__wsIn = 0;
-  window.__wsLast = 0;
-  class Counted extends Native {
-    constructor(...args) {
-      super(...args);
-      this.addEventListener('message', () => { window.__wsIn += 1; window.__wsLast = Date.now(); });
-    }
-  }
-  Counted.__counted = true;
-  window.WebSocket = Counted;
-})();"""
 
 # Installed by mark_run before an action: window.__seen becomes true once a script run is seen (the
 # app's data-test-script-state leaves notRunning: the frontend sets rerunRequested as soon as a widget is used),
