@@ -70,3 +70,24 @@ def test_dashboard_helpers_do_not_import_torch():
         assert viz.MapSpec.__name__ == "MapSpec"   # still reachable; importing it brings torch
         assert "torch" in sys.modules
         """)
+
+
+def test_the_app_warm_up_imports_what_the_first_model_page_needs():
+    """The app's warm-up thread (started after Home is drawn) imports what the first page that runs models would
+    otherwise import while the person waits: validating every checkpoint in full and predicting with one imports
+    no new module afterwards (torch._dynamo, imported by the meta device's first operation, included)."""
+    out = run_python(f"""
+        import sys
+        from pages.common import cache
+        cache.WARM_UP_DELAY = 0
+        cache.warm_up().join()
+        before = set(sys.modules)
+        from textcls.checkpoint import list_checkpoints, load_checkpoint
+        infos = list_checkpoints({str(CHECKPOINTS)!r}, deep=True)
+        sst2 = next(i for i in infos if i.data == "sst2")
+        load_checkpoint(sst2.path).predict(["a good film"], return_maps=True)
+        new = sorted(m for m in set(sys.modules) - before if m.split(".")[0] in ("torch", "sympy", "captum"))
+        print(len(infos), new)
+        """)
+    n, new = out.split(" ", 1)
+    assert int(n) > 0 and new.strip() == "[]", new
