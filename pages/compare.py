@@ -23,10 +23,8 @@ st.caption("Every selected checkpoint on the same input: what each predicts, how
 
 valid = w.require_checkpoints()
 by_name = {i.name: i for i in valid}
-# Models are compared on one task at a time by default: the data set with the most shipped checkpoints (a model the
-# user trains on another task does not change what the example sentence is sent to), then the most checkpoints.
-tasks = sorted({i.data for i in valid}, key=lambda d: (-sum(i.data == d and i.shipped for i in valid),
-                                                       -sum(i.data == d for i in valid), d))
+# Models are compared on one task at a time, by default the main one (w.tasks)
+tasks = w.tasks(valid)
 task = st.segmented_control("Task", tasks + ["all"], default=tasks[0] if tasks else "all", key="cmp_task",
                             help="Checkpoints trained on the same data set share their labels.") or "all"
 shown = [n for n, i in by_name.items() if task == "all" or i.data == task]

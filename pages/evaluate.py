@@ -40,13 +40,7 @@ def data_spec(info) -> str:
     return str(d or info.data or "")
 
 
-def default_checkpoints() -> list[str]:
-    first = valid[0]
-    same = [i.name for i in valid if data_spec(i) == data_spec(first)]
-    return same[:3]
-
-
-chosen = st.multiselect("Checkpoints", names, default=default_checkpoints(), key="eval_ckpts",
+chosen = st.multiselect("Checkpoints", names, default=w.main_task_checkpoints(valid)[:3], key="eval_ckpts",
                         format_func=lambda n: w.ckpt_label(by_name[n]))
 if not chosen:
     st.info("Pick at least one checkpoint.", icon=":material/checklist:")

@@ -42,7 +42,7 @@ urlstate.restore(PAGE, {"ckpt": "exp_ckpts", "data": "exp_data", "split": "exp_s
                         "slice": "exp_slice", "text": "exp_text"},
                  lists=("ckpt",), options={"ckpt": names, "data": bundled, "view": VIEWS})
 
-first_data = next((i.data for i in valid if i.data in bundled), bundled[0] if bundled else None)
+first_data = next((d for d in w.tasks(valid) if d in bundled), bundled[0] if bundled else None)   # the main task
 default_ckpts = [n for n in names if by_name[n].data == first_data][:2] or names[:2]
 st.session_state.setdefault("exp_ckpts", default_ckpts)
 st.session_state.setdefault("exp_view", "Slices")

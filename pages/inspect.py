@@ -34,7 +34,8 @@ if urlstate.restore("inspect", {"ckpt": "insp_ckpt", "text": "insp_text"}, optio
             st.session_state["insp_ckpt2"] = linked[1]
 
 c1, c2 = st.columns([3, 2])
-first = c1.selectbox("Checkpoint", names, key="insp_ckpt", format_func=lambda n: w.ckpt_label(by_name[n]))
+first = c1.selectbox("Checkpoint", names, index=names.index(w.main_task_checkpoints(valid)[0]), key="insp_ckpt",
+                     format_func=lambda n: w.ckpt_label(by_name[n]))
 two = c2.toggle("Side by side with a second checkpoint", value=False, key="insp_two",
                 disabled=len(names) < 2, help="Needs at least two checkpoints.")
 slots = [first]

@@ -161,6 +161,20 @@ def mixed_dir(ckpt_dir, tmp_path_factory) -> Path:
     return root
 
 
+def test_inspect_and_evaluate_open_on_the_main_task_as_compare_does(mixed_dir, tmp_path, monkeypatch):
+    """The first checkpoint in the listing ('a_qa') is not of the main task ('tiny': the most checkpoints); Compare
+    opens on that task, and Inspect and Evaluate open on its checkpoints, not on whatever sorts first."""
+    import shutil
+
+    for name in ("kim_cnn_tiny", "act_tiny"):
+        shutil.copytree(mixed_dir / name, tmp_path / name)
+    shutil.copytree(mixed_dir / "kim_cnn_qa", tmp_path / "a_qa")
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(tmp_path))
+    assert open_page("pages/compare.py").get("button_group")[0].value == "tiny"
+    assert open_page("pages/inspect.py").selectbox(key="insp_ckpt").value == "act_tiny"
+    assert open_page("pages/evaluate.py").multiselect(key="eval_ckpts").value == ["act_tiny", "kim_cnn_tiny"]
+
+
 def verdicts(at) -> list[str]:
     return [x.value for x in at.success] + [x.value for x in at.warning if x.value.startswith("**")]
 

@@ -50,6 +50,20 @@ def ckpt_label(info: CheckpointInfo) -> str:
 
 # ---------------------------------------------------------------- checkpoints
 
+def tasks(valid: Sequence[CheckpointInfo]) -> list[str]:
+    """The data sets of the checkpoints, the main task first: the one with the most shipped checkpoints (a model
+    the user trains on another task does not change what the pages open on), then the most checkpoints, then by
+    name. Compare opens on the first; Inspect and Evaluate open on its checkpoints."""
+    return sorted({i.data for i in valid}, key=lambda d: (-sum(i.data == d and i.shipped for i in valid),
+                                                          -sum(i.data == d for i in valid), str(d)))
+
+
+def main_task_checkpoints(valid: Sequence[CheckpointInfo]) -> list[str]:
+    """The names of the checkpoints of the main task (`tasks`), in listing order."""
+    top = tasks(valid)[0] if valid else None
+    return [i.name for i in valid if i.data == top]
+
+
 def no_checkpoints_message(invalid: Sequence[CheckpointInfo] = ()) -> None:
     where = " or ".join(f"`{md_escape(r)}`" for r in cache.checkpoint_roots())
     st.warning(f"No trained checkpoint found in {where}. The app shows models you have trained; "
