@@ -53,7 +53,7 @@ def ckpt_label(info: CheckpointInfo) -> str:
 def tasks(valid: Sequence[CheckpointInfo]) -> list[str]:
     """The data sets of the checkpoints, the main task first: the one with the most shipped checkpoints (a model
     the user trains on another task does not change what the pages open on), then the most checkpoints, then by
-    name. Compare opens on the first; Inspect and Evaluate open on its checkpoints."""
+    name. Compare opens on the first; Inspect, Evaluate and Explore open on its checkpoints."""
     return sorted({i.data for i in valid}, key=lambda d: (-sum(i.data == d and i.shipped for i in valid),
                                                           -sum(i.data == d for i in valid), str(d)))
 
