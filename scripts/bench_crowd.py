@@ -144,19 +144,6 @@ class User:
         self.ctx = await self.browser.new_context(viewport={"width": 1400, "height": 1600})
         await self.ctx.add_init_script(WS_COUNT_JS)
         self.page = await self.ctx.new_page()
-        self.frames, self.last_frame = {"sent": 0, "received": 0}, 0.0
-
-        def sent(_) -> None:
-            self.frames["sent"] += 1
-
-        def received(_) -> None:
-            self.frames["received"] += 1
-            self.last_frame = time.time()
-
-        def on_ws(ws) -> None:
-            ws.on("framesent", sent)
-            ws.on("framereceived", received)
-        self.page.on("websocket", on_ws)
         self.page.set_default_timeout(self.timeout * 1000)
         await self.page.goto(f"{self.url}/{stem}", wait_until="domcontentloaded")
         await self.track(HOME_PRED.replace("stDataFrame", "stElementContainer"), require_run=False)
@@ -181,7 +168,6 @@ class User:
                          f"Array.from(document.querySelectorAll('{MAIN} [data-testid=\"stHtml\"]'))"
                          f".some(e => e.textContent.includes({mark}))", require_run=False)
         t = time.time()
-        self.at_click = dict(self.frames)
         await self.page.get_by_role("button", name="Compare", exact=True).first.click()
         return await self.finished(t)
 
@@ -200,16 +186,16 @@ class User:
         before = json.dumps(await pg.evaluate(FIGURE_SIGNATURE))
         await self.track(f"() => ({FIGURE_PRED})() && ({FIGURE_SIGNATURE})() !== {before}", require_run=False)
         t = time.time()
-        self.at_click = dict(self.frames)
         await options.nth(pick).click()
         return await self.finished(t)
 
     async def finished(self, t: float) -> float:
         """Seconds from `t` (the click) until the answer is shown; `self.answered`: until the server's last message
-        of it reached the browser (the server's share, without the browser's drawing)."""
+        of it reached the page (the server's share, without the browser's drawing; WS_COUNT_JS counts the messages
+        since track() marked them, just before the click)."""
         shown = await self.done() - t
-        self.answered = max(0.0, self.last_frame - t) if self.frames["received"] > self.at_click["received"] \
-            else float("nan")
+        n, last = await self.page.evaluate("() => [(window.__wsIn || 0) - window.__tr.mark, window.__wsLast || 0]")
+        self.answered = max(0.0, last / 1000 - t) if n > 0 else float("nan")
         return shown
 
     async def start_training(self, epochs: int) -> None:
@@ -239,11 +225,11 @@ class User:
             state = await self.page.evaluate(
                 "() => { const a = document.querySelector('[data-testid=\"stApp\"]');"
                 " return JSON.stringify({state: a ? a.getAttribute('data-test-script-state') : 'no app',"
-                " seen: window.__tr && window.__tr.seen, since: window.__tr && window.__tr.since}); }")
+                " seen: window.__tr && window.__tr.seen, since: window.__tr && window.__tr.since,"
+                " messages_since_click: (window.__wsIn || 0) - (window.__tr ? window.__tr.mark : 0)}); }")
         except Exception as e:  # noqa: BLE001 - the page may be gone
             return f"(no screenshot: {type(e).__name__})"
-        since = {k: v - getattr(self, "at_click", {}).get(k, 0) for k, v in self.frames.items()}
-        return f"(script state {state}; websocket frames since the click {since}; screenshot {path})"
+        return f"(script state {state}; screenshot {path})"
 
     async def close(self) -> None:
         await self.ctx.close()

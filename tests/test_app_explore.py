@@ -35,7 +35,7 @@ def explore(ckpts, monkeypatch, bundled_data):
 
 def text_of(at: AppTest) -> str:
     """Everything the page says, markdown escapes removed."""
-    return all_text(at).replace("\\", "")
+    return all_text(at, unescape=True)
 
 
 def ok(at: AppTest) -> AppTest:
