@@ -20,7 +20,7 @@ import streamlit as st
 
 from pages.common import cache, inside_app
 from pages.common import widgets as w
-from textcls.relation import EntitySpanError
+from textcls.data.relation import EntitySpanError
 
 inside_app(__file__)
 
@@ -273,7 +273,7 @@ def faithfulness(row: Row, expl: dict, prog: w.Progress):
 def slice_panel(results) -> None:
     """Faithfulness over a whole data split, batched across texts (textcls.interpret.batched): a progress bar,
     a Stop button (the run keeps what it has done and can go on), and the table with bootstrap intervals."""
-    from textcls.data import list_datasets
+    from textcls.data.datasets import list_datasets
     sets = list_datasets()
     if not sets:
         st.info("No bundled data set found (set TEXTCLS_DATA).")
@@ -288,7 +288,7 @@ def slice_panel(results) -> None:
         s_split = c3.selectbox("Split", ["test", "dev", "train"], key="attr_slice_split", persist_state="page")
         s_n = c4.number_input("Texts (0 = the whole split)", 0, 1_000_000, 0, step=50, key="attr_slice_n",
                               persist_state="page")
-        from textcls import slices as sl
+        from textcls.analysis import slices as sl
         saved = {f"{d} · {x.name}": (d, x) for d in sets for x in sl.load_slices(d)}
         s_from = st.selectbox("Texts from", ["the data set and split above"] + list(saved),
                               key="attr_slice_from", help="Or a slice saved on the Explore page (its data set and "

@@ -13,7 +13,7 @@ import streamlit as st
 
 from pages.common import cache, inside_app, widgets as w
 from textcls import viz
-from textcls.metrics import agreement, agreement_rows
+from textcls.analysis.metrics import agreement, agreement_rows
 
 inside_app(__file__)
 

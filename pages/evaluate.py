@@ -11,12 +11,12 @@ import pandas as pd
 import streamlit as st
 
 from pages.common import cache, inside_app, widgets as w
-from textcls import corpus_views as cv
-from textcls import data as tdata
-from textcls import slices as sl
+from textcls.analysis import corpus_views as cv
+from textcls.data import datasets as tdata
+from textcls.analysis import slices as sl
 from textcls import viz
 from textcls.checkpoint import CheckpointError, load_history
-from textcls.metrics import agreement_rows, classification_report, default_ignore_label
+from textcls.analysis.metrics import agreement_rows, classification_report, default_ignore_label
 
 inside_app(__file__)
 

@@ -3,7 +3,7 @@ projector (two to four models side by side; select points to make a slice, open 
 nearest training texts in each model's space, generated counterfactuals with flip rates, and thresholds and
 calibration (ROC / PR with AUC, reliability and ECE). Checkpoints, data, view, slice and text live in the URL.
 
-Every number comes from the library (textcls.slices, representations, counterfactuals, calibration, viz.dataset)
+Every number comes from the library (textcls.analysis.slices, representations, counterfactuals, calibration, viz.dataset)
 through the cached wrappers of pages.common.cache; this page only lays it out.
 """
 from __future__ import annotations
@@ -14,9 +14,9 @@ import streamlit as st
 
 from pages.common import cache, inside_app, urlstate
 from pages.common import widgets as w
-from textcls import calibration as cal
-from textcls import data as tdata
-from textcls import slices as sl
+from textcls.analysis import calibration as cal
+from textcls.data import datasets as tdata
+from textcls.analysis import slices as sl
 from textcls import viz
 
 inside_app(__file__)
@@ -226,7 +226,7 @@ if view == "Slices":
 
 # ---------------------------------------------------------------- Projector
 elif view == "Projector":
-    from textcls import representations as rp
+    from textcls.analysis import representations as rp
     if not len(rows):
         empty_slice()
         st.stop()
@@ -308,7 +308,7 @@ elif view == "Projector":
 
 # ---------------------------------------------------------------- Neighbours
 elif view == "Neighbours":
-    from textcls import representations as rp
+    from textcls.analysis import representations as rp
     text = w.clean_text(st.text_input("Text", value=SENTENCE, key="exp_text"))
     if text is None:
         st.stop()
@@ -341,7 +341,7 @@ elif view == "Neighbours":
 
 # ---------------------------------------------------------------- Counterfactuals
 elif view == "Counterfactuals":
-    from textcls import counterfactuals as cf
+    from textcls.analysis import counterfactuals as cf
     src = st.radio("Edit", ["one text", "the rows of the slice"], horizontal=True, key="exp_cf_src")
     if src == "one text":
         text = w.clean_text(st.text_input("Text", value=SENTENCE, key="exp_text"))

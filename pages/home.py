@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.common import cache, inside_app, widgets as w
-from textcls.metrics import agreement
+from textcls.analysis.metrics import agreement
 
 inside_app(__file__)
 

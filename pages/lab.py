@@ -13,7 +13,7 @@ from textcls.viz import explanations as F
 from textcls.interpret import lab
 from textcls.interpret import Source, as_source
 from textcls.models.layers import ACTIVATIONS
-from textcls.text import Tokenizer, TokenizerConfig
+from textcls.data.text import Tokenizer, TokenizerConfig
 
 inside_app(__file__)
 

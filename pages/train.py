@@ -1,6 +1,6 @@
 """Train: pick data, a model and its hyper-parameters, and train it in the background with live curves.
 
-The run is a `textcls.jobs` job (a worker thread, never this script's thread); this session keeps only
+The run is a `textcls.train.jobs` job (a worker thread, never this script's thread); this session keeps only
 the job ids (st.session_state["train_jobs"]), and a fragment polls the job's state every 2 seconds while it runs.
 When a run ends its checkpoint is in the checkpoint folder and the cached listing is refreshed, so it shows on
 every page at once.
@@ -15,14 +15,14 @@ import streamlit as st
 
 import textcls
 from pages.common import cache, inside_app, widgets as w
-from textcls import data as tdata
+from textcls.data import datasets as tdata
 from textcls import viz
-from textcls.training import OPTIMIZERS, PAPER_TRAINING, TrainConfig
-from textcls.forms import changed_overrides, config_fields, size_problems
-from textcls.jobs import FINISHED, JobError
-from textcls.limits import LimitError, current as current_limits
-from textcls.registry import make_config
-from textcls.sizing import check_parameters, count_parameters
+from textcls.train.fit import OPTIMIZERS, PAPER_TRAINING, TrainConfig
+from textcls.train.forms import changed_overrides, config_fields, size_problems
+from textcls.train.jobs import FINISHED, JobError
+from textcls.runtime.limits import LimitError, current as current_limits
+from textcls.models.registry import make_config
+from textcls.runtime.sizing import check_parameters, count_parameters
 
 inside_app(__file__)
 

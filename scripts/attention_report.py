@@ -3,7 +3,7 @@
 
 For every shipped checkpoint with an attention view (ACT-T4, TR-ATT, HCAN-F4, LAMA-HT), the first --n test texts
 of the data set it was trained on go through the model, the view is built exactly as Inspect draws it, and the
-concentration its caption states (textcls.concentration: normalised entropy, 1 = uniform; peak = largest weight
+concentration its caption states (textcls.interpret.concentration: normalised entropy, 1 = uniform; peak = largest weight
 over the uniform weight; both the median over heads or query rows where the view has several) is collected.
 The table gives the median over texts, and the share of texts whose verdict is "nearly uniform". HCAN's sentence
 attention is reported over multi-sentence texts only (a one-sentence text's sentence weight is 1 by definition).
@@ -22,8 +22,8 @@ sys.path.insert(0, str(REPO))
 
 from textcls import viz  # noqa: E402
 from textcls.checkpoint import list_checkpoints, load_checkpoint  # noqa: E402
-from textcls.concentration import BANDS  # noqa: E402
-from textcls.data import load_data  # noqa: E402
+from textcls.interpret.concentration import BANDS  # noqa: E402
+from textcls.data.datasets import load_data  # noqa: E402
 
 VIEWS = {"act": ("ACT-T4",), "transformer": ("TR-ATT", "ACT-T4"), "hcan": ("HCAN-F4",), "can": ("HCAN-F4",),
          "lama": ("LAMA-HT",)}

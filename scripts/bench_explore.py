@@ -21,10 +21,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from textcls import counterfactuals as cf  # noqa: E402
-from textcls import representations as rp  # noqa: E402
+from textcls.analysis import counterfactuals as cf  # noqa: E402
+from textcls.analysis import representations as rp  # noqa: E402
 from textcls.checkpoint import load_checkpoint  # noqa: E402
-from textcls.data import load_data  # noqa: E402
+from textcls.data.datasets import load_data  # noqa: E402
 
 RULES = "good -> bad, great -> awful, best -> worst, funny -> boring"
 MODELS = ("act", "agcnn", "hcan", "kim_cnn", "lama", "transformer")

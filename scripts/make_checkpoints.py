@@ -26,9 +26,9 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 from textcls.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
-from textcls.data import load_data  # noqa: E402
-from textcls.metrics import evaluate  # noqa: E402
-from textcls.pipeline import train_from_spec  # noqa: E402
+from textcls.data.datasets import load_data  # noqa: E402
+from textcls.analysis.metrics import evaluate  # noqa: E402
+from textcls.train.pipeline import train_from_spec  # noqa: E402
 
 DATASETS = ("sst2", "trec")           # the default; "imdb" on request (--only imdb)
 SIX = ("kim_cnn", "agcnn", "act", "transformer", "hcan", "lama")

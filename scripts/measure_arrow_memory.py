@@ -64,19 +64,19 @@ def run_path(kind: str, path: Path, num_proc: int, cache: str) -> dict:
     sys.path.insert(0, str(REPO))
     anon = AnonPeak()
     t0 = time.perf_counter()
-    from textcls.text import TokenizerConfig
+    from textcls.data.text import TokenizerConfig
     cfg = TokenizerConfig(max_len=400)
     if kind == "memory":
-        from textcls.batching import encode_split, make_batches
-        from textcls.data import load_data
-        from textcls.text import Tokenizer
+        from textcls.data.batching import encode_split, make_batches
+        from textcls.data.datasets import load_data
+        from textcls.data.text import Tokenizer
         b = load_data(str(path))
         tok = Tokenizer.build(b.splits["train"].texts, cfg)
         enc = encode_split(tok, b.splits["train"])
         n = len(enc)
     else:
-        from textcls.arrow_data import build_tokenizer, encode_arrow, load_arrow
-        from textcls.batching import make_batches
+        from textcls.data.arrow import build_tokenizer, encode_arrow, load_arrow
+        from textcls.data.batching import make_batches
         b = load_arrow(str(path), cache_dir=cache)
         tok = build_tokenizer(b.splits["train"], cfg)
         enc = encode_arrow(tok, b.splits["train"], num_proc=num_proc, cache_dir=cache)

@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from textcls.files import atomic_write  # noqa: E402  (after the path set-up)
+from textcls.runtime.files import atomic_write  # noqa: E402  (after the path set-up)
 
 BASE_TRAIN = {"optimizer": "adam", "lr": 1e-3, "batch_size": 50, "patience": 3}
 
@@ -51,7 +51,7 @@ MODEL_KEYS = {"n_filters", "dropout", "windows", "activation", "embedding_mode"}
 
 
 def run(model: str, data: str, name: str, seed: int, data_root: str, emb_mode: str, activation: str | None):
-    from textcls.pipeline import train_from_spec
+    from textcls.train.pipeline import train_from_spec
 
     kw = dict(CONFIGS[name][1])
     epochs = kw.pop("epochs", 10)

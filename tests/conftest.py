@@ -34,7 +34,7 @@ def _user_home(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def bundled_data() -> Path:
     """The data embedded in the package (sst2, sst2_phrases, trec): present in every clone."""
-    from textcls.paths import BUNDLED_DATA
+    from textcls.runtime.paths import BUNDLED_DATA
     assert (BUNDLED_DATA / "sst2" / "dataset.json").is_file(), f"embedded data missing at {BUNDLED_DATA}"
     return BUNDLED_DATA
 

@@ -7,8 +7,8 @@ import torch.nn as nn
 
 from textcls.models.base import BaseConfig, TextClassifier
 from textcls.models.layers import WordEmbedding, masked_softmax, rezero
-from textcls.outputs import MapSpec
-from textcls.text import PAD, UNK, Tokenizer, TokenizerConfig, Vocab
+from textcls.models.outputs import MapSpec
+from textcls.data.text import PAD, UNK, Tokenizer, TokenizerConfig, Vocab
 
 # word ids: 0 pad, 1 unk, then these
 WORDS = [PAD, UNK, "good", "bad", "the", "movie", "very", "not", "a", "plot"]

@@ -9,8 +9,8 @@ import textcls
 from textcls.models.act import ACT
 from textcls.models.layers import CenterLoss, GlobalAttention, masked_softmax
 from textcls.models.transformer import Transformer
-from textcls.registry import make_config
-from textcls.outputs import ClassifierOutput
+from textcls.models.registry import make_config
+from textcls.models.outputs import ClassifierOutput
 
 VOCAB, LABELS = 50, 3
 

@@ -92,7 +92,7 @@ def test_stored_checkpoint_timings_name_checkpoints_saved_since(monkeypatch, sto
 
     import textcls
     from textcls.checkpoint import save_checkpoint
-    from textcls.text import Tokenizer, TokenizerConfig
+    from textcls.data.text import Tokenizer, TokenizerConfig
 
     tok = Tokenizer.build(["good film", "bad film"], TokenizerConfig())
     torch.manual_seed(0)

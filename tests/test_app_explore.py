@@ -108,7 +108,7 @@ def test_projector_neighbours_counterfactuals_and_thresholds_draw(explore, ckpts
 
 
 def test_a_saved_slice_is_reused_on_evaluate(explore, ckpts):
-    from textcls import slices as sl
+    from textcls.analysis import slices as sl
     sl.save_slice("sst2", sl.Slice("short", "length", [1, 5]))
     at = explore({"ckpt": ckpts[1][0], "data": "sst2", "view": "Slices"})
     assert "short" in at.selectbox(key="exp_slice").options[-1]             # listed on Explore
@@ -116,7 +116,7 @@ def test_a_saved_slice_is_reused_on_evaluate(explore, ckpts):
     at.selectbox(key="eval_data").set_value("sst2").run()
     ok(at).selectbox(key="eval_slice").set_value("short").run()
     n = int((ok(at).dataframe[0].value["examples"]).iloc[0])
-    from textcls.data import load_data
+    from textcls.data.datasets import load_data
     assert n == sum(1 for t in load_data("sst2").splits["test"].texts if 1 <= len(t.split()) <= 5)
 
 
@@ -135,8 +135,8 @@ def test_a_six_class_task_gets_a_reliability_diagram_and_no_roc(tmp_path, monkey
 
     import textcls
     from textcls.checkpoint import save_checkpoint
-    from textcls.data import load_data
-    from textcls.text import Tokenizer, TokenizerConfig
+    from textcls.data.datasets import load_data
+    from textcls.data.text import Tokenizer, TokenizerConfig
     trec = load_data("trec")
     tok = Tokenizer.build(trec.splits["train"].texts[:200], TokenizerConfig())
     torch.manual_seed(0)

@@ -12,8 +12,8 @@ import torch
 
 import textcls
 from textcls.checkpoint import save_checkpoint
-from textcls.registry import get_entry
-from textcls.text import Tokenizer, TokenizerConfig
+from textcls.models.registry import get_entry
+from textcls.data.text import Tokenizer, TokenizerConfig
 
 from app_pages import REPO, open_page, page_text as all_text
 
@@ -313,7 +313,7 @@ def test_inspect_loads_plotly_code_ahead_only_when_it_drew_no_plotly_chart(app):
 
 
 def test_inspect_example_review_fills_the_text_and_is_drawn(app):
-    from textcls.data import load_data
+    from textcls.data.datasets import load_data
     at = app("pages/inspect.py")
     box = at.selectbox(key="insp_text_example")
     reviews = [o for o in box.options if o.startswith("IMDB review")]

@@ -10,7 +10,7 @@ import torch
 import textcls
 from textcls.checkpoint import save_checkpoint
 from textcls.models.relation import marker_overrides
-from textcls.text import Tokenizer, TokenizerConfig
+from textcls.data.text import Tokenizer, TokenizerConfig
 
 from app_pages import open_page, page_text as all_text
 

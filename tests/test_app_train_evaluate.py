@@ -11,9 +11,9 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from textcls.checkpoint import load_checkpoint
-from textcls.data import load_data
-from textcls.metrics import evaluate
-from textcls.pipeline import train_from_spec
+from textcls.data.datasets import load_data
+from textcls.analysis.metrics import evaluate
+from textcls.train.pipeline import train_from_spec
 
 from app_pages import open_page
 

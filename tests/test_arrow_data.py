@@ -1,4 +1,4 @@
-"""The memory-mapped path for big data (textcls/arrow_data.py), on a generated local CSV (no network): the same
+"""The memory-mapped path for big data (textcls/data/arrow.py), on a generated local CSV (no network): the same
 splits, vocabulary and token ids as the in-memory path, a tokenisation cache on disk that a second run reads
 back, a training run through it, and the hub failing offline with one clear error."""
 from __future__ import annotations
@@ -9,10 +9,10 @@ import random
 import pytest
 import torch
 
-from textcls.arrow_data import build_tokenizer, encode_arrow, load_arrow
-from textcls.batching import encode_split
-from textcls.data import DataError, load_file
-from textcls.text import Tokenizer, TokenizerConfig
+from textcls.data.arrow import build_tokenizer, encode_arrow, load_arrow
+from textcls.data.batching import encode_split
+from textcls.data.datasets import DataError, load_file
+from textcls.data.text import Tokenizer, TokenizerConfig
 
 WORDS = "good bad great awful fine movie plot actor dull brilliant boring superb , . !".split()
 
@@ -64,7 +64,7 @@ def test_tokenisation_is_cached_on_disk(csv_file, tmp_path):
 def test_train_through_the_arrow_path(csv_file, tmp_path, monkeypatch):
     monkeypatch.setenv("TEXTCLS_CACHE", str(tmp_path / "cache"))
     from textcls.checkpoint import load_checkpoint
-    from textcls.pipeline import train_from_spec
+    from textcls.train.pipeline import train_from_spec
     res = train_from_spec(str(csv_file), "kim_cnn", preset="small", embeddings="random", epochs=1,
                           out=tmp_path / "ck", arrow=True, num_proc=1, train_overrides={"max_steps": 5})
     assert res.history.steps == 5 and "test" in res.metrics

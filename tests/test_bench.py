@@ -154,7 +154,7 @@ def test_load_note_flags_a_loaded_machine():
 
 
 def test_bench_checkpoints(tmp_path, bundled_data):
-    from textcls.pipeline import train_from_spec
+    from textcls.train.pipeline import train_from_spec
     train_from_spec("trec", "kim_cnn", preset="small", embeddings="random", epochs=1, out=tmp_path / "ck" / "a",
                     data_root=bundled_data, limit=20, train_overrides={"max_steps": 1})
     (tmp_path / "ck" / "broken").mkdir()
@@ -185,7 +185,7 @@ def test_cli_bench(tmp_path, capsys):
 
 
 def _tiny_checkpoint(root, bundled_data, name="tiny-sst2"):
-    from textcls.pipeline import train_from_spec
+    from textcls.train.pipeline import train_from_spec
     train_from_spec("sst2", "kim_cnn", preset="small", embeddings="random", epochs=1, out=root / name,
                     data_root=bundled_data, limit=20, train_overrides={"max_steps": 1})
     return root

@@ -290,6 +290,6 @@ def test_explore_projector_select_points_and_open_one_in_inspect(server, page, t
     page.get_by_text("Inspect a model").wait_for()
     wait_idle(page)
     shown = page.get_by_role("textbox", name="Text").input_value()
-    from textcls.data import load_data
+    from textcls.data.datasets import load_data
     assert shown in load_data("sst2").splits["test"].texts         # a text of the split, not the page's example
     assert exceptions(page) == []

@@ -12,11 +12,11 @@ import torch
 
 import textcls
 from textcls.checkpoint import (MAX_JSON_BYTES, CheckpointError, list_checkpoints, load_checkpoint, load_history,
-                                save_checkpoint)
-from textcls.limits import Limits
-from textcls.pipeline import tokenizer_config_for
-from textcls.registry import get_entry, make_config
-from textcls.text import Tokenizer, TokenizerConfig
+    save_checkpoint)
+from textcls.runtime.limits import Limits
+from textcls.train.pipeline import tokenizer_config_for
+from textcls.models.registry import get_entry, make_config
+from textcls.data.text import Tokenizer, TokenizerConfig
 from textcls.records import History
 
 TEXTS = ["a great and moving film .", "a dull , tedious mess !", "great fun . truly great .",

@@ -1,4 +1,4 @@
-"""How concentrated attention is (textcls.concentration), and every attention view's verdict matching the entropy
+"""How concentrated attention is (textcls.interpret.concentration), and every attention view's verdict matching the entropy
 it reports - recomputed here from the numbers the figure exports."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 import textcls
 from textcls import viz
-from textcls.concentration import BANDS, concentration, verdict
+from textcls.interpret.concentration import BANDS, concentration, verdict
 from tests.test_viz import model_output
 
 

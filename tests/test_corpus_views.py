@@ -1,4 +1,4 @@
-"""Data-set-level views (textcls.corpus_views) on hand-checked small cases: fixed weight maps, a toy attention
+"""Data-set-level views (textcls.analysis.corpus_views) on hand-checked small cases: fixed weight maps, a toy attention
 model whose weights are known in closed form, and a Kim CNN with hand-set one-hot filters."""
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import pandas as pd
 import pytest
 import torch
 
-from textcls import corpus_views as cv
+from textcls.analysis import corpus_views as cv
 from textcls.inference import Predictor
 from textcls.models.base import BaseConfig, TextClassifier
 from textcls.models.layers import WordEmbedding, masked_softmax
 from textcls.models.kim_cnn import KimCNN, KimCNNConfig
-from textcls.outputs import MapSpec
-from textcls.registry import create_model
-from textcls.text import PAD, UNK, Tokenizer, TokenizerConfig, Vocab
+from textcls.models.outputs import MapSpec
+from textcls.models.registry import create_model
+from textcls.data.text import PAD, UNK, Tokenizer, TokenizerConfig, Vocab
 
 WORDS = [PAD, UNK, "good", "bad", "the", "movie", "very", "not", "a", "plot"]
 ID = {w: i for i, w in enumerate(WORDS)}

@@ -1,4 +1,4 @@
-"""Data sets (textcls.data) and word vectors (textcls.embeddings). No network: the hub is always faked."""
+"""Data sets (textcls.data.datasets) and word vectors (textcls.data.embeddings). No network: the hub is always faked."""
 import csv
 import gzip
 import json
@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from textcls import data as D
-from textcls import embeddings as E
-from textcls.data import DataBundle, DataError, Split, data_root, data_roots, list_datasets, load_data
-from textcls.paths import BUNDLED_DATA
-from textcls.text import Tokenizer, Vocab
+from textcls.data import datasets as D
+from textcls.data import embeddings as E
+from textcls.data.datasets import DataBundle, DataError, Split, data_root, data_roots, list_datasets, load_data
+from textcls.runtime.paths import BUNDLED_DATA
+from textcls.data.text import Tokenizer, Vocab
 
 REPO = Path(__file__).resolve().parents[1]
 

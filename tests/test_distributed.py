@@ -19,9 +19,9 @@ import pytest
 import torch
 
 import textcls
-from textcls.batching import DistributedBatchSampler, EncodedSplit, iterate_batches, make_batches
+from textcls.data.batching import DistributedBatchSampler, EncodedSplit, iterate_batches, make_batches
 from textcls.cli import main
-from textcls.devices import DeviceError, loader_defaults, resolve_amp, resolve_device
+from textcls.runtime.devices import DeviceError, loader_defaults, resolve_amp, resolve_device
 
 REPO = Path(__file__).resolve().parents[1]
 TOLERANCE = 1e-5
@@ -41,7 +41,7 @@ TRAIN_ARGS = ["train", "--model", "kim_cnn", "--data", "trec", "--preset", "smal
 @pytest.fixture
 def no_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr("textcls.devices.mps_available", lambda: False)
+    monkeypatch.setattr("textcls.runtime.devices.mps_available", lambda: False)
 
 
 def test_auto_is_the_cpu_without_cuda(no_gpu):

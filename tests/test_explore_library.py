@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 import torch
 
-from textcls import calibration as cal
-from textcls import counterfactuals as cf
-from textcls import representations as rp
-from textcls import slices as sl
+from textcls.analysis import calibration as cal
+from textcls.analysis import counterfactuals as cf
+from textcls.analysis import representations as rp
+from textcls.analysis import slices as sl
 from textcls.checkpoint import load_checkpoint
-from textcls.metrics import accuracy, macro_f1
+from textcls.analysis.metrics import accuracy, macro_f1
 
 from test_app_home_compare_inspect import build_checkpoints
 

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 import textcls
 from textcls.models.hcan import CAN, HCAN, HCANConfig
-from textcls.text import split_sentences, to_hierarchical
+from textcls.data.text import split_sentences, to_hierarchical
 
 VOCAB, LABELS = 50, 3
 

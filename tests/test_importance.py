@@ -1,4 +1,4 @@
-"""One per-token importance rule (textcls.importance) on every page: Compare's reasons and Inspect's ACT-T4 view
+"""One per-token importance rule (textcls.interpret.importance) on every page: Compare's reasons and Inspect's ACT-T4 view
 (from a Prediction's maps) and Attribute / Evaluate / the faithfulness metrics (interpret's "attention"
 explanation, from a batch forward) give the same weights for the same checkpoint and text."""
 from __future__ import annotations
@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import textcls
-from textcls import importance, viz
+from textcls.interpret import importance
+from textcls import viz
 from textcls.checkpoint import load_checkpoint
 from textcls.interpret import as_source
 from textcls.interpret.faithfulness import explanation

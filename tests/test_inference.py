@@ -5,8 +5,8 @@ import torch
 
 import textcls
 from textcls.inference import Prediction, Predictor
-from textcls.registry import get_entry
-from textcls.text import Tokenizer, TokenizerConfig
+from textcls.models.registry import get_entry
+from textcls.data.text import Tokenizer, TokenizerConfig
 
 TRAIN = ["a great and moving film .", "a dull , tedious mess !", "great fun . truly great . see it",
          "not worth the ticket", "the cast is wonderful and the story is great"]

@@ -10,9 +10,9 @@ import textcls
 from interpret_toys import ID, ToyAttention, ToyLinear, ids_of, toy_tokenizer
 from textcls.interpret import METHODS, attention_importance, attribute, explain
 from textcls.interpret._common import Instance
-from textcls import importance
-from textcls.outputs import MapSpec
-from textcls.registry import get_entry
+from textcls.interpret import importance
+from textcls.models.outputs import MapSpec
+from textcls.models.registry import get_entry
 
 MODELS = textcls.list_models()
 VOCAB = 40
@@ -240,7 +240,7 @@ def test_hcan_importance_is_beta_times_gamma():
 
 
 def test_rollout_of_a_single_identity_layer_is_uniform_received_attention():
-    from textcls.importance import _rollout
+    from textcls.interpret.importance import _rollout
     att = np.broadcast_to(np.eye(3), (1, 2, 3, 3))                          # (N=1, h=2, L, L)
     r = _rollout({"attention": att}, np.ones(3, dtype=bool))
     np.testing.assert_allclose(r, [1 / 3] * 3, atol=1e-6)

@@ -16,13 +16,13 @@ import pytest
 
 import textcls
 from textcls.cli import main
-from textcls.data import load_data
+from textcls.data.datasets import load_data
 from textcls.interpret import batched as B
 from textcls.interpret import faithfulness as FF
 from textcls.interpret._common import prob_fn, score
 from textcls.interpret.attention import attention_importance_instances
 from textcls.interpret.attributions import attribute_instances
-from textcls.threads import interactive
+from textcls.runtime.threads import interactive
 
 REPO = Path(__file__).resolve().parents[1]
 SST2 = sorted(p.name for p in (REPO / "checkpoints").iterdir() if p.name.endswith("-sst2"))

@@ -8,8 +8,8 @@ import torch
 import textcls
 from interpret_toys import ID, ToyAttention, ToyLinear, counting_probs, ids_of, sigmoid, toy_tokenizer
 from textcls.interpret import (agreement, comprehensiveness, erasure_curves, erasure_flip, evaluate_slice,
-                               infidelity, kendall_tau, leave_one_out, permutation_test, sensitivity, sufficiency,
-                               topk_overlap, uniform_attention_test)
+    infidelity, kendall_tau, leave_one_out, permutation_test, sensitivity, sufficiency, topk_overlap,
+    uniform_attention_test)
 from textcls.interpret._common import Instance, permute_rows, uniform_like
 from textcls.interpret.faithfulness import n_tokens
 

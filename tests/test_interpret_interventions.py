@@ -8,7 +8,7 @@ import torch
 import textcls
 from interpret_toys import ID, ToyAttention, ids_of, sigmoid, toy_tokenizer
 from textcls.interpret import (AblateHead, Compose, ForceGate, PermuteAttention, SwapActivation, UniformAttention,
-                               ZeroFilter, counterfactual, edit_tokens, intervene, intervene_texts)
+    ZeroFilter, counterfactual, edit_tokens, intervene, intervene_texts)
 from textcls.interpret._common import Instance
 
 

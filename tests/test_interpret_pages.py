@@ -12,8 +12,8 @@ import textcls
 from textcls.checkpoint import save_checkpoint
 from textcls.viz import explanations as F
 from textcls.interpret import lab
-from textcls.registry import get_entry
-from textcls.text import Tokenizer, TokenizerConfig
+from textcls.models.registry import get_entry
+from textcls.data.text import Tokenizer, TokenizerConfig
 
 from app_pages import open_page, page_text
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from textcls.checkpoint import load_checkpoint, load_history
-from textcls.data import DataError, load_data
+from textcls.data.datasets import DataError, load_data
 from textcls.records import EpochEvent, StepEvent
-from textcls.data import file_columns
-from textcls.jobs import JobError, JobRegistry
+from textcls.data.datasets import file_columns
+from textcls.train.jobs import JobError, JobRegistry
 
 TIMEOUT = 120
 
@@ -86,7 +86,7 @@ def test_stop_keeps_the_best_weights_so_far(tiny, tmp_path):
     cfg = json.loads((tmp_path / "s" / "config.json").read_text())
     assert "test" not in cfg["metrics"]                           # a stopped run is not tested
     # the saved weights are those of the best dev epoch
-    from textcls.metrics import evaluate
+    from textcls.analysis.metrics import evaluate
     rep = evaluate(load_checkpoint(tmp_path / "s"), tiny.splits["dev"])
     assert rep["accuracy"] == pytest.approx(s.best_dev_accuracy)
 

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 import textcls
 from textcls.models.layers import masked_softmax
 from textcls.models.lama import (attention_parameter_count, attention_parameter_table, lama_attention_parameters,
-                                 san_attention_parameters, transformer_attention_parameters)
+    san_attention_parameters, transformer_attention_parameters)
 
 VOCAB, LABELS = 50, 3
 

@@ -1,5 +1,7 @@
 """The library's shape, read with `ast` from every file of textcls/: imports only point down (no cycle, counting
-imports inside functions too), a model file never imports another model family, and no file imports Streamlit.
+imports inside functions too; and between packages, only from a higher layer to a lower one - see LAYERS), a
+model file never imports another model family, and no file imports Streamlit; the top level holds the public
+contract only.
 Also: every module says what it is for, and no file grows past ~600 lines without saying why at its top."""
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ REPO = Path(__file__).resolve().parents[1]
 LIB = REPO / "textcls"
 # shared by several model families (not a family): relation = the entity-position input of ACT and the Transformer
 MODEL_SHARED = {"textcls.models", "textcls.models.base", "textcls.models.layers", "textcls.models.registration",
-                "textcls.models.relation"}
+                "textcls.models.relation", "textcls.models.outputs", "textcls.models.registry"}
 MAX_LINES = 600
 
 
@@ -53,9 +55,9 @@ GRAPH = {m: {t for t in imports_of(p) if t in MODULES and t != m} for m, p in MO
 
 
 def test_the_walk_sees_the_library():
-    assert {"textcls.models.act", "textcls.registry", "textcls.checkpoint", "textcls.paths"} <= set(MODULES)
+    assert {"textcls.models.act", "textcls.models.registry", "textcls.checkpoint", "textcls.runtime.paths"} <= set(MODULES)
     assert "textcls.models.layers" in GRAPH["textcls.models.act"]              # a relative import resolved
-    assert "textcls.models" in GRAPH["textcls.registry"]
+    assert "textcls.models" in GRAPH["textcls.models.registry"]
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -114,3 +116,39 @@ def test_long_files_say_why_at_the_top():
     long = [m for m, p in MODULES.items() if len(p.read_text(encoding="utf-8").splitlines()) > MAX_LINES
             and "longer than" not in (ast.get_docstring(ast.parse(p.read_text(encoding="utf-8"))) or "")]
     assert not long, f"over {MAX_LINES} lines without a reason ('longer than ...') in the docstring: {long}"
+
+
+# The packages in the order they may import each other: a module imports only from its own layer or lower ones.
+# docs/architecture.md draws the same picture.
+LAYERS = {
+    "runtime": 0,                                     # paths, files, devices, threads, memory, limits, sizing
+    "data": 1,                                        # data sets, tokenisation, vectors, batching
+    "models": 2,                                      # the model families, their outputs, the registry
+    "interpret": 3,                                   # a model's own importance, attributions, faithfulness
+    "analysis": 4, "records": 4, "inference": 4, "checkpoint": 4,   # the public contract, and many-text analysis
+    "train": 5, "viz": 5,                             # training; figures
+    "experiments": 6,                                 # benchmarks, studies, reproductions
+    "cli": 7, "cli_study": 7, "__main__": 8,          # the command line
+}
+TOP_LEVEL_FILES = 8
+
+
+def layer_of(module: str) -> int | None:
+    parts = module.split(".")
+    return LAYERS.get(parts[1]) if len(parts) > 1 else None
+
+
+def test_every_package_has_a_layer():
+    missing = sorted({m.split(".")[1] for m in MODULES if "." in m and layer_of(m) is None})
+    assert not missing, f"add these to LAYERS (and docs/architecture.md): {missing}"
+
+
+def test_imports_point_down_the_layers():
+    up = [f"{m} -> {t}" for m, targets in GRAPH.items() for t in targets
+          if layer_of(m) is not None and layer_of(t) is not None and layer_of(t) > layer_of(m)]
+    assert not up, up
+
+
+def test_the_top_level_holds_few_files():
+    top = sorted(p.name for p in LIB.glob("*.py"))
+    assert len(top) <= TOP_LEVEL_FILES, top

@@ -1,4 +1,4 @@
-"""Limits that protect the machine (textcls.limits, textcls.sizing): one place, the same verdict from the library,
+"""Limits that protect the machine (textcls.runtime.limits, textcls.runtime.sizing): one place, the same verdict from the library,
 the CLI and the app; model size counted before anything is built; training memory estimated before the first
 step; data files over the size limit refused before they are read; background jobs within their budgets."""
 from __future__ import annotations
@@ -14,15 +14,15 @@ import pytest
 import torch
 
 import textcls
-from textcls import limits as L
-from textcls import sizing
+from textcls.runtime import limits as L
+from textcls.runtime import sizing
 from textcls.cli import main
-from textcls.data import DataError, load_data, load_file
-from textcls.jobs import JobRegistry
-from textcls.limits import LimitError, Limits
-from textcls.pipeline import tokenizer_config_for, train_from_spec
+from textcls.data.datasets import DataError, load_data, load_file
+from textcls.train.jobs import JobRegistry
+from textcls.runtime.limits import LimitError, Limits
+from textcls.train.pipeline import tokenizer_config_for, train_from_spec
 from textcls.records import StepEvent
-from textcls.registry import get_entry, make_config
+from textcls.models.registry import get_entry, make_config
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -7,10 +7,10 @@ import torch
 import torch.nn as nn
 
 from textcls.inference import Predictor
-from textcls.metrics import (accuracy, classification_report, confusion_matrix, default_ignore_label, evaluate,
-                             macro_f1, per_class_scores)
-from textcls.outputs import ClassifierOutput
-from textcls.text import Tokenizer, TokenizerConfig, Vocab
+from textcls.analysis.metrics import (accuracy, classification_report, confusion_matrix, default_ignore_label,
+    evaluate, macro_f1, per_class_scores)
+from textcls.models.outputs import ClassifierOutput
+from textcls.data.text import Tokenizer, TokenizerConfig, Vocab
 
 # true:  A A B B C C      confusion (rows true, cols pred):  A: 1 1 0 / B: 0 2 0 / C: 1 0 1
 # pred:  A B B B A C      precision A 1/2, B 2/3, C 1;  recall A 1/2, B 1, C 1/2

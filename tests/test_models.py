@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import textcls
-from textcls.registry import get_entry
+from textcls.models.registry import get_entry
 
 VOCAB, LABELS = 60, 3
 SEQ_AXES = ("token", "query_token", "key_token", "word", "query_word", "key_word",

@@ -1,7 +1,7 @@
-"""Where things live (textcls.paths): the user's folder, the checkpoint roots, the data roots, new run folders."""
+"""Where things live (textcls.runtime.paths): the user's folder, the checkpoint roots, the data roots, new run folders."""
 from pathlib import Path
 
-from textcls import paths
+from textcls.runtime import paths
 
 
 def test_user_folder_and_checkpoint_roots_follow_the_environment(tmp_path, monkeypatch):

@@ -5,11 +5,11 @@ import torch
 
 import textcls
 from textcls.experiments.cells import select_cells
-from textcls.metrics import relation_table
+from textcls.analysis.metrics import relation_table
 from textcls.models.relation import marker_overrides, relative_position_ids
-from textcls.relation import (MARKERS, OBJ, SUBJ, EntitySpanError, apply_entity_mode, has_markers, is_relation_task,
-                              parse_spans, relative_positions, word_spans)
-from textcls.text import Tokenizer, TokenizerConfig
+from textcls.data.relation import (MARKERS, OBJ, SUBJ, EntitySpanError, apply_entity_mode, has_markers,
+    is_relation_task, parse_spans, relative_positions, word_spans)
+from textcls.data.text import Tokenizer, TokenizerConfig
 
 GOOD = "The <e1>burst</e1> has been caused by water hammer <e2>pressure</e2> ."
 REVERSED_ORDER = "a <e2>red wine</e2> was poured into the <e1>glass</e1> ."
@@ -187,8 +187,8 @@ def test_relation_preset_is_the_papers_settings():
 # ------------------------------------------------------------------ task settings and metrics
 
 def test_training_on_relation_data_picks_the_task_settings(tmp_path):
-    from textcls.data import load_data
-    from textcls.pipeline import train_from_spec
+    from textcls.data.datasets import load_data
+    from textcls.train.pipeline import train_from_spec
     bundle = load_data("semeval2010", limit=40)
     assert is_relation_task(bundle.task, bundle.labels) and not is_relation_task("sentiment", ["pos", "neg"])
     small = dict(embed_dim=12, d_model=12, d_attn=8, d_pos=4, fc_dim=8)
@@ -209,8 +209,8 @@ def test_cli_evaluate_json_reports_macro_f1_and_the_relation_table(tmp_path, cap
     import json
 
     from textcls.cli import main
-    from textcls.data import load_data
-    from textcls.pipeline import train_from_spec
+    from textcls.data.datasets import load_data
+    from textcls.train.pipeline import train_from_spec
     small = dict(embed_dim=12, d_model=12, d_attn=8, d_pos=4, fc_dim=8)
     train_from_spec(load_data("semeval2010", limit=40), "act", overrides=small, embeddings="random", epochs=1,
                     out=tmp_path / "act")

@@ -12,7 +12,7 @@ from textcls.experiments.reproduce import reproduce
 from textcls.experiments.results import gap_line, load_results, save_results, summarize, table_rows
 from textcls.cli import main
 
-FIGURES = Path(__file__).resolve().parents[2] / "shared" / "docs" / "figures.md"
+FIGURES = Path(__file__).resolve().parents[1] / "docs" / "figures.md"
 
 
 def test_suites_build_with_unique_keys_and_known_models():
@@ -56,7 +56,7 @@ def test_act_cells_say_mini_and_average_five_runs():
     assert all(c.metric_split == "dev" for c in abl)
 
 
-@pytest.mark.skipif(not FIGURES.is_file(), reason="shared/docs/figures.md not found")
+@pytest.mark.skipif(not FIGURES.is_file(), reason="docs/figures.md not found")
 def test_paper_figures_are_transcribed_from_figures_md():
     text = FIGURES.read_text(encoding="utf-8")
     models_md = FIGURES.with_name("models.md")

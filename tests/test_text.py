@@ -1,4 +1,4 @@
-"""Tokenisation, sentence splitting, vocabulary and batch encoding (textcls.text)."""
+"""Tokenisation, sentence splitting, vocabulary and batch encoding (textcls.data.text)."""
 import csv
 import gzip
 import json
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import textcls
-from textcls.text import (PAD, UNK, Encoded, Tokenizer, TokenizerConfig, Vocab, clean_text, split_sentences)
+from textcls.data.text import PAD, UNK, Encoded, Tokenizer, TokenizerConfig, Vocab, clean_text, split_sentences
 
 
 @pytest.fixture(scope="module")

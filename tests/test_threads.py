@@ -1,4 +1,4 @@
-"""textcls.threads: TEXTCLS_THREADS parsing, scopes that set and restore torch's per-thread count, and the library's
+"""textcls.runtime.threads: TEXTCLS_THREADS parsing, scopes that set and restore torch's per-thread count, and the library's
 entry points running interactive work (one text) and batch work (a split, training) under their settings.
 
 Deterministic: thread counts are read with torch.get_num_threads() from a forward pre-hook; nothing is timed."""
@@ -10,9 +10,9 @@ import pytest
 import torch
 
 import textcls
-from textcls import threads
+from textcls.runtime import threads
 from textcls.inference import Predictor
-from textcls.text import Tokenizer, TokenizerConfig
+from textcls.data.text import Tokenizer, TokenizerConfig
 
 TRAIN = ["a great and moving film .", "a dull , tedious mess !", "great fun . truly great . see it",
          "not worth the ticket", "the cast is wonderful and the story is great"]
@@ -252,10 +252,10 @@ def test_predict_under_a_batch_scope_stays_batch(monkeypatch):
 
 
 def test_evaluate_and_training_use_the_batch_setting(monkeypatch):
-    from textcls.data import Split
-    from textcls.metrics import evaluate
-    from textcls.batching import encode_split, predict_encoded
-    from textcls.training import TrainConfig, fit
+    from textcls.data.datasets import Split
+    from textcls.analysis.metrics import evaluate
+    from textcls.data.batching import encode_split, predict_encoded
+    from textcls.train.fit import TrainConfig, fit
 
     monkeypatch.setenv(threads.ENV, "interactive=1,batch=3")
     pred = predictor()
@@ -313,7 +313,7 @@ def test_interpret_entry_points_are_interactive(monkeypatch):
 
 
 def test_corpus_views_are_batch_work(monkeypatch):
-    from textcls import corpus_views as cv
+    from textcls.analysis import corpus_views as cv
 
     monkeypatch.setenv(threads.ENV, "interactive=1,batch=3")
     pred = predictor()

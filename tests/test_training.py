@@ -9,11 +9,11 @@ import pytest
 import torch
 
 import textcls
-from textcls.registry import get_entry
-from textcls.batching import EncodedSplit, encode_split, make_batches
-from textcls.pipeline import train_from_spec
+from textcls.models.registry import get_entry
+from textcls.data.batching import EncodedSplit, encode_split, make_batches
+from textcls.train.pipeline import train_from_spec
 from textcls.records import EpochEvent, StepEvent
-from textcls.training import TrainConfig, fit, noam_factor
+from textcls.train.fit import TrainConfig, fit, noam_factor
 
 
 def toy_split(n=96, seed=0):
@@ -173,7 +173,7 @@ def test_gradient_clipping_bounds_the_update():
 
 
 def test_max_norm_bounds_each_class_weight_vector_and_adadelta_learns():
-    from textcls.training import output_layer
+    from textcls.train.fit import output_layer
     model = kim()
     h = fit(model, TRAIN, None, TrainConfig(epochs=3, batch_size=16, lr=50.0, optimizer="sgd", momentum=0.0,
                                             max_norm=0.5, device="cpu"))
@@ -234,7 +234,7 @@ def test_train_from_spec_writes_a_checkpoint_with_test_metrics(tmp_path, bundled
 
 
 def test_extra_vocab_adds_glove_words_that_keep_their_vectors(bundled_data):
-    from textcls.embeddings import glove_index, glove_vectors
+    from textcls.data.embeddings import glove_index, glove_vectors
     plain = train_from_spec("trec", "kim_cnn", preset="small", epochs=1, data_root=bundled_data, limit=60, seed=0)
     r = train_from_spec("trec", "kim_cnn", preset="small", epochs=1, data_root=bundled_data, limit=60, seed=0,
                         extra_vocab=2000)
@@ -265,9 +265,9 @@ STEPS = 300
 @pytest.fixture(scope="module")
 def sst2(bundled_data):
     """SST-2 encoded once for all models (flat and sentence-split), with a GloVe matrix for the vocabulary."""
-    from textcls.data import load_data
-    from textcls.embeddings import build_embedding_matrix
-    from textcls.text import Tokenizer, TokenizerConfig
+    from textcls.data.datasets import load_data
+    from textcls.data.embeddings import build_embedding_matrix
+    from textcls.data.text import Tokenizer, TokenizerConfig
     bundle = load_data("sst2", root=bundled_data)
     flat = Tokenizer.build(bundle.splits["train"].texts, TokenizerConfig(max_len=64), max_size=6000)
     hier = Tokenizer(TokenizerConfig(hierarchical=True), flat.vocab)

@@ -10,8 +10,8 @@ import torch
 
 import textcls
 from textcls import viz
-from textcls.outputs import MapSpec
-from textcls.registry import get_entry
+from textcls.models.outputs import MapSpec
+from textcls.models.registry import get_entry
 
 WORDS = "the food was not very good but the staff were kind and the room was clean".split()
 HOSTILE = ["<script>alert(1)</script>", "<b>bold</b>", "a&b", "😀", '"quoted"', "<br>", "中文"]

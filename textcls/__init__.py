@@ -14,15 +14,15 @@ __version__ = "0.1.0"
 
 # public name -> submodule that defines it
 _LAZY = {
-    **dict.fromkeys(("AXES", "KINDS", "ClassifierOutput", "MapSpec"), "outputs"),
-    **dict.fromkeys(("create_model", "get_entry", "list_models", "make_config", "register_model"), "registry"),
+    **dict.fromkeys(("AXES", "KINDS", "ClassifierOutput", "MapSpec"), "models.outputs"),
+    **dict.fromkeys(("create_model", "get_entry", "list_models", "make_config", "register_model"), "models.registry"),
     **dict.fromkeys(("CheckpointError", "CheckpointInfo", "list_checkpoints", "load_checkpoint", "save_checkpoint"),
                     "checkpoint"),
     **dict.fromkeys(("Prediction", "Predictor"), "inference"),
-    **dict.fromkeys(("classification_report", "evaluate"), "metrics"),
+    **dict.fromkeys(("classification_report", "evaluate"), "analysis.metrics"),
     **dict.fromkeys(("EpochEvent", "History", "StepEvent"), "records"),
-    **dict.fromkeys(("TrainConfig", "fit"), "training"),
-    "train_from_spec": "pipeline",
+    **dict.fromkeys(("TrainConfig", "fit"), "train.fit"),
+    "train_from_spec": "train.pipeline",
 }
 
 __all__ = ["AXES", "KINDS", "ClassifierOutput", "MapSpec", "create_model", "get_entry", "list_models",

@@ -1,4 +1,4 @@
 """`python -m textcls ...`: the command line (see textcls/cli.py)."""
-from .cli import main
+from textcls.cli import main
 
 raise SystemExit(main())

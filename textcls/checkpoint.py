@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .files import atomic_write, fsync_dir
-from .limits import MAX_JSON_BYTES, Limits
-from .paths import checkpoint_roots, shipped_checkpoints
-from .records import History
+from textcls.runtime.files import atomic_write, fsync_dir
+from textcls.runtime.limits import MAX_JSON_BYTES, Limits
+from textcls.runtime.paths import checkpoint_roots, shipped_checkpoints
+from textcls.records import History
 
 if TYPE_CHECKING:  # torch is imported where it is used: listing checkpoints must not import it
     import torch
@@ -102,7 +102,7 @@ def _config_from_dict(config_cls, values: dict[str, Any]):
     return config_cls(**fixed)
 
 
-# The largest JSON files a checkpoint may hold (textcls.limits; a 400,000-word vocabulary is about 8 MB); bigger
+# The largest JSON files a checkpoint may hold (textcls.runtime.limits; a 400,000-word vocabulary is about 8 MB); bigger
 # ones are refused before they are read, so a crafted folder cannot make listing read hundreds of MB.
 
 
@@ -202,7 +202,7 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module, tokenizer, labels,
     """Write a checkpoint folder at `path` (atomically; see the module docstring). Returns the path."""
     import torch
 
-    from . import __version__
+    from textcls import __version__
 
     path = Path(path)
     name = getattr(model, "registry_name", "")
@@ -308,7 +308,7 @@ def read_config(path: str | Path) -> dict[str, Any]:
 
 
 # The most tokens a flat model without a position table reads per text, whatever a config.json says
-# (textcls.limits): the attention models' memory grows with the square of the length, and no shipped recipe uses
+# (textcls.runtime.limits): the attention models' memory grows with the square of the length, and no shipped recipe uses
 # more than 400.
 MAX_TOKENS_PER_TEXT = Limits.max_tokens_per_text
 
@@ -328,7 +328,7 @@ def _clip_to_model(tok_config, model_config):
 
 
 def _model_entry(path: Path, cfg: dict[str, Any]):
-    from .registry import get_entry, list_models
+    from textcls.models.registry import get_entry, list_models
     try:
         return get_entry(cfg["model"])
     except KeyError:
@@ -342,7 +342,7 @@ class Validated:
     cfg: dict[str, Any]
     entry: Any                       # the registry entry (model class, config class)
     config: Any                      # the model's config dataclass
-    tokenizer: Any                   # textcls.text.Tokenizer, clipped to what the model can read
+    tokenizer: Any                   # textcls.data.text.Tokenizer, clipped to what the model can read
     shapes: dict[str, tuple[int, ...]]   # the state dict's tensor shapes, from the meta-device model
 
 
@@ -351,9 +351,9 @@ def validate_checkpoint(path: str | Path, limits=None) -> Validated:
     types, the model name, labels, vocabulary, tokenizer settings, the parameter count (counted on the meta
     device, against `limits.max_parameters`) and every tensor's shape in the safetensors header. Raises
     CheckpointError naming the folder and the problem. Imports torch (listing without torch: `checkpoint_info`)."""
-    from .limits import LimitError
-    from .sizing import check_parameters, meta_model
-    from .text import Tokenizer, TokenizerConfig, Vocab
+    from textcls.runtime.limits import LimitError
+    from textcls.runtime.sizing import check_parameters, meta_model
+    from textcls.data.text import Tokenizer, TokenizerConfig, Vocab
 
     path = Path(path)
     cfg = read_config(path)
@@ -415,8 +415,8 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu", limits
     import torch
     from safetensors.torch import load_file
 
-    from .devices import resolve_device  # torch: imported when a checkpoint is loaded, not when listed
-    from .inference import Predictor
+    from textcls.runtime.devices import resolve_device  # torch: imported when a checkpoint is loaded, not when listed
+    from textcls.inference import Predictor
 
     path = Path(path)
     checked = validate_checkpoint(path, limits)

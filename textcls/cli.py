@@ -3,7 +3,7 @@ Other tools rely on these spellings.
 
     python -m textcls train --model NAME --data DATA --epochs N --out DIR [--embeddings glove|random|FILE]
                             [--device auto|cpu|cuda[:N]|mps] [--amp [bf16|fp16]] [--workers N]
-    torchrun --nproc_per_node N -m textcls train ...   (DistributedDataParallel; see textcls/distributed.py)
+    torchrun --nproc_per_node N -m textcls train ...   (DistributedDataParallel; see textcls/runtime/distributed.py)
     python -m textcls evaluate DIR [--data DATA] [--split test] [--json]
     python -m textcls predict DIR "some text" [more texts | -] [--json]
     python -m textcls faithfulness DIR [--data DATA] [--split test] [--methods M,...] [--limit N] [--json]
@@ -12,7 +12,7 @@ Other tools rely on these spellings.
     python -m textcls limits [--json]
     python -m textcls list [--checkpoints ROOT] [--json]
     python -m textcls bench [--quick] [--json OUT]
-    python -m textcls bench --latency [--load N] [--json OUT]   (thread policy: TEXTCLS_THREADS, textcls/threads.py)
+    python -m textcls bench --latency [--load N] [--json OUT]   (thread policy: TEXTCLS_THREADS, textcls/runtime/threads.py)
     python -m textcls reproduce [--suite NAME[,NAME]] [--only GLOB] [--runs K] [--epochs N] [--limit N]
                                 [--out docs/results.json] [--list | --dry-run | --report]
     python -m textcls study NAME [--scale quick|full] [--device ...] [--json]   |   study --list  (cli_study.py)
@@ -36,9 +36,9 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .experiments.background import LATENCY_PATTERN
-from .experiments.cells import SUITES, select_cells
-from .experiments.results import DEFAULT_OUT, fmt_number, load_results, table_rows, write_markdown
+from textcls.experiments.background import LATENCY_PATTERN
+from textcls.experiments.cells import SUITES, select_cells
+from textcls.experiments.results import DEFAULT_OUT, fmt_number, load_results, table_rows, write_markdown
 
 PROG = "textcls"
 
@@ -97,7 +97,7 @@ def _parse_pairs(pairs: Sequence[str] | None, what: str, config_cls=None) -> dic
 
 
 def _device(name: str | None) -> str:
-    from .devices import resolve_device
+    from textcls.runtime.devices import resolve_device
     try:
         return str(resolve_device(name))
     except (ValueError, RuntimeError) as e:
@@ -119,7 +119,7 @@ def _join_group(device: str | None):
     """Join torchrun's process group when launched by torchrun (a bad device or backend: UsageError)."""
     if int(os.environ.get("WORLD_SIZE", "1") or 1) <= 1:
         return None
-    from . import distributed
+    from textcls.runtime import distributed
     try:
         return distributed.init(device)
     except ValueError as e:
@@ -127,9 +127,9 @@ def _join_group(device: str | None):
 
 
 def _data_error_types() -> tuple[type, ...]:
-    from .limits import LimitError
+    from textcls.runtime.limits import LimitError
     try:
-        from .data import DataError
+        from textcls.data.datasets import DataError
         return (DataError, LimitError)
     except ImportError:  # pragma: no cover - data module missing
         return (LimitError,)
@@ -140,8 +140,8 @@ LIMIT_FLAGS = {"max_parameters": "--max-parameters", "max_train_memory_mb": "--m
 
 
 def _limit_flags(parser: argparse.ArgumentParser, names=tuple(LIMIT_FLAGS)) -> None:
-    """The flags that raise (or lower) `textcls.limits` for this run; the browser has none of them."""
-    from .limits import Limits, describe
+    """The flags that raise (or lower) `textcls.runtime.limits` for this run; the browser has none of them."""
+    from textcls.runtime.limits import Limits, describe
     helps = {n: h for n, _, h in describe(Limits())}
     for name in names:
         parser.add_argument(LIMIT_FLAGS[name], type=int, default=None, metavar="N", dest=name,
@@ -166,7 +166,7 @@ def _apply_limit_flags(args) -> dict[str, str | None]:
 
 
 def cmd_limits(args) -> int:
-    from .limits import current, describe
+    from textcls.runtime.limits import current, describe
     rows = describe(current())
     if args.json:
         print(json.dumps({n: v for n, v, _ in rows}, indent=2))
@@ -186,7 +186,7 @@ class _Progress:
         self.desc, self.enabled, self.bar = desc, enabled, None
 
     def __call__(self, event) -> None:
-        from .records import EpochEvent, StepEvent
+        from textcls.records import EpochEvent, StepEvent
         if not self.enabled:
             return
         if isinstance(event, StepEvent):
@@ -226,18 +226,18 @@ def _use_arrow(args) -> bool:
 
 
 def cmd_train(args) -> int:
-    from .checkpoint import check_target
-    from .data import check_trainable, load_data
-    from .registry import get_entry, make_config
-    from .pipeline import tokenizer_config_for, train_from_spec
-    from .training import TrainConfig
+    from textcls.checkpoint import check_target
+    from textcls.data.datasets import check_trainable, load_data
+    from textcls.models.registry import get_entry, make_config
+    from textcls.train.pipeline import tokenizer_config_for, train_from_spec
+    from textcls.train.fit import TrainConfig
 
     # --- everything that depends only on the user's input: errors here exit 2
     try:
         entry = get_entry(args.model)
         overrides = _parse_pairs(args.set, "--set", entry.config_cls)
         model_config = make_config(args.model, preset=args.preset, variant=args.variant, **overrides)
-        from .text import TokenizerConfig
+        from textcls.data.text import TokenizerConfig
         tok = _parse_pairs(args.tokenizer, "--tokenizer", TokenizerConfig)
         if args.max_len is not None:
             tok["max_len"] = args.max_len
@@ -259,7 +259,7 @@ def cmd_train(args) -> int:
         if args.extra_vocab and emb != "glove":
             raise UsageError("--extra-vocab adds GloVe words: it needs --embeddings glove")
         if args.out is None:
-            from .paths import new_run_dir
+            from textcls.runtime.paths import new_run_dir
             args.out = str(new_run_dir(args.model, args.data))
         out = check_target(args.out)
         if args.num_proc is not None and args.num_proc < 1:
@@ -270,7 +270,7 @@ def cmd_train(args) -> int:
     ctx = _join_group(args.device)              # before the data: the Arrow path lets rank 0 build caches first
     try:
         if use_arrow:
-            from .arrow_data import check_trainable_arrow, load_arrow
+            from textcls.data.arrow import check_trainable_arrow, load_arrow
             bundle = load_arrow(args.data, root=args.data_root, limit=args.limit, seed=args.seed,
                                 text_column=args.text_column, label_column=args.label_column)
             check_trainable_arrow(bundle)
@@ -284,7 +284,7 @@ def cmd_train(args) -> int:
     if args.amp not in (None, "off"):
         import torch
 
-        from .devices import resolve_amp
+        from textcls.runtime.devices import resolve_amp
         note = resolve_amp(args.amp, ctx.device if ctx is not None else torch.device(device), warn=False).note
         if note:
             import warnings
@@ -351,7 +351,7 @@ def _format_report(r: dict[str, Any]) -> str:
 def _data_of(args, predictor, limit: int | None = None):
     """The data set of --data (default: the one the checkpoint records), with --split checked: bad input is a
     UsageError (exit 2). `limit` rows per split (evaluate's --limit)."""
-    from .data import load_data
+    from textcls.data.datasets import load_data
 
     data = args.data
     if data is None:
@@ -369,8 +369,8 @@ def _data_of(args, predictor, limit: int | None = None):
 
 
 def cmd_evaluate(args) -> int:
-    from .checkpoint import load_checkpoint
-    from .metrics import default_ignore_label, evaluate
+    from textcls.checkpoint import load_checkpoint
+    from textcls.analysis.metrics import default_ignore_label, evaluate
 
     predictor = load_checkpoint(args.checkpoint, device=_device(args.device))
     bundle = _data_of(args, predictor, limit=args.limit)
@@ -396,8 +396,8 @@ DEFAULT_FAITH_METHODS = "attention,random,leave_one_out,integrated_gradients,gra
 
 
 def _faithfulness_methods(raw: str) -> list[str]:
-    from .interpret.faithfulness import EXPLANATIONS
-    from .interpret.attributions import ALIASES
+    from textcls.interpret.faithfulness import EXPLANATIONS
+    from textcls.interpret.attributions import ALIASES
     methods = []
     for m in (x.strip().lower() for x in raw.split(",")):
         if not m:
@@ -433,8 +433,8 @@ def _max_rss_mb() -> float | None:
 
 
 def cmd_faithfulness(args) -> int:
-    from .checkpoint import load_checkpoint
-    from .interpret.batched import SliceRun
+    from textcls.checkpoint import load_checkpoint
+    from textcls.interpret.batched import SliceRun
 
     methods = _faithfulness_methods(args.methods)
     if args.limit is not None and args.limit < 1:
@@ -510,7 +510,7 @@ def cmd_faithfulness(args) -> int:
 
 
 def cmd_predict(args) -> int:
-    from .checkpoint import load_checkpoint
+    from textcls.checkpoint import load_checkpoint
 
     texts = []
     for t in args.texts:
@@ -537,8 +537,8 @@ def cmd_predict(args) -> int:
 
 
 def cmd_counterfactuals(args) -> int:
-    from .checkpoint import load_checkpoint
-    from .counterfactuals import GENERATORS, CounterfactualError, run_generator
+    from textcls.checkpoint import load_checkpoint
+    from textcls.analysis.counterfactuals import GENERATORS, CounterfactualError, run_generator
 
     if args.generator not in GENERATORS:
         raise UsageError(f"unknown generator {args.generator!r}; choose one of {', '.join(GENERATORS)}")
@@ -577,10 +577,10 @@ def cmd_counterfactuals(args) -> int:
 
 
 def cmd_list(args) -> int:
-    from .checkpoint import list_all_checkpoints, list_checkpoints
-    from .data import list_datasets
-    from .paths import checkpoint_roots
-    from .registry import get_entry, list_models
+    from textcls.checkpoint import list_all_checkpoints, list_checkpoints
+    from textcls.data.datasets import list_datasets
+    from textcls.runtime.paths import checkpoint_roots
+    from textcls.models.registry import get_entry, list_models
 
     models = [{"name": n, "input": get_entry(n).input_kind, "presets": sorted(get_entry(n).presets),
                "variants": sorted(get_entry(n).variants), "description": get_entry(n).description}
@@ -650,8 +650,8 @@ def _progress(message: str) -> None:
 
 def _bench_job(args) -> Callable[[], int]:
     """Check the `textcls bench` arguments (ValueError on bad input) and return the job that runs it."""
-    from .experiments.bench import format_report, run_bench, write_json
-    from .experiments.specs import default_models
+    from textcls.experiments.bench import format_report, run_bench, write_json
+    from textcls.experiments.specs import default_models
     for name in ("seq_len", "batch_size"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
@@ -683,8 +683,8 @@ def _bench_job(args) -> Callable[[], int]:
 
 
 def _latency_job(args) -> Callable[[], int]:
-    from .experiments.bench import write_json
-    from .experiments.latency import bench_latency, format_latency
+    from textcls.experiments.bench import write_json
+    from textcls.experiments.latency import bench_latency, format_latency
     if not Path(args.checkpoints).is_dir():
         raise ValueError(f"--checkpoints {args.checkpoints}: no such folder")
     if args.load < 0 or args.load > 64:
@@ -788,7 +788,7 @@ def _reproduce_job(args) -> Callable[[], int]:
         _device(args.device)
 
     def job() -> int:
-        from .experiments.reproduce import reproduce
+        from textcls.experiments.reproduce import reproduce
         ctx = _join_group(args.device)
         command = "python -m textcls reproduce " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else ""
         if ctx is not None:
@@ -938,7 +938,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_list)
 
     lm = sub.add_parser("limits", help="print the limits that protect the machine",
-                        description="The limits in force (textcls/limits.py, overridden by TEXTCLS_* variables); "
+                        description="The limits in force (textcls/runtime/limits.py, overridden by TEXTCLS_* variables); "
                                     "train/evaluate/predict take flags that raise them for one run.")
     lm.add_argument("--json", action="store_true", help="print JSON")
     lm.set_defaults(func=cmd_limits)
@@ -982,15 +982,15 @@ def build_parser() -> argparse.ArgumentParser:
                                     "the results next to the papers' figures (resumable).")
     _reproduce_arguments(rp)
     rp.set_defaults(func=cmd_reproduce)
-    from .cli_study import add_study_parser
+    from textcls.cli_study import add_study_parser
     add_study_parser(sub, UsageError)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from .checkpoint import CheckpointError
-    from .relation import EntitySpanError           # malformed <e1>..</e2> markers: the user's input
+    from textcls.checkpoint import CheckpointError
+    from textcls.data.relation import EntitySpanError  # malformed <e1>..</e2> markers: the user's input
     bad_input = (UsageError, CheckpointError, EntitySpanError) + _data_error_types()
     saved: dict[str, str | None] = {}
     try:

@@ -22,7 +22,7 @@ def add_study_parser(sub, usage_error) -> None:
 
 
 def cmd_study(args, usage_error) -> int:
-    from .experiments.study_defs import STUDIES, get_study
+    from textcls.experiments.study_defs import STUDIES, get_study
     if args.list:
         for st in STUDIES.values():
             print(f"{st.name:9} {st.figure:16} {st.title}")
@@ -35,9 +35,9 @@ def cmd_study(args, usage_error) -> int:
         st = get_study(args.name)
     except ValueError as e:
         raise usage_error(str(e)) from None
-    from . import threads
-    from .experiments.study_results import reading, rows
-    from .experiments.study_run import StudyError, estimate_seconds, run_study
+    from textcls.runtime import threads
+    from textcls.experiments.study_results import reading, rows
+    from textcls.experiments.study_run import StudyError, estimate_seconds, run_study
     log = (lambda m: print(m, file=sys.stderr)) if args.json else print
     log(f"{st.name} ({args.scale}): estimate {estimate_seconds(st, args.scale) / 60:.0f} min for the uncached runs")
     try:

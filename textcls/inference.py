@@ -7,7 +7,7 @@ axis removed and cropped to that example's true size: axes ending in "token" to 
 axes to the number of sentences, "word" axes to the longest sentence's word count (HCAN).
 
 Threads: a call with up to `threads.INTERACTIVE_MAX_TEXTS` texts runs under the interactive thread setting,
-a larger one under the batch setting (TEXTCLS_THREADS; see textcls/threads.py).
+a larger one under the batch setting (TEXTCLS_THREADS; see textcls/runtime/threads.py).
 
 The model is shared (the app caches one per checkpoint for every session): a Predictor never trains it,
 never changes its parameters, and never stores per-call state on it.
@@ -24,8 +24,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .importance import crop_map
-from .threads import for_texts
+from textcls.interpret.importance import crop_map
+from textcls.runtime.threads import for_texts
 
 
 @dataclass
@@ -109,7 +109,7 @@ class Predictor:
             raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         if self.model.training:  # someone switched the shared model to training mode; predictions need eval
             self.model.eval()
-        with for_texts(len(texts)):  # a few texts: interactive thread setting; a split: batch (textcls.threads)
+        with for_texts(len(texts)):  # a few texts: interactive thread setting; a split: batch (textcls.runtime.threads)
             return self._predict(texts, return_maps, batch_size)
 
     def _predict(self, texts: list[str], return_maps: bool, batch_size: int) -> list[Prediction]:

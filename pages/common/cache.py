@@ -12,12 +12,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from textcls import paths
+from textcls.runtime import paths
 from textcls.checkpoint import CheckpointError, CheckpointInfo, list_all_checkpoints, load_checkpoint
 
 
 def checkpoint_roots() -> list[Path]:
-    """The folders listed: the shipped checkpoints (read-only), then the user's (textcls.paths)."""
+    """The folders listed: the shipped checkpoints (read-only), then the user's (textcls.runtime.paths)."""
     return paths.checkpoint_roots()
 
 
@@ -59,14 +59,14 @@ def _device_predictor(path: str, mtime: float, device: str):
 
 
 def predict_device() -> str:
-    """Where predictions run: the GPU when there is one (textcls.devices.app_device, env TEXTCLS_DEVICE)."""
-    from textcls.devices import app_device
+    """Where predictions run: the GPU when there is one (textcls.runtime.devices.app_device, env TEXTCLS_DEVICE)."""
+    from textcls.runtime.devices import app_device
     return str(app_device())
 
 
 def describe_predict_device() -> str:
     """In words, for the pages: where predictions run (explanations and maps of the internals stay on the CPU)."""
-    from textcls.devices import describe_device
+    from textcls.runtime.devices import describe_device
     return describe_device(predict_device())
 
 
@@ -122,14 +122,14 @@ def _data_stamp(spec: str) -> float:
 @st.cache_data(show_spinner="Loading the data set…", max_entries=16)
 def _dataset(spec: str, stamp: float, limit: int | None, text_column: str, label_column: str, seed: int,
              root: str | None, as_split: str | None):
-    from textcls.data import load_data
+    from textcls.data.datasets import load_data
     return load_data(spec, root=root, limit=limit, text_column=text_column, label_column=label_column, seed=seed,
                      as_split=as_split)
 
 
 def dataset(spec: str, *, limit: int | None = None, text_column: str = "text", label_column: str = "label",
             seed: int = 0, root: str | None = None, as_split: str | None = None):
-    """A `DataBundle` (textcls.data.load_data), cached per (spec, its files' modification time, settings).
+    """A `DataBundle` (textcls.data.datasets.load_data), cached per (spec, its files' modification time, settings).
     Raises DataError like load_data; treat the result as read-only."""
     return _dataset(str(spec), _data_stamp(str(spec)), limit, text_column, label_column, seed, root, as_split)
 
@@ -141,9 +141,9 @@ def refresh_checkpoints() -> None:
 
 @st.cache_resource(show_spinner=False)
 def job_registry():
-    """The app's one registry of background training jobs (textcls.jobs), shared by every session;
+    """The app's one registry of background training jobs (textcls.train.jobs), shared by every session;
     sessions keep their job ids in st.session_state. A resource, so it survives the dev server's re-imports."""
-    from textcls.jobs import JobRegistry
+    from textcls.train.jobs import JobRegistry
     return JobRegistry()
 
 
@@ -308,22 +308,22 @@ def warm_up() -> threading.Thread:
 
 # ---------------------------------------------------------------- data-set tools (Explore page)
 # Keyed like the rest: (checkpoint folder, its stamp, the texts, settings); results are plain numpy / pandas /
-# dataclasses, read-only. The projector samples before it gets here (textcls.representations.sample_rows).
+# dataclasses, read-only. The projector samples before it gets here (textcls.analysis.representations.sample_rows).
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def _representations(path: str, mtime: float, texts: tuple[str, ...]):
-    from textcls.representations import representations as reps
+    from textcls.analysis.representations import representations as reps
     return reps(_predictor(path, mtime), list(texts))
 
 
 def representations(path: str | Path, texts):
-    """(N, F) classifier-input vectors of one checkpoint for texts (textcls.representations), cached."""
+    """(N, F) classifier-input vectors of one checkpoint for texts (textcls.analysis.representations), cached."""
     return _representations(str(path), stamp(path), tuple(texts))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def _projection(path: str, mtime: float, texts: tuple[str, ...], method: str, seed: int):
-    from textcls.representations import project
+    from textcls.analysis.representations import project
     return project(_representations(path, mtime, texts), method, seed=seed)
 
 
@@ -334,13 +334,13 @@ def projection(path: str | Path, texts, method: str = "pca", seed: int = 0):
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _flip_report(path: str, mtime: float, texts: tuple[str, ...], generator: str, rules: str, seed: int):
-    from textcls.counterfactuals import run_generator
+    from textcls.analysis.counterfactuals import run_generator
     return run_generator(_predictor(path, mtime), list(texts), generator, checkpoint=Path(path).name,
                          rules=rules or None, seed=seed)
 
 
 def flip_report(path: str | Path, texts, generator: str, *, rules: str = "", seed: int = 0):
-    """`textcls.counterfactuals.run_generator` of one checkpoint over texts, cached per (checkpoint, texts,
+    """`textcls.analysis.counterfactuals.run_generator` of one checkpoint over texts, cached per (checkpoint, texts,
     generator, rules). Raises CounterfactualError for a generator that cannot run."""
     return _flip_report(str(path), stamp(path), tuple(texts), generator, rules if generator == "word_replacer"
                         else "", seed)

@@ -16,10 +16,10 @@ from typing import Sequence
 
 import streamlit as st
 
-from textcls import data as tdata
+from textcls.data import datasets as tdata
 from textcls import viz
 from textcls.checkpoint import CheckpointError, CheckpointInfo
-from textcls.relation import MARKER_SYNTAX, EntitySpanError, has_markers
+from textcls.data.relation import MARKER_SYNTAX, EntitySpanError, has_markers
 
 from . import cache
 
@@ -347,7 +347,7 @@ class Progress:
 
 # ---------------------------------------------------------------- example texts
 
-EXAMPLE_DATA = "imdb_sample"   # a sample of IMDB test reviews shipped in textcls/bundled (document models)
+EXAMPLE_DATA = "imdb_sample"   # a sample of IMDB test reviews shipped in textcls/data/bundled (document models)
 
 
 def example_texts(n_per_label: int = 3) -> dict[str, str]:

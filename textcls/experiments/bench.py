@@ -11,13 +11,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .. import threads as thread_policy
-from ..checkpoint import CheckpointError, list_checkpoints, load_checkpoint
-from ..files import atomic_write_json
-from ..registry import get_entry
-from .measure import environment, load_note, peak_memory, time_call
-from .paper_bench import act_table5, lama_f4
-from .specs import EXAMPLE_SENTENCE, BenchModel, build, default_models, make_inputs, parameter_counts
+from textcls.runtime import threads as thread_policy
+from textcls.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
+from textcls.runtime.files import atomic_write_json
+from textcls.models.registry import get_entry
+from textcls.experiments.measure import environment, load_note, peak_memory, time_call
+from textcls.experiments.paper_bench import act_table5, lama_f4
+from textcls.experiments.specs import (EXAMPLE_SENTENCE, BenchModel, build, default_models, make_inputs,
+    parameter_counts)
 
 
 # ---------------------------------------------------------------- one model
@@ -303,5 +304,5 @@ def format_report(result: dict[str, Any]) -> str:
 
 
 def write_json(result: dict[str, Any], path: str | Path) -> Path:
-    """Write a result as JSON, atomically (textcls.files.atomic_write_json)."""
+    """Write a result as JSON, atomically (textcls.runtime.files.atomic_write_json)."""
     return atomic_write_json(path, result, indent=1, default=float)

@@ -7,9 +7,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable
 
-from .papers import (ACT_TABLE2, ACT_TABLE2_FULL, ACT_TABLE3_YELPF_DEV, AGCNN_COLUMNS, AGCNN_TABLE3, AGCNN_TABLE5,
-                     HCAN_YELP16,
-                     LAMA_IMDB, MATTON_SST5)
+from textcls.experiments.papers import (ACT_TABLE2, ACT_TABLE2_FULL, ACT_TABLE3_YELPF_DEV, AGCNN_COLUMNS,
+    AGCNN_TABLE3, AGCNN_TABLE5, HCAN_YELP16, LAMA_IMDB, MATTON_SST5)
 
 GAP_GLOVE = "50-d GloVe 6B (paper: 300-d word2vec)"
 GAP_CV = "one fixed 80/10/10 split (paper: 10-fold cross-validation)"

@@ -1,5 +1,5 @@
 """Latency under background load (`python -m textcls bench --latency [--load N]`): one sentence through the
-shipped sst2 checkpoints and their integrated gradients per torch thread count - how textcls/threads.py's defaults
+shipped sst2 checkpoints and their integrated gradients per torch thread count - how textcls/runtime/threads.py's defaults
 were chosen."""
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from .. import threads
-from ..checkpoint import CheckpointError, list_checkpoints, load_checkpoint
-from ..interpret import explain
-from .background import LATENCY_PATTERN, BusyLoad, cpu_seconds, others_cores
-from .bench import text_table
-from .measure import environment, time_call
-from .specs import EXAMPLE_SENTENCE
+from textcls.runtime import threads
+from textcls.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
+from textcls.interpret import explain
+from textcls.experiments.background import LATENCY_PATTERN, BusyLoad, cpu_seconds, others_cores
+from textcls.experiments.bench import text_table
+from textcls.experiments.measure import environment, time_call
+from textcls.experiments.specs import EXAMPLE_SENTENCE
 
 
 def latency_thread_settings() -> list[int]:

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..memory import return_free_memory, rss_mb
+from textcls.runtime.memory import return_free_memory, rss_mb
 
 
 # ---------------------------------------------------------------- the machine

@@ -7,12 +7,12 @@ from typing import Any, Sequence
 import torch
 import torch.nn as nn
 
-from ..models.lama import attention_parameter_count
-from ..models.layers import masked_softmax
-from ..registry import create_model
-from .measure import time_alternating
-from .papers import ACT_T5_PAPER, ACT_T5_PAPER_PARAMETER_RATIO, ACT_T5_PAPER_RATIO
-from .specs import BenchModel, build, make_inputs
+from textcls.models.lama import attention_parameter_count
+from textcls.models.layers import masked_softmax
+from textcls.models.registry import create_model
+from textcls.experiments.measure import time_alternating
+from textcls.experiments.papers import ACT_T5_PAPER, ACT_T5_PAPER_PARAMETER_RATIO, ACT_T5_PAPER_RATIO
+from textcls.experiments.specs import BenchModel, build, make_inputs
 
 
 # ---------------------------------------------------------------- ACT Table 5

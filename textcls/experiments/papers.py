@@ -1,4 +1,4 @@
-"""The papers' reported numbers that textcls compares itself with (transcribed from shared/docs/figures.md):
+"""The papers' reported numbers that textcls compares itself with (transcribed from docs/figures.md):
 plain constants, no torch - used by the benchmarks, the reproduction cells and the Benchmarks page."""
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ ACT_TABLE2 = {("act", "ag_news_mini"): 94.25, ("act", "dbpedia_mini"): 99.19,
 ACT_TABLE3_YELPF_DEV = {"ACT": 68.3, "- attentive conv.": 67.1, "- multi-head": 67.0, "- global rep.": 67.6,
                         "- position embed.": 67.4}
 
-# The full benchmarks (the ACT paper's Table 2 / models.md "Reported"): ACT and its Transformer baseline, test %
+# The full benchmarks (the ACT paper's Table 2 / docs/models.md "Reported"): ACT and its Transformer baseline, test %
 ACT_TABLE2_FULL = {("act", "ag_news"): 94.25, ("act", "dbpedia"): 99.19, ("act", "yelp_f"): 68.16,
                    ("transformer", "ag_news"): 93.89, ("transformer", "dbpedia"): 98.98,
                    ("transformer", "yelp_f"): 65.34}

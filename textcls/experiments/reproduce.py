@@ -15,12 +15,12 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from .. import distributed
-from ..devices import describe_device, resolve_device
-from ..pipeline import train_from_spec
-from .cells import SUITES, Cell, all_cells
-from .results import DEFAULT_OUT, load_results
-from .results import update_results as _update_results
+from textcls.runtime import distributed
+from textcls.runtime.devices import describe_device, resolve_device
+from textcls.train.pipeline import train_from_spec
+from textcls.experiments.cells import SUITES, Cell, all_cells
+from textcls.experiments.results import DEFAULT_OUT, load_results
+from textcls.experiments.results import update_results as _update_results
 
 
 def _loadavg() -> list[float]:

@@ -9,9 +9,9 @@ import statistics
 from pathlib import Path
 from typing import Any, Callable
 
-from ..files import atomic_write, atomic_write_json
-from .cells import DEFAULT_SUITES, GPU_SUITES, NOT_RUN_NOTES, SUITES
-from .papers import AGCNN_COLUMNS, AGCNN_TABLE3
+from textcls.runtime.files import atomic_write, atomic_write_json
+from textcls.experiments.cells import DEFAULT_SUITES, GPU_SUITES, NOT_RUN_NOTES, SUITES
+from textcls.experiments.papers import AGCNN_COLUMNS, AGCNN_TABLE3
 
 RESULTS_VERSION = 1
 DEFAULT_OUT = "docs/results.json"
@@ -64,7 +64,7 @@ def update_results(out: Path, md: Path, change: Callable[[dict[str, Any]], None]
 
 
 def save_results(results: dict[str, Any], path: str | Path) -> None:
-    """Write the results file atomically (textcls.files.atomic_write_json)."""
+    """Write the results file atomically (textcls.runtime.files.atomic_write_json)."""
     atomic_write_json(Path(path), results, indent=1, sort_keys=False)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from ..registry import create_model, get_entry, list_models
+from textcls.models.registry import create_model, get_entry, list_models
 
 EXAMPLE_SENTENCE = ("The food was great and the staff were friendly, but the service was painfully slow "
                     "and I would not come back.")

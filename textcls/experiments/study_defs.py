@@ -1,14 +1,14 @@
 """The paper studies (`python -m textcls study`, the Studies page): each a named grid of short trainings behind one
 of the papers' figures, at a "quick" scale (bundled data, a slice, few epochs, the small preset: minutes on a CPU)
-and a "full" scale (the paper's data set and configuration: hours on a CPU). The paper's numbers come from
-/work/shared/papers (their text and tables); a number that is only in a plot we cannot read is None and the
-study's `paper_source` says so. No torch."""
+and a "full" scale (the paper's data set and configuration: hours on a CPU). The paper's numbers come from the
+papers themselves (their text and tables; docs/models.md names them); a number that is only in a plot we cannot
+read is None and the study's `paper_source` says so. No torch."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from .papers import AGCNN_COLUMNS, ACT_TABLE3_YELPF_DEV
+from textcls.experiments.papers import AGCNN_COLUMNS, ACT_TABLE3_YELPF_DEV
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from .study_defs import Study
-from .study_run import load_cache, run_key, signature
+from textcls.experiments.study_defs import Study
+from textcls.experiments.study_run import load_cache, run_key, signature
 
 
 NOISE_POINTS = 2.0     # differences smaller than this (points) are not read as a trend (one seed, small slices)

@@ -13,8 +13,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
-from ..paths import user_home
-from .study_defs import Scale, Study, StudyPoint
+from textcls.runtime.paths import user_home
+from textcls.experiments.study_defs import Scale, Study, StudyPoint
 
 LONG_RUN_S = 6 * 3600          # a plan longer than this is refused unless confirmed
 
@@ -84,7 +84,7 @@ def estimate_seconds(study: Study, scale: str) -> float:
 
 def check_data(study: Study, scale: str, data_root=None) -> None:
     """StudyError when the scale's data set is absent or has no dev split (every study reads dev accuracy)."""
-    from ..data import load_data
+    from textcls.data.datasets import load_data
     sc = study.scales[scale]
     try:
         bundle = load_data(sc.data, root=data_root, limit=sc.limit)
@@ -103,7 +103,7 @@ def check_data(study: Study, scale: str, data_root=None) -> None:
 def run_point(point: StudyPoint, sc: Scale, seed: int, *, stop_event=None, data_root=None,
               device: str | None = None) -> dict[str, Any] | None:
     """Train one point once; its record, or None when it was stopped before finishing (nothing kept)."""
-    from ..pipeline import train_from_spec
+    from textcls.train.pipeline import train_from_spec
     train = dict(sc.train)
     if device:
         train["device"] = device

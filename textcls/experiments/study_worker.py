@@ -11,9 +11,10 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from ..paths import REPO
-from .study_defs import Study
-from .study_run import (StudyError, _lock_path, cache_path, estimate_seconds, plan, running_study, studies_dir)
+from textcls.runtime.paths import REPO
+from textcls.experiments.study_defs import Study
+from textcls.experiments.study_run import (StudyError, _lock_path, cache_path, estimate_seconds, plan, running_study,
+    studies_dir)
 
 
 @dataclass

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 import torch
 
-from ..text import PAD_ID, UNK_ID
+from textcls.data.text import PAD_ID, UNK_ID
 
 REMOVALS = ("delete", "pad", "unk")
 ProbFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -160,7 +160,7 @@ def expected_dims(model: Any) -> int:
     """2 for (B, L) token models, 3 for (B, S, W) sentence models (HCAN), from the registry."""
     name = getattr(model, "registry_name", "")
     if name:
-        from ..registry import get_entry
+        from textcls.models.registry import get_entry
         try:
             return 3 if get_entry(name).input_kind == "sentences" else 2
         except KeyError:

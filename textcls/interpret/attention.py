@@ -1,6 +1,6 @@
 """A model's own attention as an explanation: one importance value per real token, from the model's maps.
 
-The rule - which map each model's importance is read from, and how - is `textcls.importance` (documented
+The rule - which map each model's importance is read from, and how - is `textcls.interpret.importance` (documented
 there), the same one Compare, Inspect and the paper views shade words with. This module runs the model on a
 batch of instances (with optional map edits) and applies that rule to each instance's cropped maps.
 Scores are normalised to sum to 1 over the real tokens (when not all zero), so models compare on one scale.
@@ -11,11 +11,11 @@ from typing import Sequence
 
 import torch
 
-from .. import importance
-from ..importance import HOWS
-from ..threads import for_texts
-from ._common import as_batch, Instance, check_model, stack
-from .attributions import Attribution
+from textcls.interpret import importance
+from textcls.interpret.importance import HOWS
+from textcls.runtime.threads import for_texts
+from textcls.interpret._common import as_batch, Instance, check_model, stack
+from textcls.interpret.attributions import Attribution
 
 def _specs(model) -> dict:
     return {s.name: s for s in model.map_specs()}
@@ -34,7 +34,7 @@ def attention_importance_instances(model, instances: Sequence[Instance], how: st
                                    edits: dict | None = None, labels: Sequence[str] | None = None
                                    ) -> list[Attribution]:
     """The model's own per-token importance for each instance, as Attribution objects (method "attention")."""
-    with for_texts(len(instances)):  # thread policy (textcls.threads): a few texts are interactive work
+    with for_texts(len(instances)):  # thread policy (textcls.runtime.threads): a few texts are interactive work
         return _attention_importance_instances(model, instances, how, edits, labels)
 
 

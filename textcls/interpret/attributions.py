@@ -36,12 +36,13 @@ from typing import Any, Sequence
 
 import numpy as np
 import torch
+# Captum exports no public base class for LIME's `interpretable_model`; its own linear models derive from this one.
 from captum._utils.models.model import Model as _CaptumModel
 from captum.attr import (InputXGradient, IntegratedGradients, Lime, Occlusion, Saliency,
                          ShapleyValueSampling)
 
-from ..threads import for_texts
-from ._common import as_batch, EmbeddingForward, Instance, as_source, check_model, stack
+from textcls.runtime.threads import for_texts
+from textcls.interpret._common import as_batch, EmbeddingForward, Instance, as_source, check_model, stack
 
 METHODS = ("integrated_gradients", "saliency", "grad_x_input", "occlusion", "shapley", "lime")
 ALIASES = {"ig": "integrated_gradients", "input_x_gradient": "grad_x_input", "gradxinput": "grad_x_input",
@@ -197,7 +198,7 @@ def attribute_instances(model, instances: Sequence[Instance], method: str = "int
                         n_samples: int | None = None, seed: int = 0, internal_batch_size: int = 1024,
                         edits: dict | None = None, labels: Sequence[str] | None = None) -> list[Attribution]:
     """Attributions of each instance (see the module docstring for the methods and arguments)."""
-    with for_texts(len(instances)):  # thread policy (textcls.threads): one text is interactive work
+    with for_texts(len(instances)):  # thread policy (textcls.runtime.threads): one text is interactive work
         return _attribute_instances(model, instances, method, baseline=baseline, target=target, output=output,
                                     n_steps=n_steps, tolerance=tolerance, atol=atol, max_steps=max_steps,
                                     window=window, n_samples=n_samples, seed=seed,

@@ -40,14 +40,14 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from ..memory import return_free_memory
-from ..threads import for_texts
-from ._common import (Instance, as_source, as_vector, check_model, closed_up, permute_rows, prob_fn, stack,
-                      top_indices, tvd, uniform_like)
-from .attention import attention_importance_instances, explanation_source
-from .attributions import Attribution, attribute_instances, canonical_method
-from .faithfulness import (BINS, _check_removal, attention_maps, infidelity, kendall_tau, n_tokens, sensitivity,
-                           topk_overlap)
+from textcls.runtime.memory import return_free_memory
+from textcls.runtime.threads import for_texts
+from textcls.interpret._common import (Instance, as_source, as_vector, check_model, closed_up, permute_rows, prob_fn,
+    stack, top_indices, tvd, uniform_like)
+from textcls.interpret.attention import attention_importance_instances, explanation_source
+from textcls.interpret.attributions import Attribution, attribute_instances, canonical_method
+from textcls.interpret.faithfulness import (BINS, _check_removal, attention_maps, infidelity, kendall_tau, n_tokens,
+    sensitivity, topk_overlap)
 
 TOKENS_PER_BATCH = 8192       # padded positions per forward pass of erasure variants
 IG_PASS_TOKENS = 4096         # positions per IG forward/backward pass (memory: AGCNN keeps ~55 kB a position)
@@ -426,7 +426,7 @@ class SliceRun:
         with for_texts(len(range(self.done, min(self.done + self.chunk, self.total)))):
             self._step(list(range(self.done, min(self.done + self.chunk, self.total))))
         # the memory the chunk freed goes back to the OS: the next chunk allocates other sizes, and without it the
-        # resident memory ratchets up chunk by chunk (see textcls.memory)
+        # resident memory ratchets up chunk by chunk (see textcls.runtime.memory)
         return_free_memory()
         self.seconds += time.perf_counter() - t_start
         return self.done

@@ -1,4 +1,5 @@
-"""Faithfulness of explanations (definitions: shared docs/anchors.md), per explanation and over a data-set slice.
+"""Faithfulness of explanations (ERASER, DeYoung et al. 2020, and the tests defined below), per explanation and
+over a data-set slice.
 
 m(x)_j is the probability of the class j predicted on the full input x. An *importance* is one value per real
 token (an Attribution, or any vector). "Removing" tokens follows `removal` (see _common): "delete" (default;
@@ -37,12 +38,12 @@ import torch
 from captum.metrics import infidelity as _captum_infidelity
 from captum.metrics import sensitivity_max as _captum_sensitivity_max
 
-from ..threads import interactive_work
-from ._common import (REMOVALS, EmbeddingForward, Instance, as_vector, check_model, permute_rows,
-                      prob_fn, score, top_indices, tvd, uniform_like)
-from .attention import attention_importance_instances
-from .attributions import (METHOD_LABELS, _targets, attribute_instances, baseline_embedding,
-                           canonical_method, token_attributions)
+from textcls.runtime.threads import interactive_work
+from textcls.interpret._common import (REMOVALS, EmbeddingForward, Instance, as_vector, check_model, permute_rows,
+    prob_fn, score, top_indices, tvd, uniform_like)
+from textcls.interpret.attention import attention_importance_instances
+from textcls.interpret.attributions import (METHOD_LABELS, _targets, attribute_instances, baseline_embedding,
+    canonical_method, token_attributions)
 
 BINS = (1, 5, 10, 20, 50)
 

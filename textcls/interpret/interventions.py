@@ -29,8 +29,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
-from ..threads import interactive_work
-from ._common import Instance, as_source, check_model, key_mask, permute_rows, tvd, uniform_like
+from textcls.runtime.threads import interactive_work
+from textcls.interpret._common import Instance, as_source, check_model, key_mask, permute_rows, tvd, uniform_like
 
 
 def _specs(model) -> dict:
@@ -58,7 +58,7 @@ class Intervention:
 
 
 def _attention_names(model, maps) -> list[str]:
-    from .faithfulness import attention_maps
+    from textcls.interpret.faithfulness import attention_maps
     names = attention_maps(model, maps)
     if not names:
         raise ValueError(f"{type(model).__name__} has no attention map to edit")
@@ -351,7 +351,7 @@ def counterfactual(sources, text: str, edited_text: str, *, with_importance: boo
     """Prediction (and own-attention importance, maps) before and after an edit, for each model.
 
     `sources`: a mapping name -> Predictor (or (model, tokenizer)), or a sequence of Predictors, or one."""
-    from .attention import attention_importance_instances
+    from textcls.interpret.attention import attention_importance_instances
 
     if isinstance(sources, Mapping):
         items = list(sources.items())

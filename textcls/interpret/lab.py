@@ -24,10 +24,10 @@ from typing import Any, Sequence
 
 import torch
 
-from ..models.layers import make_activation, masked_max
-from ..threads import interactive_work
-from ._common import Instance, as_source, check_model, prob_fn, score
-from .interventions import ForceGate, intervene
+from textcls.models.layers import make_activation, masked_max
+from textcls.runtime.threads import interactive_work
+from textcls.interpret._common import Instance, as_source, check_model, prob_fn, score
+from textcls.interpret.interventions import ForceGate, intervene
 
 DEMO_TEXT = {
     "activations": (
@@ -100,7 +100,7 @@ def positive_index(labels: Sequence[str] | None, num_labels: int = 2) -> int:
 def negation_demo(sources, sentences: Sequence[str] = NEGATION_SENTENCES) -> list[dict[str, Any]]:
     """For each model (mapping name -> Predictor / (model, tokenizer)) and sentence: p(positive), the predicted
     label, tokens and the model's own per-token attention importance (None where a model has none)."""
-    from .attention import attention_importance_instances
+    from textcls.interpret.attention import attention_importance_instances
 
     items = sources.items() if hasattr(sources, "items") else [(getattr(s, "name", f"model {i}"), s)
                                                                for i, s in enumerate(sources)]
@@ -195,7 +195,7 @@ def gate_suppression(model, inst: Instance, labels: Sequence[str] | None = None)
     < 1 (suppressed) and == 0 (closed), the share of |C| that survives gating, the share of filters whose
     max-pool pick moved; per token the mean gate (over filters) of the k-gates on h = min window; and the
     prediction with all gates forced to 1 and to 0."""
-    from ..models.layers import to_length, window_mask
+    from textcls.models.layers import to_length, window_mask
 
     check_model(model)
     specs = {s.name: s for s in model.map_specs()}

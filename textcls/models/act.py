@@ -1,4 +1,4 @@
-"""ACT: Attentive Convolutional Transformer (Li et al., AAAI 2021), following models.md.
+"""ACT: Attentive Convolutional Transformer (Li et al., AAAI 2021), following docs/models.md.
 
 One layer, input X (B, L, d_w), per head i (d_k = d_w / h):
   Q_i = X W_i^Q + b, pads re-zeroed                                     (eq. 5)
@@ -13,7 +13,7 @@ Classifier: z = GELU(Linear(d_w -> 100)(Dropout(r))); logits = Linear(100 -> C)(
 Loss: cross-entropy + 0.001 * center loss on z (`extra_loss`; centres are a buffer, updated by Wen et al.'s
 rule with rate 0.1, never by the optimizer).
 
-Choices (the paper and models.md leave them open):
+Choices (the paper and docs/models.md leave them open):
 - The filters are stored once, as F~ (h, n d_k, m): `filters[i]` IS F~_i, and the convolution is computed from
   it (windows Cat(q_j, ..., q_{j+n-1}) @ F~_i, eq. 2 literally), so O_i = F~_i M_i uses the very tensor the
   convolution used. Row index of F~_i = k * d_k + c (offset k in the window, channel c), i.e. the order of
@@ -26,7 +26,7 @@ Choices (the paper and models.md leave them open):
 - Window j covers tokens j..j+n-1 (n-1 zeros on the right); `conv_padding="center"` centres it instead.
 - W_o has a bias, W_p none (one bias suffices, the two are summed). p_j from a learned (P x d_p) table;
   inputs longer than P are refused with a clear error (they have no position).
-- Dropout (0.4): on Y W^O before the residual, on r and on z (models.md); none on the embeddings.
+- Dropout (0.4): on Y W^O before the residual, on r and on z (docs/models.md); none on the embeddings.
 - Center loss: L_C = 1/2 mean_i ||z_i - c_{y_i}||^2 (mean over the batch, as the authors' Caffe layer of Wen
   et al. divides by the batch size); update c_j <- c_j - 0.1 * sum_{y_i=j}(c_j - z_i) / (1 + n_j) after the loss
   is taken, in training mode only. Centres start at zero.
@@ -60,11 +60,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..outputs import ClassifierOutput, MapSpec
-from .base import BaseConfig, Probe, TextClassifier, param
-from .layers import CenterLoss, GlobalAttention, WordEmbedding, check_input, masked_max, rezero
-from .registration import register_model
-from .relation import RelationConfig, RelativePositions
+from textcls.models.outputs import ClassifierOutput, MapSpec
+from textcls.models.base import BaseConfig, Probe, TextClassifier, param
+from textcls.models.layers import CenterLoss, GlobalAttention, WordEmbedding, check_input, masked_max, rezero
+from textcls.models.registration import register_model
+from textcls.models.relation import RelationConfig, RelativePositions
 
 CONV_MODES = ("attentive", "plain")
 CONV_PADDINGS = ("right", "center")

@@ -24,7 +24,7 @@ Choices (written here as the config does not enforce them at forward time):
   gate_init        "demo" (default): gate kernels ~ truncated N(0, 0.1), gate bias 0.1, as the official code;
                    "he": He-normal gate kernels, as the paper's text says for "all convolutional layers".
 
-Deviations from models.md / the paper (reasons):
+Deviations from docs/models.md / the paper (reasons):
   - PReLU of Table 5 is not offered: it has a learned slope, and base.ACTIVATIONS holds only fixed functions.
   - Initialisation: the first conv is He-normal (paper) with bias 0.1 (demo code), the Linear Xavier (paper) with
     bias 0. Gate kernels default to the demo's small init: with He init and NLReLU/ReLU, a k = 1 gate whose single
@@ -46,10 +46,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..outputs import MapSpec
-from .base import BaseConfig, Probe, TextClassifier, param
-from .layers import EMBEDDING_MODES, WordEmbedding, make_activation, masked_max, rezero, to_length, window_mask
-from .registration import register_model
+from textcls.models.outputs import MapSpec
+from textcls.models.base import BaseConfig, Probe, TextClassifier, param
+from textcls.models.layers import (EMBEDDING_MODES, WordEmbedding, make_activation, masked_max, rezero, to_length,
+    window_mask)
+from textcls.models.registration import register_model
 
 # The activations of the paper's Table 5 that base.ACTIVATIONS provides (PReLU is learned; see docstring).
 ACTIVATION_CHOICES = ("nlrelu", "selu", "relu", "elu", "leaky_relu", "softplus", "sigmoid")

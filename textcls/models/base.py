@@ -16,8 +16,8 @@ from typing import Any, Callable
 import torch
 import torch.nn as nn
 
-from ..outputs import ClassifierOutput, MapSpec
-from ..text import PAD_ID
+from textcls.models.outputs import ClassifierOutput, MapSpec
+from textcls.data.text import PAD_ID
 
 EMBEDDING_MODES = ("rand", "static", "non-static", "multichannel")
 

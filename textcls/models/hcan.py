@@ -1,6 +1,6 @@
 """HCAN: Hierarchical Convolutional Attention Network (Gao et al. 2018), and its flat form CAN.
 
-One *level* (the same block at word and at sentence level, models.md):
+One *level* (the same block at word and at sentence level, docs/models.md):
   E = Dropout(X + P) re-zeroed at pads (positions are added to real positions only; the reference code
       also adds them to pads - we do not);
   branch a: Q, K, V = ELU(Conv1d(E, kernel 3, same padding)); branch b: the same but V_b = tanh(Conv1d(E));
@@ -13,7 +13,7 @@ One *level* (the same block at word and at sentence level, models.md):
 HCAN: word level on the B*S sentences -> sentence vectors (+ sentence positions) -> sentence level ->
 document vector -> Dropout -> Linear. CAN ("can", Table 2's flat rows): the word level on (B, L) tokens only.
 
-Choices where the paper and models.md are silent (written here as the spec asks):
+Choices where the paper and docs/models.md are silent (written here as the spec asks):
 - Every convolution's input is re-zeroed at pads first, so pads never leak into a window; ELU/tanh outputs at
   pads need no re-zeroing because attention gives pads zero weight.
 - Empty sentences (no real word) do not exist for the model: the word level runs only on non-empty sentences,
@@ -69,10 +69,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..outputs import MapSpec
-from .base import BaseConfig, Probe, TextClassifier, param
-from .layers import WordEmbedding, masked_max, masked_softmax, rezero
-from .registration import register_model
+from textcls.models.outputs import MapSpec
+from textcls.models.base import BaseConfig, Probe, TextClassifier, param
+from textcls.models.layers import WordEmbedding, masked_max, masked_softmax, rezero
+from textcls.models.registration import register_model
 
 
 

@@ -17,10 +17,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..outputs import MapSpec
-from .base import BaseConfig, Probe, TextClassifier, param
-from .layers import WordEmbedding, masked_max, rezero, to_length, window_mask
-from .registration import register_model
+from textcls.models.outputs import MapSpec
+from textcls.models.base import BaseConfig, Probe, TextClassifier, param
+from textcls.models.layers import WordEmbedding, masked_max, rezero, to_length, window_mask
+from textcls.models.registration import register_model
 
 
 @dataclass

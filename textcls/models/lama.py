@@ -1,6 +1,6 @@
 """LAMA: low-rank factorised multi-head attention over a BiGRU (Mehta, Rangwala & Ramakrishnan 2019).
 
-The paper's equations are lost from its text; this follows the reconstruction in models.md (its prose plus the
+The paper's equations are lost from its text; this follows the reconstruction in docs/models.md (its prose plus the
 low-rank bilinear pooling it cites, Kim et al. 2016), with d the GRU hidden size per direction and m heads:
 
   x  = embeddings (fine-tuned)                               (B, L, E)
@@ -57,10 +57,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ..outputs import MapSpec
-from .base import BaseConfig, Probe, TextClassifier, param
-from .layers import WordEmbedding, masked_mean, masked_softmax, rezero
-from .registration import register_model
+from textcls.models.outputs import MapSpec
+from textcls.models.base import BaseConfig, Probe, TextClassifier, param
+from textcls.models.layers import WordEmbedding, masked_mean, masked_softmax, rezero
+from textcls.models.registration import register_model
 
 CONTEXTS = ("learned", "mean")
 

@@ -1,7 +1,7 @@
 """Blocks several model families share: the masking rules, activations, the embedding layer, input checks,
 window helpers for convolutions, and ACT's global attention and center loss (which the Transformer reuses).
 
-Masking rules (models.md), used by every model through the helpers below:
+Masking rules (docs/models.md), used by every model through the helpers below:
 - masked softmax: pads get no weight; an all-pad row gives zeros, never NaN;
 - masked max: pads never win; an all-pad row gives 0;
 - re-zero pads (`x * mask`) before every convolution, so pad positions never leak into a window.
@@ -17,9 +17,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..outputs import MapSpec
-from ..text import PAD_ID
-from .base import EMBEDDING_MODES, Probe
+from textcls.models.outputs import MapSpec
+from textcls.data.text import PAD_ID
+from textcls.models.base import EMBEDDING_MODES, Probe
 
 
 # ---------------------------------------------------------------- masking helpers

@@ -1,5 +1,5 @@
 """Where models enrol (timm style): `@register_model(name, ConfigClass, ...)` on each model class. The look-ups
-(`list_models`, `create_model`, ...) are in `textcls.registry`, which imports the models so they are all here."""
+(`list_models`, `create_model`, ...) are in `textcls.models.registry`, which imports the models so they are all here."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -32,3 +32,13 @@ def register_model(name: str, config_cls: type, *, description: str = "", preset
         cls.registry_name = name
         return cls
     return deco
+
+
+def registered_names() -> list[str]:
+    """Every registered model name, sorted."""
+    return sorted(_REGISTRY)
+
+
+def lookup(name: str) -> "ModelEntry | None":
+    """The entry registered under `name`, or None."""
+    return _REGISTRY.get(name)

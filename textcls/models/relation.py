@@ -2,7 +2,7 @@
 Transformer.
 
 The public call stays `model(token_ids, mask)`: the entity spans travel in the id stream as the four marker
-tokens `<e1> </e1> <e2> </e2>` (tokenizer `entities="keep"` or `"mask"`, textcls/relation.py), whose vocabulary
+tokens `<e1> </e1> <e2> </e2>` (tokenizer `entities="keep"` or `"mask"`, textcls/data/relation.py), whose vocabulary
 ids the config records (`e1_start_id`, ...; set from the vocabulary when training). From them the model computes,
 per token j, its relative position to entity 1 and to entity 2 (j - start before the entity, 0 inside, j - end
 after, clipped to [-rel_window, rel_window]) and looks both up in two tables of d_pos / 2 dimensions (30 + 30
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from ..outputs import MapSpec
-from .base import BaseConfig, param
+from textcls.models.outputs import MapSpec
+from textcls.models.base import BaseConfig, param
 
 
 @dataclass
@@ -52,7 +52,7 @@ class RelationConfig(BaseConfig):
 
 def marker_overrides(vocab) -> dict[str, int]:
     """The four marker-id config fields from a Vocab (a missing tag: ValueError naming it)."""
-    from ..relation import MARKERS
+    from textcls.data.relation import MARKERS
     missing = [m for m in MARKERS if m not in vocab]
     if missing:
         raise ValueError(f"relative positions need the entity markers in the vocabulary; missing {missing} "

@@ -1,4 +1,4 @@
-"""Transformer encoder classifier (Matton, "Adapting Transformers to Text Classification"), per models.md.
+"""Transformer encoder classifier (Matton, "Adapting Transformers to Text Classification"), per docs/models.md.
 
 Emb * sqrt(d) + sinusoidal positions -> dropout -> [initial convolutions] -> N pre-LN layers
 (x += Dropout(MHA(LN(x))); x += Dropout(FFN(LN(x))), FFN = Linear-ReLU-Dropout-Linear) -> final LN ->
@@ -62,12 +62,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..outputs import ClassifierOutput, MapSpec
-from .base import BaseConfig, Probe, TextClassifier, param
-from .layers import (ACTIVATIONS, CenterLoss, GlobalAttention, WordEmbedding, check_input, make_activation, masked_max,
-                     masked_mean, masked_softmax, rezero)
-from .registration import register_model
-from .relation import RelationConfig, RelativePositions
+from textcls.models.outputs import ClassifierOutput, MapSpec
+from textcls.models.base import BaseConfig, Probe, TextClassifier, param
+from textcls.models.layers import (ACTIVATIONS, CenterLoss, GlobalAttention, WordEmbedding, check_input,
+    make_activation, masked_max, masked_mean, masked_softmax, rezero)
+from textcls.models.registration import register_model
+from textcls.models.relation import RelationConfig, RelativePositions
 
 POOLINGS = ("cls", "max", "mean", "global", "decoder")
 LN_EPS = 1e-6

@@ -7,7 +7,7 @@ export use style only):
 - `maps`: generic builders that label themselves from a MapSpec: `heatmap` (+ `heatmap_table` for the same
   numbers as a table), `attention_grid` (all layers x heads, the bertviz "model view"), `find_spec`;
 - `tokens`: `token_highlight` (words shaded by weight, ACT Table 4 style) and its HTML twin
-  `token_highlight_html`; `token_weights(specs, maps, tokens, ...)` (re-exported from `textcls.importance`, the
+  `token_highlight_html`; `token_weights(specs, maps, tokens, ...)` (re-exported from `textcls.interpret.importance`, the
   one per-token importance rule of every page): one weight per token for any model, so several models'
   *reasons* can be shown one above the other (ACT-T4: Transformer above ACT);
 - `views`: a registry of paper views (`register_view`, `views_for`): each view declares the maps it needs and
@@ -29,24 +29,26 @@ binned (`aggregate=True`); no figure is ever built with thousands of cells per a
 """
 from __future__ import annotations
 
-from .axes import (AXIS_TITLES, MAX_GRID_TOKENS, MAX_HIGHLIGHT_TOKENS, MAX_TOKENS, PAD_LABEL, axis_labels,
-                   is_sentence_axis, is_sequence_axis, is_token_axis, is_word_axis)
-from .benchmarks import accuracy_figure, act_t5_figure, lama_f4_figure, models_figure
-from .studies import study_figure
-from .dataset import flip_rates_figure, projector_figure, reliability_figure, roc_pr_figure, slice_metrics_figure
-from .export import (CHROME_NAMES, export_size, export_zip, figure_html, figure_image, find_chrome,
-                     image_export_status)
-from .headview import HEAD_COLORS, head_view
-from .maps import (REAL, Slice2D, attention_grid, find_spec, find_specs, grid_table, heatmap, heatmap_from_slice,
-                   heatmap_item, heatmap_table, slice_map, slice_table)
-from .paper_views import reasons_figure  # importing paper_views registers the views in VIEWS
-from .reports import (CURVE_TITLES, confusion_figure, filter_ngrams_figure, label_cards_html, live_training_figure,
-                      probabilities_figure, top_words_figure, training_curves, word_weight_figure)
-from .style import FONT, MONO, RUN_COLORS, FigureOut, esc, safe_filename, short
-from .tokens import (SHADE_NOTE, UNIFORM_DARKEST, esc_html, highlight_table, shade_weights, token_highlight,
-                     token_highlight_html, token_highlight_rows, token_rows_html)
-from ..importance import token_weights
-from .views import MODEL_VIEWS, VIEWS, Control, View, ViewInput, build_view, register_view, view_controls, views_for
+from textcls.viz.axes import (AXIS_TITLES, MAX_GRID_TOKENS, MAX_HIGHLIGHT_TOKENS, MAX_TOKENS, PAD_LABEL, axis_labels,
+    is_sentence_axis, is_sequence_axis, is_token_axis, is_word_axis)
+from textcls.viz.benchmarks import accuracy_figure, act_t5_figure, lama_f4_figure, models_figure
+from textcls.viz.studies import study_figure
+from textcls.viz.dataset import (flip_rates_figure, projector_figure, reliability_figure, roc_pr_figure,
+    slice_metrics_figure)
+from textcls.viz.export import (CHROME_NAMES, export_size, export_zip, figure_html, figure_image, find_chrome,
+    image_export_status)
+from textcls.viz.headview import HEAD_COLORS, head_view
+from textcls.viz.maps import (REAL, Slice2D, attention_grid, find_spec, find_specs, grid_table, heatmap,
+    heatmap_from_slice, heatmap_item, heatmap_table, slice_map, slice_table)
+from textcls.viz.paper_views import reasons_figure  # importing paper_views registers the views in VIEWS
+from textcls.viz.reports import (CURVE_TITLES, confusion_figure, filter_ngrams_figure, label_cards_html,
+    live_training_figure, probabilities_figure, top_words_figure, training_curves, word_weight_figure)
+from textcls.viz.style import FONT, MONO, RUN_COLORS, FigureOut, esc, safe_filename, short
+from textcls.viz.tokens import (SHADE_NOTE, UNIFORM_DARKEST, esc_html, highlight_table, shade_weights,
+    token_highlight, token_highlight_html, token_highlight_rows, token_rows_html)
+from textcls.interpret.importance import token_weights
+from textcls.viz.views import (MODEL_VIEWS, VIEWS, Control, View, ViewInput, build_view, register_view,
+    view_controls, views_for)
 
 __all__ = [
     # style
@@ -82,6 +84,6 @@ __all__ = [
 
 def __getattr__(name: str):
     if name == "MapSpec":  # `viz.MapSpec` still works, importing torch only when it is used (PEP 562)
-        from ..outputs import MapSpec
+        from textcls.models.outputs import MapSpec
         return MapSpec
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

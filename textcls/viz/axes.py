@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .style import short
+from textcls.viz.style import short
 
 MAX_TOKENS = 200          # most tokens on one heatmap axis before paging / binning
 MAX_GRID_TOKENS = 60      # tokens per axis in each cell of the layer x head grid

@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .style import RUN_COLORS, FigureOut, esc, style_figure
+from textcls.viz.style import RUN_COLORS, FigureOut, esc, style_figure
 
 OURS = RUN_COLORS[1]          # our measurement
 PAPER = "#bbbbbb"             # the paper's figure: a neutral grey beside ours

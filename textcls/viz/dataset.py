@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .style import RUN_COLORS, FigureOut, esc, short, style_figure
+from textcls.viz.style import RUN_COLORS, FigureOut, esc, short, style_figure
 
 CORRECT_COLORS = {"correct": "#27ae60", "wrong": "#c0392b"}
 

@@ -14,9 +14,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .axes import token_window
-from .style import RUN_COLORS as PALETTE
-from .style import FigureOut, esc, short, style_figure
+from textcls.viz.axes import token_window
+from textcls.viz.style import RUN_COLORS as PALETTE
+from textcls.viz.style import FigureOut, esc, short, style_figure
 
 def _window_title(title: str, lo: int, hi: int, n: int) -> str:
     return title if (lo, hi) == (0, n) else f"{title} (tokens {lo + 1}-{hi} of {n})"

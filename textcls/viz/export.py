@@ -12,7 +12,7 @@ from typing import Sequence
 
 import plotly.graph_objects as go
 
-from .style import FigureOut, safe_filename
+from textcls.viz.style import FigureOut, safe_filename
 
 
 # ---------------------------------------------------------------- export (PNG / SVG / HTML / ZIP)

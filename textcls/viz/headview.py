@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .axes import MAX_GRID_TOKENS, axis_labels, token_window
-from .style import FONT, FigureOut, esc, short
+from textcls.viz.axes import MAX_GRID_TOKENS, axis_labels, token_window
+from textcls.viz.style import FONT, FigureOut, esc, short
 
 HEAD_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
                "#bcbd22", "#17becf", "#393b79", "#637939")

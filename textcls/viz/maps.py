@@ -12,12 +12,12 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .axes import (AXIS_TITLES, MAX_GRID_TOKENS, MAX_TOKENS, axis_labels, axis_title, is_sentence_axis,
-                   is_sequence_axis, is_token_axis, is_word_axis, token_window)
-from .style import FONT, FigureOut, esc, short
+from textcls.viz.axes import (AXIS_TITLES, MAX_GRID_TOKENS, MAX_TOKENS, axis_labels, axis_title, is_sentence_axis,
+    is_sequence_axis, is_token_axis, is_word_axis, token_window)
+from textcls.viz.style import FONT, FigureOut, esc, short
 
 if TYPE_CHECKING:  # outputs imports torch; this module needs MapSpec only for annotations
-    from ..outputs import MapSpec
+    from textcls.models.outputs import MapSpec
 
 
 # ---------------------------------------------------------------- slicing a map to 2-D

@@ -10,18 +10,19 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..concentration import Concentration, concentration
-from .axes import AXIS_TITLES, axis_labels, token_window
-from .headview import head_view
-from .maps import (attention_grid, find_spec, find_specs, grid_table, heatmap_from_slice, heatmap_item, slice_map,
-                   slice_table, window_sizes)
-from .style import FONT, FigureOut, esc, short
-from ..importance import token_weights
-from .tokens import ENTITY_NOTE, SHADE_NOTE, has_entities, highlight_table, token_highlight_rows, token_rows_html
-from .views import Control, ViewInput, register_view
+from textcls.interpret.concentration import Concentration, concentration
+from textcls.viz.axes import AXIS_TITLES, axis_labels, token_window
+from textcls.viz.headview import head_view
+from textcls.viz.maps import (attention_grid, find_spec, find_specs, grid_table, heatmap_from_slice, heatmap_item,
+    slice_map, slice_table, window_sizes)
+from textcls.viz.style import FONT, FigureOut, esc, short
+from textcls.interpret.importance import token_weights
+from textcls.viz.tokens import (ENTITY_NOTE, SHADE_NOTE, has_entities, highlight_table, token_highlight_rows,
+    token_rows_html)
+from textcls.viz.views import Control, ViewInput, register_view
 
 if TYPE_CHECKING:  # outputs imports torch; MapSpec is imported where two views build one
-    from ..outputs import MapSpec
+    from textcls.models.outputs import MapSpec
 
 
 # ---------------------------------------------------------------- helpers the views share
@@ -233,7 +234,7 @@ def _tr_controls(vi: ViewInput) -> list[Control]:
                models=("transformer",), needs=lambda specs: _tr_specs(specs)[0] is not None,
                controls=_tr_controls)
 def _tr_att(vi: ViewInput) -> list[FigureOut]:
-    from ..outputs import MapSpec
+    from textcls.models.outputs import MapSpec
 
     att, cls = _tr_specs(vi.specs)
     A = np.asarray(vi.maps[att.name])
@@ -318,7 +319,7 @@ def _hcan_f4_controls(vi: ViewInput) -> list[Control]:
 
 def _hcan_self_rows(vi: ViewInput, hi: _Hier, tag: str) -> list[FigureOut]:
     """The chosen word's self-attention row in each branch, one row per head (HCAN Fig. 4 right / Fig. 5)."""
-    from ..outputs import MapSpec
+    from textcls.models.outputs import MapSpec
 
     si, wi = _flat_word(hi.sentences, int(vi.opts.get("token", 0)))
     words = hi.sentences[si] if si < len(hi.sentences) else []

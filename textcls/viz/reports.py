@@ -10,8 +10,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .style import RUN_COLORS, FigureOut, esc, short, style_figure
-from .tokens import esc_html
+from textcls.viz.style import RUN_COLORS, FigureOut, esc, short, style_figure
+from textcls.viz.tokens import esc_html
 
 
 # ---------------------------------------------------------------- Train / Evaluate pages: metrics, curves, corpus views

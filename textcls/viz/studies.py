@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .style import RUN_COLORS, FigureOut, esc, style_figure
+from textcls.viz.style import RUN_COLORS, FigureOut, esc, style_figure
 
 OURS = RUN_COLORS[1]
 PAPER = "#888888"

@@ -1,5 +1,5 @@
 """Words shaded by weight (ACT Table 4 style) as HTML and as an exportable Plotly figure. The weights a model's
-own maps give each token come from `textcls.importance.token_weights` (re-exported by `textcls.viz`)."""
+own maps give each token come from `textcls.interpret.importance.token_weights` (re-exported by `textcls.viz`)."""
 from __future__ import annotations
 
 import functools
@@ -11,9 +11,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
-from ..relation import entity_roles
-from .axes import MAX_HIGHLIGHT_TOKENS, token_window
-from .style import FONT, MONO, esc
+from textcls.data.relation import entity_roles
+from textcls.viz.axes import MAX_HIGHLIGHT_TOKENS, token_window
+from textcls.viz.style import FONT, MONO, esc
 
 # ---------------------------------------------------------------- words shaded by weight
 

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
-from .style import FigureOut
+from textcls.viz.style import FigureOut
 
 if TYPE_CHECKING:  # outputs imports torch; this module needs MapSpec only for annotations
-    from ..outputs import MapSpec
+    from textcls.models.outputs import MapSpec
 
 
 # ---------------------------------------------------------------- the views registry

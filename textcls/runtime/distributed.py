@@ -5,8 +5,7 @@ helpers, and the few collectives `training.fit` needs.
 returns a `Context` (rank, world size, local rank, backend, device); otherwise a single-process Context and
 nothing else happens. The backend is chosen from the device: nccl on CUDA, gloo on the CPU. `context()` is the
 Context of the group joined, or the single-process one, so library code asks `context().active` instead of
-passing ranks around. Collectives: `all_reduce_sum`, `broadcast`, `barrier`, `predict_sharded` (each rank
-predicts a stride of a split; the predictions and loss are summed back so every rank holds all of them),
+passing ranks around. Collectives: `all_reduce_sum`, `broadcast`, `barrier` (textcls.data.batching.predict_sharded builds on them),
 `wrap_ddp` (DistributedDataParallel around a module, with find_unused_parameters only where a probe pass finds
 a parameter without a gradient). `is_peer_failure` tells apart the error a surviving rank gets when another
 rank died, so the command line can say so in one line instead of a backend traceback.
@@ -27,7 +26,7 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from .devices import resolve_device
+from textcls.runtime.devices import resolve_device
 
 TIMEOUT_S = int(os.environ.get("TEXTCLS_DIST_TIMEOUT", "1800"))
 
@@ -154,26 +153,6 @@ def main_first() -> Iterator[None]:
     yield
     if ctx.active and ctx.is_main:
         barrier()
-
-
-def predict_sharded(model, enc, batch_size: int = 64) -> tuple[np.ndarray, float | None]:
-    """`batching.predict_encoded` over the ranks: rank r predicts examples r, r+N, ...; every rank gets all
-    the predictions and the mean loss. In a single process it is predict_encoded itself."""
-    from .batching import predict_encoded, subset
-    ctx = context()
-    if not ctx.active:
-        return predict_encoded(model, enc, batch_size)
-    n = len(enc)
-    mine = list(range(ctx.rank, n, ctx.world_size))
-    preds_local, loss_local = predict_encoded(model, subset(enc, mine), batch_size) if mine else (np.zeros(0), None)
-    full = torch.zeros(n, dtype=torch.long, device=ctx.device)
-    full[mine] = torch.as_tensor(preds_local, dtype=torch.long, device=ctx.device)
-    stats = torch.tensor([0.0 if loss_local is None else loss_local * len(mine),
-                          0.0 if loss_local is None else float(len(mine))], dtype=torch.float64, device=ctx.device)
-    all_reduce_sum(full)
-    all_reduce_sum(stats)
-    loss = float(stats[0] / stats[1]) if stats[1] > 0 else None
-    return full.cpu().numpy(), loss
 
 
 def wrap_ddp(module: torch.nn.Module, device: torch.device, probe=None) -> torch.nn.Module:

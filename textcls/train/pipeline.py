@@ -7,7 +7,7 @@ builds the same vocabulary (deterministic), `fit` trains with DDP, dev/test are 
 gathered, and only rank 0 writes the checkpoint (atomically, as always); the others return with `path` None.
 
 `arrow=True` reads the data as memory-mapped Arrow tables, builds the vocabulary in a streaming pass and
-tokenises with `map(batched=True, num_proc=...)` into a disk cache (textcls/arrow_data.py): for hub data sets
+tokenises with `map(batched=True, num_proc=...)` into a disk cache (textcls/data/arrow.py): for hub data sets
 and files too big for memory. `arrow=None` takes that path for `hf:` specs only; the default, False, is the
 in-memory path."""
 from __future__ import annotations
@@ -21,12 +21,12 @@ from typing import Any, Iterable
 
 import torch
 
-from . import distributed
-from .batching import encode_split
-from .limits import Limits
-from .records import History
-from .sizing import check_parameters, check_training, count_parameters, training_bytes
-from .training import PAPER_TRAINING, Callback, TrainConfig, fit
+from textcls.runtime import distributed
+from textcls.data.batching import encode_split, predict_sharded
+from textcls.runtime.limits import Limits
+from textcls.records import History
+from textcls.runtime.sizing import check_parameters, check_training, count_parameters, training_bytes
+from textcls.train.fit import PAPER_TRAINING, Callback, TrainConfig, fit
 
 
 EMBEDDING_SOURCES = ("glove", "random")
@@ -60,7 +60,7 @@ def tokenizer_config_for(model_config, input_kind: str = "tokens", overrides: di
     """The TokenizerConfig a model needs: hierarchical for "sentences" input; for a model with a learned
     position table (`config.position_limit`: ACT, CAN, the Transformer's global pooling) max_len is capped at it,
     and an explicit larger max_len is a ValueError."""
-    from .text import TokenizerConfig
+    from textcls.data.text import TokenizerConfig
     values = {"hierarchical": input_kind == "sentences", **(overrides or {})}
     max_pos = getattr(model_config, "position_limit", None)
     if max_pos is not None and not values["hierarchical"]:
@@ -73,12 +73,12 @@ def tokenizer_config_for(model_config, input_kind: str = "tokens", overrides: di
 
 def extend_vocab(tokenizer, source, n: int):
     """(tokenizer with the `n` most frequent GloVe words appended where missing, number appended)."""
-    from .text import Tokenizer, Vocab
+    from textcls.data.text import Tokenizer, Vocab
     if n < 0:
         raise ValueError(f"extra_vocab must be >= 0, got {n}")
     if str(source) != "glove":
         raise ValueError("extra_vocab needs GloVe embeddings (embeddings='glove')")
-    from .embeddings import glove_vectors
+    from textcls.data.embeddings import glove_vectors
     words, _ = glove_vectors()
     have = tokenizer.vocab.stoi
     extra = [w for w in dict.fromkeys(w for w in words[:n] if isinstance(w, str) and w) if w not in have]
@@ -87,12 +87,12 @@ def extend_vocab(tokenizer, source, n: int):
 
 def relation_settings(model: str, preset: str | None, overrides: dict[str, Any],
                       tokenizer_overrides: dict[str, Any] | None) -> tuple[str | None, dict[str, Any]]:
-    """The task's settings on relation data (textcls/relation.py): a model with a "relation" preset (ACT, the
+    """The task's settings on relation data (textcls/data/relation.py): a model with a "relation" preset (ACT, the
     Transformer) gets it unless a preset was named; a model with relative positions gets the tokenizer's
     entities="keep" (the tags carry the spans), any other model entities="drop" (plain text). Returns
     (preset, tokenizer overrides); an explicit entities="none"/"drop" for a relative-position model is a
     ValueError."""
-    from .registry import get_entry, make_config
+    from textcls.models.registry import get_entry, make_config
     entry = get_entry(model)
     if preset is None and "relation" in entry.presets:
         preset = "relation"
@@ -130,17 +130,17 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
         their pretrained vectors and unseen test words are not all `<unk>` (Kim 2014 builds the vocabulary over
         all texts for this).
     out: the checkpoint folder to write (replaced atomically), or None to write nothing.
-    limits: the machine-protecting limits (`textcls.limits`; default: the environment's): the parameter count
+    limits: the machine-protecting limits (`textcls.runtime.limits`; default: the environment's): the parameter count
         is checked on the meta device before the model is built, and the training memory (`sizing`) before
         the first step; either raises LimitError.
     Returns a TrainResult; the checkpoint's config.json records data, metrics (test accuracy included),
     training settings, tokenizer settings and the history's stop reason.
     """
-    from . import __version__
-    from .data import DataBundle, check_trainable, load_data
-    from .metrics import classification_report, default_ignore_label
-    from .registry import create_model, get_entry, make_config
-    from .text import Tokenizer
+    from textcls import __version__
+    from textcls.data.datasets import DataBundle, check_trainable, load_data
+    from textcls.analysis.metrics import classification_report, default_ignore_label
+    from textcls.models.registry import create_model, get_entry, make_config
+    from textcls.data.text import Tokenizer
 
     t0 = time.perf_counter()
     entry = get_entry(model)
@@ -148,7 +148,7 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
     model_config = make_config(model, preset=preset, variant=variant, **overrides)  # fail early on bad input
     emb_source = _resolve_embeddings(embeddings)
     if out is not None:
-        from .checkpoint import check_target
+        from textcls.checkpoint import check_target
         check_target(out)  # fail before training, not after
     tcfg_values = dict(train_overrides or {})
     if paper_training:
@@ -159,8 +159,8 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
     use_arrow = (arrow if arrow is not None else isinstance(data, str) and data.startswith("hf:")) \
         and not isinstance(data, DataBundle)
     if use_arrow:
-        from .arrow_data import (ArrowBundle, build_tokenizer, check_trainable_arrow, default_num_proc,
-                                 encode_arrow, load_arrow)
+        from textcls.data.arrow import (ArrowBundle, build_tokenizer, check_trainable_arrow, default_num_proc,
+            encode_arrow, load_arrow)
         bundle = data if isinstance(data, ArrowBundle) else load_arrow(
             data, root=data_root, text_column=text_column, label_column=label_column, limit=limit, seed=seed)
         check_trainable_arrow(bundle)
@@ -178,7 +178,7 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
         def encode(split):
             return encode_split(tokenizer, split)
     labels = list(bundle.labels)
-    from .relation import is_relation_task
+    from textcls.data.relation import is_relation_task
     if is_relation_task(getattr(bundle, "task", ""), labels):
         preset, tokenizer_overrides = relation_settings(model, preset, overrides, tokenizer_overrides)
         model_config = make_config(model, preset=preset, variant=variant, **overrides)
@@ -193,12 +193,12 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
     if extra_vocab:
         tokenizer, added = extend_vocab(tokenizer, emb_source, int(extra_vocab))
     if getattr(model_config, "relative_positions", False):      # the tags' ids, for the relative positions
-        from .models.relation import marker_overrides
+        from textcls.models.relation import marker_overrides
         overrides = {**marker_overrides(tokenizer.vocab), **overrides}
 
     matrix, coverage = None, None
     if emb_source is not None:
-        from .embeddings import build_embedding_matrix
+        from textcls.data.embeddings import build_embedding_matrix
         matrix, coverage = build_embedding_matrix(tokenizer.vocab, emb_source, seed=seed)
 
     sizes = {"vocab_size": len(tokenizer.vocab), "num_labels": len(labels),
@@ -226,7 +226,7 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
         if history.stopped_by_user and split_name == "test":
             continue  # a stopped run is saved as is; evaluate it later with `textcls evaluate`
         enc = dev_enc if split_name == "dev" else encode(split)
-        preds, loss = distributed.predict_sharded(net, enc, tcfg.eval_batch_size)
+        preds, loss = predict_sharded(net, enc, tcfg.eval_batch_size)
         report = classification_report(enc.labels.tolist(), preds.tolist(), labels, ignore_label=ignore)
         report["loss"] = loss
         metrics[split_name] = report
@@ -234,7 +234,7 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
     path = None
     ctx = distributed.context()
     if out is not None and ctx.is_main:
-        from .checkpoint import save_checkpoint
+        from textcls.checkpoint import save_checkpoint
         summary = {f"{s}_{k}": metrics[s][k] for s in metrics for k in ("accuracy", "macro_f1")}
         meta = {
             "data": {"name": bundle.name, "spec": data_spec or (str(data) if isinstance(data, (str, Path))

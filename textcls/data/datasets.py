@@ -51,8 +51,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .limits import current as current_limits
-from .paths import data_roots
+from textcls.runtime.limits import current as current_limits
+from textcls.runtime.paths import data_roots
 
 SPLITS = ("train", "dev", "test")
 HUB_TIMEOUT = 5.0            # seconds for the hub reachability check

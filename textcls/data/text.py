@@ -181,7 +181,7 @@ class TokenizerConfig:
     def __post_init__(self):
         if self.level not in LEVELS:
             raise ValueError(f"tokenizer level must be one of {LEVELS}, got {self.level!r}")
-        from .relation import ENTITY_MODES
+        from textcls.data.relation import ENTITY_MODES
         if self.entities not in ENTITY_MODES:
             raise ValueError(f"tokenizer entities must be one of {ENTITY_MODES}, got {self.entities!r}")
         if self.entities != "none" and (self.level != "word" or self.hierarchical):
@@ -356,7 +356,7 @@ class Tokenizer:
     def tokenize(self, text: str) -> list[str]:
         """Every token of one text (no truncation), with the `entities` setting applied (relation.py)."""
         if self.config.entities != "none":
-            from .relation import apply_entity_mode
+            from textcls.data.relation import apply_entity_mode
             return apply_entity_mode(list(self._stream(text)), self.config.entities)
         return list(self._stream(text))
 

@@ -9,7 +9,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .registry import get_entry, make_config
+from textcls.models.registry import get_entry, make_config
 
 # fields a training form sets itself (data, vocabulary, embeddings) rather than in the hyper-parameter form
 FORM_SKIP = ("vocab_size", "num_labels", "pad_id", "embedding_mode", "channels")

@@ -29,9 +29,10 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import torch
 
-from . import distributed
-from .data import HUB_DEV_SPLITS, SPLITS, DataError, _file_format, _label_names, check_hub, find_dataset
-from .paths import cache_dir as _cache_root
+from textcls.runtime import distributed
+from textcls.data.datasets import (HUB_DEV_SPLITS, SPLITS, DataError, _file_format, _label_names, check_hub,
+    find_dataset)
+from textcls.runtime.paths import cache_dir as _cache_root
 
 READ_BATCH = 10_000
 
@@ -63,6 +64,12 @@ def _quiet():
 
 def _key(*parts: Any) -> str:
     return hashlib.sha1(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def dataset_fingerprint(ds) -> str:
+    """The `datasets` library's own fingerprint of a table (what its `map` caching keys on). The library has no
+    public accessor for it (only the private `Dataset._fingerprint`), so this is the one place that reads it."""
+    return str(ds._fingerprint)
 
 
 def _sample(ds, limit: int | None, seed: int):
@@ -97,7 +104,7 @@ def _normalise(ds, tcol: str, lcol: str, names: list[str] | None, where: str, ca
             labels.append(int(lab))
         return {"text": texts, "label": labels}
 
-    name = f"norm-{_key(ds._fingerprint, tcol, lcol, names)}.arrow"
+    name = f"norm-{_key(dataset_fingerprint(ds), tcol, lcol, names)}.arrow"
     return ds.map(fn, batched=True, batch_size=READ_BATCH, remove_columns=ds.column_names,
                   cache_file_name=str(cache / name), desc=None)
 
@@ -195,7 +202,7 @@ def _load_file(path: Path, tcol: str, lcol: str, seed: int, labels, cache: Path)
 
 def _load_hub(spec: str, tcol: str, lcol: str, seed: int, limit, labels, cache: Path) -> ArrowBundle:
     import datasets
-    from .data import _pick_column
+    from textcls.data.datasets import _pick_column
     repo_id, _, config = spec.partition(":")
     repo_id = repo_id.strip()
     if not repo_id:
@@ -253,14 +260,14 @@ def iter_texts(ds, batch_size: int = READ_BATCH) -> Iterator[str]:
 
 def build_tokenizer(ds, config=None, min_freq: int = 1, max_size: int | None = None):
     """`Tokenizer.build` over a streaming pass of the split's texts."""
-    from .text import Tokenizer
+    from textcls.data.text import Tokenizer
     return Tokenizer.build(iter_texts(ds), config, min_freq=min_freq, max_size=max_size)
 
 
 def _encode_batch(batch, tokenizer):
-    from .batching import _crop_rows
+    from textcls.data.batching import crop_rows
     enc = tokenizer.encode(batch["text"])
-    ids, masks, lengths = _crop_rows(enc.token_ids, enc.mask)
+    ids, masks, lengths = crop_rows(enc.token_ids, enc.mask)
     return {"ids": [i.reshape(-1).to(torch.int32).numpy() for i in ids],
             "shape": [list(i.shape) for i in ids],
             "mask": [m.reshape(-1).numpy().astype(np.uint8) for m in masks],
@@ -273,7 +280,7 @@ def encode_arrow(tokenizer, ds, *, num_proc: int | None = None, cache_dir: str |
     _quiet()
     cache = arrow_cache(cache_dir)
     vocab_hash = hashlib.sha1("\n".join(tokenizer.vocab.itos).encode()).hexdigest()[:16]
-    name = f"tok-{_key(ds._fingerprint, tokenizer.to_dict(include_vocab=False), vocab_hash)}.arrow"
+    name = f"tok-{_key(dataset_fingerprint(ds), tokenizer.to_dict(include_vocab=False), vocab_hash)}.arrow"
     nproc = None if not num_proc or num_proc <= 1 or len(ds) < 2 * batch_size else int(num_proc)
     with distributed.main_first():
         out = ds.map(_encode_batch, batched=True, batch_size=batch_size, num_proc=nproc,

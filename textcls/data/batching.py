@@ -23,7 +23,7 @@ import torch
 import torch.utils.data
 import torch.nn.functional as F
 
-from .threads import batch_work
+from textcls.runtime.threads import batch_work
 
 
 @dataclass
@@ -64,7 +64,7 @@ class EncodedSplit:
         mask = (token_ids != pad_id) if mask is None else torch.as_tensor(mask).bool()
         if mask.shape != token_ids.shape:
             raise ValueError(f"mask shape {tuple(mask.shape)} differs from token_ids {tuple(token_ids.shape)}")
-        ids, masks, lengths = _crop_rows(token_ids, mask)
+        ids, masks, lengths = crop_rows(token_ids, mask)
         lab = None if labels is None else torch.as_tensor(labels, dtype=torch.long).reshape(-1)
         if lab is not None and len(lab) != len(ids):
             raise ValueError(f"{len(ids)} examples but {len(lab)} labels")
@@ -94,7 +94,7 @@ class EncodedSplit:
         return ids.to(device), mask.to(device), labels
 
 
-def _crop_rows(token_ids: torch.Tensor, mask: torch.Tensor):
+def crop_rows(token_ids: torch.Tensor, mask: torch.Tensor):
     """Split padded ids/mask into per-example tensors cropped to the last real position (at least 1)."""
     ids_np = token_ids.cpu().numpy()
     m_np = mask.cpu().numpy().astype(bool)
@@ -138,7 +138,7 @@ def encode_split(tokenizer, split, *, label_names: Sequence[str] | None = None,
     pad_id = int(getattr(getattr(tokenizer, "vocab", None), "pad_id", 0))
     for start in range(0, len(texts), chunk):
         enc = tokenizer.encode(texts[start:start + chunk])
-        i, m, n = _crop_rows(enc.token_ids, enc.mask)
+        i, m, n = crop_rows(enc.token_ids, enc.mask)
         ids += i
         masks += m
         lengths += n
@@ -261,7 +261,7 @@ def model_device(model: torch.nn.Module) -> torch.device:
     return torch.device("cpu")
 
 
-@batch_work  # a whole split: the batch thread setting (textcls.threads)
+@batch_work  # a whole split: the batch thread setting (textcls.runtime.threads)
 @torch.no_grad()
 def predict_encoded(model, enc: EncodedSplit, batch_size: int = 64) -> tuple[np.ndarray, float | None]:
     """(predicted class per example, mean cross-entropy or None without labels), in eval mode.
@@ -289,3 +289,23 @@ def predict_encoded(model, enc: EncodedSplit, batch_size: int = 64) -> tuple[np.
         if was_training:
             model.train()
     return preds, (loss_sum / count if count else None)
+
+
+def predict_sharded(model, enc, batch_size: int = 64) -> tuple[np.ndarray, float | None]:
+    """`predict_encoded` over the ranks of a torchrun job (textcls.runtime.distributed): rank r predicts examples r, r+N, ...; every rank gets all
+    the predictions and the mean loss. In a single process it is predict_encoded itself."""
+    from textcls.runtime import distributed
+    ctx = distributed.context()
+    if not ctx.active:
+        return predict_encoded(model, enc, batch_size)
+    n = len(enc)
+    mine = list(range(ctx.rank, n, ctx.world_size))
+    preds_local, loss_local = predict_encoded(model, subset(enc, mine), batch_size) if mine else (np.zeros(0), None)
+    full = torch.zeros(n, dtype=torch.long, device=ctx.device)
+    full[mine] = torch.as_tensor(preds_local, dtype=torch.long, device=ctx.device)
+    stats = torch.tensor([0.0 if loss_local is None else loss_local * len(mine),
+                          0.0 if loss_local is None else float(len(mine))], dtype=torch.float64, device=ctx.device)
+    distributed.all_reduce_sum(full)
+    distributed.all_reduce_sum(stats)
+    loss = float(stats[0] / stats[1]) if stats[1] > 0 else None
+    return full.cpu().numpy(), loss

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 if TYPE_CHECKING:  # outputs imports torch; this module reads MapSpec's fields only
-    from .outputs import MapSpec
+    from textcls.models.outputs import MapSpec
 
 HOWS = ("auto", "rollout", "received", "activation", "coverage")
 _KEY_AXES = ("token", "key_token")

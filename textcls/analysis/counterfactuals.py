@@ -142,7 +142,7 @@ def scramble(text: str, seed: int = 0) -> tuple[str, str] | None:
 # ---------------------------------------------------------------- model-dependent generators
 
 def _instances(predictor, texts: Sequence[str]):
-    from .interpret import as_source
+    from textcls.interpret import as_source
     return as_source(predictor).instances(list(texts))
 
 
@@ -163,7 +163,7 @@ _GLOVE_CACHE: dict[str, object] = {}
 def _glove_table():
     """(words, unit vectors) of the GLOVE_WORDS most frequent GloVe words, cached per process."""
     if "t" not in _GLOVE_CACHE:
-        from .embeddings import glove_vectors
+        from textcls.data.embeddings import glove_vectors
         words, M = glove_vectors()
         words = list(words[:GLOVE_WORDS])
         V = np.asarray(M[:GLOVE_WORDS], dtype=np.float32)
@@ -205,7 +205,7 @@ def glove_neighbours(word: str, k: int = 5, known: Callable[[str], bool] | None 
 
 
 def glove_substitution(predictor, texts: Sequence[str]) -> list[Edit | None]:
-    from .interpret.attention import attention_importance_instances
+    from textcls.interpret.attention import attention_importance_instances
     vocab = _vocab(predictor)
     insts = _instances(predictor, texts)
     imps = attention_importance_instances(predictor.model, insts) if insts else []
@@ -227,7 +227,7 @@ def glove_substitution(predictor, texts: Sequence[str]) -> list[Edit | None]:
 def _hotflip_batch(predictor, texts, insts, offset: int, cand_ids, cand_emb) -> list[Edit | None]:
     import torch
 
-    from .interpret._common import EmbeddingForward, stack
+    from textcls.interpret._common import EmbeddingForward, stack
     model = predictor.model
     itos = _vocab(predictor).itos
     f = EmbeddingForward(model, output="prob")
@@ -272,7 +272,7 @@ def _hotflip_batch(predictor, texts, insts, offset: int, cand_ids, cand_emb) -> 
 def hotflip(predictor, texts: Sequence[str], batch_size: int = 64) -> list[Edit | None]:
     import torch
 
-    from .threads import batch
+    from textcls.runtime.threads import batch
     vocab = _vocab(predictor)
     V = min(len(vocab.itos), HOTFLIP_CANDIDATES)
     keep = [i for i in range(2, V) if _real_word(vocab.itos[i])]

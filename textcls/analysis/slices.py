@@ -18,9 +18,9 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from .files import atomic_write_json
-from .metrics import accuracy, macro_f1
-from .paths import user_home
+from textcls.runtime.files import atomic_write_json
+from textcls.analysis.metrics import accuracy, macro_f1
+from textcls.runtime.paths import user_home
 
 KINDS = ("all", "label", "prediction", "correct", "wrong", "length", "word", "regex", "disagree", "rows")
 KIND_TEXT = {"all": "every row", "label": "gold label is", "prediction": "predicted label is",

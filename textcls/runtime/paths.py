@@ -7,7 +7,7 @@ the data roots searched by name. No torch, no Streamlit: every page and command 
                           CLI go to its checkpoints/ and are listed beside the shipped ones
     cache                 env TEXTCLS_CACHE, else the platform's user cache folder (~/.cache/textcls)
     data roots            `--data-root` / env TEXTCLS_DATA (several folders joined by os.pathsep), then the
-                          data embedded in the package (textcls/bundled: sst2, sst2_phrases, trec, semeval2010), so a bare
+                          data embedded in the package (textcls/data/bundled: sst2, sst2_phrases, trec, semeval2010), so a bare
                           clone finds the data its checkpoints were trained on; a name is looked up in that order
 """
 from __future__ import annotations
@@ -16,8 +16,8 @@ import datetime as _dt
 import os
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-BUNDLED_DATA = Path(__file__).resolve().parent / "bundled"
+REPO = Path(__file__).resolve().parents[2]
+BUNDLED_DATA = Path(__file__).resolve().parents[1] / "data" / "bundled"
 APP = "textcls"
 
 

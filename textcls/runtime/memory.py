@@ -1,7 +1,7 @@
 """This process's memory: its resident size, and handing the allocator's free memory back to the OS.
 
 Used by long batch work (a data-set faithfulness run, textcls.interpret.batched), the training jobs' memory
-budget (textcls.jobs) and the memory measurements (textcls.experiments.measure). Linux /proc and glibc; elsewhere
+budget (textcls.train.jobs) and the memory measurements (textcls.experiments.measure). Linux /proc and glibc; elsewhere
 the functions say they could not (None / False). No torch here.
 """
 from __future__ import annotations

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .threads import batch_work
+from textcls.runtime.threads import batch_work
 
 
 def _as_int_array(y: Sequence[int] | np.ndarray, name: str) -> np.ndarray:
@@ -169,7 +169,7 @@ def evaluate(predictor_or_model, split, *, tokenizer=None, labels: Sequence[str]
         (another data set with the same classes in another order); examples are mapped by name, and a
         split label the model does not know is an error.
     """
-    from .batching import EncodedSplit, encode_split, predict_encoded  # torch, only when evaluating
+    from textcls.data.batching import EncodedSplit, encode_split, predict_encoded  # torch, only when evaluating
 
     model = getattr(predictor_or_model, "model", predictor_or_model)
     if hasattr(predictor_or_model, "tokenizer") and tokenizer is None:

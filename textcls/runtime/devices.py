@@ -4,7 +4,7 @@
 batching defaults per device (`loader_defaults`: pinned memory and worker processes on CUDA, both off on the
 CPU). `describe_device` says in words where something runs, and `app_device` is where the app predicts
 (TEXTCLS_DEVICE, default auto). No distributed code here
-(textcls/distributed.py)."""
+(textcls/runtime/distributed.py)."""
 from __future__ import annotations
 
 import contextlib

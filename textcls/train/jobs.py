@@ -32,9 +32,9 @@ Life of a job (`status`):
 Events: every step and epoch event of `fit` becomes a small dict in `events` (kind "step" or "epoch"), so a
 page can draw loss and dev-accuracy curves; the latest values are also kept as fields.
 
-Budgets (`textcls.limits`; a job is one of many things a shared server does):
+Budgets (`textcls.runtime.limits`; a job is one of many things a shared server does):
 - at most `max_jobs` run at once per registry (per app server);
-- memory: the run's training memory is estimated before its first step (`textcls.sizing`) and must fit in
+- memory: the run's training memory is estimated before its first step (`textcls.runtime.sizing`) and must fit in
   `job_max_memory_mb`; while it runs, the training process's resident memory is watched and the run is
   stopped (best weights saved) when it passes `job_max_memory_mb + PROCESS_BASE_MB` (a thread-isolated run:
   when the whole process passes `server_max_memory_mb`), killed if it does not end within KILL_AFTER_S;
@@ -57,9 +57,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from . import threads
-from .limits import Limits, current
-from .memory import rss_mb
+from textcls.runtime import threads
+from textcls.runtime.limits import Limits, current
+from textcls.runtime.memory import rss_mb
 
 STATUSES = ("running", "done", "stopped", "failed")
 FINISHED = ("done", "stopped", "failed")
@@ -314,7 +314,7 @@ class TrainingJob:
     def _run_thread(self):
         runner = self._runner
         if runner is None:
-            from .pipeline import train_from_spec
+            from textcls.train.pipeline import train_from_spec
             runner = train_from_spec
         lower_priority()
         with threads.batch(self.limits.job_threads):
@@ -366,7 +366,7 @@ class TrainingJob:
         kind, payload = outcome
         if kind == "error":
             raise _ChildError(*payload)
-        from .records import History
+        from textcls.records import History
         return payload["path"], payload["metrics"], History.from_dict(payload["history"])
 
     def _failed(self, error: str, tb: str) -> None:
@@ -426,7 +426,7 @@ def _train_in_child(kwargs: dict[str, Any], events, stop_event, n_threads: int) 
     except (AttributeError, OSError):
         pass
     try:
-        from .pipeline import train_from_spec
+        from textcls.train.pipeline import train_from_spec
         with threads.batch(n_threads):
             r = train_from_spec(**kwargs, callbacks=[lambda e: events.put(("event", e))], stop_event=stop_event)
         events.put(("result", {"path": None if r.path is None else str(r.path), "metrics": r.metrics,
@@ -440,7 +440,7 @@ def _train_in_child(kwargs: dict[str, Any], events, stop_event, n_threads: int) 
 
 class JobRegistry:
     """Jobs by id. `max_running` jobs at most at once (default: limits.max_jobs, env TEXTCLS_MAX_JOBS): CPU
-    training is heavy. Each job runs under `limits` (default: the environment's, `textcls.limits`); its training
+    training is heavy. Each job runs under `limits` (default: the environment's, `textcls.runtime.limits`); its training
     memory estimate must fit in `limits.job_max_memory_mb`."""
 
     def __init__(self, max_running: int | None = None, keep_finished: int = 100, limits: Limits | None = None):

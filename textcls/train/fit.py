@@ -46,12 +46,13 @@ from typing import Any, Callable, Iterable
 import torch
 import torch.nn.functional as F
 
-from . import distributed
-from .batching import DistributedBatchSampler, EncodedSplit, iterate_batches, make_batches
-from .devices import AMP_CHOICES, autocast, grad_scaler, loader_defaults, resolve_amp, resolve_device
-from .metrics import macro_f1
-from .records import EpochEvent, History, StepEvent
-from .threads import batch_work
+from textcls.runtime import distributed
+from textcls.data.batching import (DistributedBatchSampler, EncodedSplit, iterate_batches, make_batches,
+                                   predict_sharded)
+from textcls.runtime.devices import AMP_CHOICES, autocast, grad_scaler, loader_defaults, resolve_amp, resolve_device
+from textcls.analysis.metrics import macro_f1
+from textcls.records import EpochEvent, History, StepEvent
+from textcls.runtime.threads import batch_work
 
 # ---------------------------------------------------------------- config, events, history
 
@@ -184,7 +185,7 @@ def _emit(callbacks: Iterable[Callback], event: Any) -> None:
         cb(event)
 
 
-@batch_work  # training: the batch thread setting, in whichever thread runs it (textcls.threads)
+@batch_work  # training: the batch thread setting, in whichever thread runs it (textcls.runtime.threads)
 def fit(model: torch.nn.Module, train: EncodedSplit, dev: EncodedSplit | None = None,
         config: TrainConfig | None = None, callbacks: Iterable[Callback] = (),
         stop_event: threading.Event | None = None) -> History:
@@ -349,7 +350,7 @@ def fit(model: torch.nn.Module, train: EncodedSplit, dev: EncodedSplit | None = 
         dev_metrics = None
         improved = False
         if dev is not None:
-            preds, dev_loss = distributed.predict_sharded(model, dev, config.eval_batch_size)
+            preds, dev_loss = predict_sharded(model, dev, config.eval_batch_size)
             y_dev = dev.labels.numpy()
             acc = float((preds == y_dev).mean())
             if ddp is not None:              # every rank decides on rank 0's figure

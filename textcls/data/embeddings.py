@@ -22,8 +22,8 @@ from typing import Iterable
 
 import numpy as np
 
-from .data import DataError
-from .text import PAD_ID, UNK_ID, Vocab
+from textcls.data.datasets import DataError
+from textcls.data.text import PAD_ID, UNK_ID, Vocab
 
 UNKNOWN_RANGE = 0.25          # Kim (2014): U[-0.25, 0.25] for words without a pretrained vector
 DEFAULT_RANDOM_DIM = 300

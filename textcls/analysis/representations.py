@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from .threads import batch
+from textcls.runtime.threads import batch
 
 PROJECTOR_CAP = 5000            # rows in one projection (larger splits are sampled, seeded)
 PROJECTIONS = ("pca", "tsne", "umap")

@@ -5,17 +5,18 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from . import models  # noqa: F401  (importing the package registers every model)
-from .models.registration import _REGISTRY, ModelEntry, register_model
+from textcls import models  # noqa: F401  (importing the package registers every model)
+from textcls.models.registration import ModelEntry, lookup, register_model, registered_names
 
 def list_models() -> list[str]:
-    return sorted(_REGISTRY)
+    return registered_names()
 
 
 def get_entry(name: str) -> ModelEntry:
-    if name not in _REGISTRY:
-        raise KeyError(f"unknown model {name!r}; known: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[name]
+    entry = lookup(name)
+    if entry is None:
+        raise KeyError(f"unknown model {name!r}; known: {', '.join(registered_names())}")
+    return entry
 
 
 def make_config(name: str, *, preset: str | None = None, variant: str | None = None, **overrides: Any):

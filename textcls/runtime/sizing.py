@@ -1,6 +1,6 @@
 """How big a model and its training run are, found before they cost anything: parameters counted on torch's
 "meta" device (shapes only, no memory, milliseconds even for a billion parameters) and training memory
-measured on a small probe. `check_parameters` and `check_training` compare them with `textcls.limits`.
+measured on a small probe. `check_parameters` and `check_training` compare them with `textcls.runtime.limits`.
 
 The training estimate is weights + gradients + two Adam moments (4 x 4 bytes per parameter) plus the
 activations autograd saves for one batch of the longest texts. Those are measured, not guessed: one forward
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .limits import LimitError, Limits, current, fmt_mb
+from textcls.runtime.limits import LimitError, Limits, current, fmt_mb
 
 BYTES_PER_TRAINED_PARAMETER = 16     # float32 weight + gradient + Adam's two moments
 PROBE_LENGTHS = (16, 32, 64)

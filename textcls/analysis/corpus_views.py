@@ -46,9 +46,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .files import atomic_write
-from .paths import cache_dir
-from .threads import batch_work
+from textcls.runtime.files import atomic_write
+from textcls.runtime.paths import cache_dir
+from textcls.runtime.threads import batch_work
 
 Progress = Callable[[int, int], None]
 BY = ("gold", "pred")
@@ -141,7 +141,7 @@ class CorpusWeights:
 
 def supports_token_weights(model) -> tuple[bool, str]:
     """(whether the model has its own per-token importance, what it is / why not)."""
-    from .interpret import explanation_source
+    from textcls.interpret import explanation_source
     try:
         return True, explanation_source(_model_of(model))
     except ValueError as e:
@@ -158,8 +158,8 @@ def token_weights(predictor, texts: Sequence[str], gold: Sequence[str] | Sequenc
     gold: the texts' gold labels as names (or model label indices), or None.
     cached_only: return the cached result, or None without computing anything.
     """
-    from .interpret import as_source, explanation_source
-    from .interpret.batched import importances, own_shape
+    from textcls.interpret import as_source, explanation_source
+    from textcls.interpret.batched import importances, own_shape
 
     texts = list(texts)
     labels = list(predictor.labels)

@@ -1,0 +1,1 @@
+"""Analysis of predictions over many texts: metrics, calibration, slices, representations, counterfactuals, data-set views."""

@@ -1,0 +1,1 @@
+"""The machinery: paths, atomic files, devices, threads, memory, limits, sizing, distributed process groups."""
