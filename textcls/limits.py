@@ -21,7 +21,11 @@ class Limits:
         'a batch of the longest texts (measured on the built model with a small probe before training '
         'starts).')})
     max_file_mb: int = field(default=500, metadata={"help": (
-        'A data file read into memory (CSV/TSV/JSON/JSONL/Parquet).')})
+        'A data file read into memory (CSV/TSV/JSON/JSONL/Parquet), counted as decompressed bytes while a .gz '
+        'file is read.')})
+    max_file_rows: int = field(default=5_000_000, metadata={"help": (
+        'Rows of a data file read into memory (each row costs about 100 bytes of Python objects beyond its '
+        'text); more rows: train with --arrow.')})
     max_upload_mb: int = field(default=200, metadata={"help": (
         'A file uploaded in the browser (also `server.maxUploadSize` in .streamlit/config.toml).')})
     max_tokens_per_text: int = field(default=5_000, metadata={"help": (

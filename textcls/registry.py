@@ -69,6 +69,18 @@ def _field_problem(value, default) -> str | None:
     return None
 
 
+def config_problem(config) -> str | None:
+    """What is wrong with a config dataclass's field values (None when nothing): each field must be of the type
+    of its default - a finite number, a whole number, true/false, a non-empty list."""
+    for f in dataclasses.fields(config):
+        default = f.default if f.default is not dataclasses.MISSING else (
+            f.default_factory() if f.default_factory is not dataclasses.MISSING else None)  # type: ignore[misc]
+        problem = _field_problem(getattr(config, f.name), default)
+        if problem:
+            return f"config field {f.name}={getattr(config, f.name)!r}: {problem}"
+    return None
+
+
 def check_config(name: str, config, limits=None) -> int:
     """Check a model config before anything is allocated: every field of the type of its default (a finite
     number, a whole number, a non-empty list, ...), the model built on torch's meta device (shapes only; a
@@ -77,12 +89,9 @@ def check_config(name: str, config, limits=None) -> int:
     from .sizing import check_parameters, meta_model
 
     entry = get_entry(name)
-    for f in dataclasses.fields(config):
-        default = f.default if f.default is not dataclasses.MISSING else (
-            f.default_factory() if f.default_factory is not dataclasses.MISSING else None)  # type: ignore[misc]
-        problem = _field_problem(getattr(config, f.name), default)
-        if problem:
-            raise ValueError(f"{name}: config field {f.name}={getattr(config, f.name)!r}: {problem}")
+    problem = config_problem(config)
+    if problem:
+        raise ValueError(f"{name}: {problem}")
     try:
         n = sum(p.numel() for p in meta_model(entry.cls, config).parameters())
     except Exception as e:  # noqa: BLE001 - whatever the model's constructor rejects is a bad config
