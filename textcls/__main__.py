@@ -1,4 +1,4 @@
-"""`python -m textcls ...`: the command line (see textcls/cli.py)."""
+"""`python -m textcls ...`: the command line (see textcls/cli/)."""
 from textcls.cli import main
 
 raise SystemExit(main())

@@ -29,6 +29,7 @@ import math
 import os
 import re
 import shutil
+import stat
 import struct
 import tempfile
 import uuid
@@ -106,16 +107,45 @@ def _config_from_dict(config_cls, values: dict[str, Any]):
 # ones are refused before they are read, so a crafted folder cannot make listing read hundreds of MB.
 
 
+def _open_regular(path: Path) -> int:
+    """A file descriptor on `path`, which must be a regular file in its checkpoint folder: a FIFO, a device, a
+    socket, or a symlink leading out of the folder (to /dev/zero, say) is refused before a byte is read (opened
+    non-blocking, so a FIFO never hangs the reader)."""
+    try:
+        if path.is_symlink():
+            target, folder = path.resolve(), path.parent.resolve()
+            if target.parent != folder:
+                raise CheckpointError(f"{path}: a symlink out of the checkpoint folder (to {target}); not read")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise CheckpointError(f"{path.parent}: missing {path.name}") from None
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read: {e.strerror or e}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise CheckpointError(f"{path}: not a regular file (a FIFO, device or socket); not read")
+    return fd
+
+
+def read_capped(path: Path, cap: int, what: str) -> bytes:
+    """The bytes of the regular file `path` (see `_open_regular`), at most `cap` of them: a bigger file (or one
+    that grows while it is read) is refused with CheckpointError."""
+    fd = _open_regular(path)
+    try:
+        with os.fdopen(fd, "rb") as f:
+            data = f.read(cap + 1)
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read {what}: {e}") from None
+    if len(data) > cap:
+        raise CheckpointError(f"{path}: {what} is over the {cap:,}-byte limit for this file")
+    return data
+
+
 def _read_json(path: Path, what: str):
     cap = MAX_JSON_BYTES.get(path.name, 16_000_000)
     try:
-        size = path.stat().st_size
-        if size > cap:
-            raise CheckpointError(f"{path}: {what} is {size:,} bytes, over the {cap:,}-byte limit for this file")
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CheckpointError(f"{path.parent}: missing {path.name}") from None
-    except (OSError, UnicodeDecodeError) as e:
+        text = read_capped(path, cap, what).decode("utf-8-sig")
+    except UnicodeDecodeError as e:
         raise CheckpointError(f"{path}: cannot read {what}: {e}") from None
     try:
         return json.loads(text)
@@ -129,11 +159,21 @@ def _read_json(path: Path, what: str):
 _ST_DTYPES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
 
 
+FLOAT_DTYPES = ("F64", "F32", "F16", "BF16")
+
+
+def _whole(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
 def safetensors_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
-    """{tensor name: (dtype, shape)} from a safetensors file's header, checking the file is complete."""
+    """{tensor name: (dtype, shape)} from a safetensors file's header, checking the file is complete and every
+    entry well-formed: a known dtype, a shape of whole numbers, byte offsets that match it. Anything else is a
+    CheckpointError naming the file."""
+    fd = _open_regular(path)
     try:
-        size = path.stat().st_size
-        with open(path, "rb") as f:
+        with os.fdopen(fd, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
             head = f.read(8)
             if len(head) < 8:
                 raise CheckpointError(f"{path}: truncated safetensors file ({size} bytes)")
@@ -142,9 +182,11 @@ def safetensors_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
                 raise CheckpointError(f"{path}: truncated or not a safetensors file (header of {n} bytes, "
                                       f"file of {size})")
             header = json.loads(f.read(n).decode("utf-8"))
-    except FileNotFoundError:
-        raise CheckpointError(f"{path.parent}: missing {path.name}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except CheckpointError:
+        raise
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read: {e}") from None
+    except (UnicodeDecodeError, ValueError, RecursionError):       # JSONDecodeError is a ValueError
         raise CheckpointError(f"{path}: not a safetensors file (unreadable header)") from None
     if not isinstance(header, dict):
         raise CheckpointError(f"{path}: not a safetensors file (header is not a table)")
@@ -152,18 +194,26 @@ def safetensors_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
     for name, t in header.items():
         if name == "__metadata__":
             continue
-        try:
-            dtype, shape, (a, b) = t["dtype"], tuple(int(s) for s in t["shape"]), t["data_offsets"]
-        except (TypeError, KeyError, ValueError):
-            raise CheckpointError(f"{path}: not a safetensors file (bad header entry {name!r})") from None
+        bad = f"{path}: not a safetensors file (bad header entry {name[:80]!r}"
+        if not isinstance(t, dict):
+            raise CheckpointError(bad + ": not a table)")
+        dtype, shape, offsets = t.get("dtype"), t.get("shape"), t.get("data_offsets")
+        if not isinstance(dtype, str) or dtype not in _ST_DTYPES:
+            raise CheckpointError(bad + f": dtype {str(dtype)[:40]!r}, known: {', '.join(_ST_DTYPES)})")
+        if not isinstance(shape, list) or len(shape) > 16 or not all(_whole(x) for x in shape):
+            raise CheckpointError(bad + ": the shape must be a list of whole numbers)")
+        if (not isinstance(offsets, list) or len(offsets) != 2 or not all(_whole(x) for x in offsets)
+                or offsets[0] > offsets[1]):
+            raise CheckpointError(bad + ": data_offsets must be two whole numbers, start <= end)")
         numel = 1
-        for s in shape:
-            numel *= s
-        if dtype in _ST_DTYPES and b - a != numel * _ST_DTYPES[dtype]:
-            raise CheckpointError(f"{path}: tensor {name!r} header is inconsistent ({dtype} {list(shape)} "
+        for x in shape:
+            numel *= x
+        a, b = offsets
+        if b - a != numel * _ST_DTYPES[dtype]:
+            raise CheckpointError(f"{path}: tensor {name[:80]!r} header is inconsistent ({dtype} {shape} "
                                   f"in {b - a} bytes)")
-        tensors[name] = (dtype, shape)
-        end = max(end, int(b))
+        tensors[name] = (dtype, tuple(shape))
+        end = max(end, b)
     if size < 8 + n + end:
         raise CheckpointError(f"{path}: truncated safetensors file ({size} bytes; the header needs {8 + n + end})")
     return tensors
@@ -171,9 +221,9 @@ def safetensors_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
 
 def _is_checkpoint_dir(path: Path) -> bool:
     try:
-        cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        cfg = _read_json(path / "config.json", "config.json")
         return isinstance(cfg, dict) and cfg.get("format") == FORMAT
-    except (OSError, ValueError, RecursionError):
+    except (OSError, ValueError, RecursionError):          # CheckpointError is a ValueError
         return False
 
 
@@ -289,9 +339,12 @@ def read_config(path: str | Path) -> dict[str, Any]:
         raise CheckpointError(f"{path}: no such checkpoint folder")
     if not path.is_dir():
         raise CheckpointError(f"{path}: not a folder (a checkpoint is a folder with {', '.join(REQUIRED)})")
-    missing = [f for f in REQUIRED if not (path / f).is_file()]
+    missing = [f for f in REQUIRED if not (path / f).exists() and not (path / f).is_symlink()]
     if missing:
         raise CheckpointError(f"{path}: not a complete checkpoint, missing {', '.join(missing)}")
+    for f in FILES:                          # regular files only (no FIFO, device, symlink out of the folder)
+        if (path / f).exists() or (path / f).is_symlink():
+            os.close(_open_regular(path / f))
     cfg = _read_json(path / "config.json", "config.json")
     if not isinstance(cfg, dict) or cfg.get("format") != FORMAT:
         raise CheckpointError(f"{path}: config.json is not a textcls checkpoint config (format marker missing)")
@@ -304,6 +357,9 @@ def read_config(path: str | Path) -> dict[str, Any]:
             raise CheckpointError(f"{path}: config.json has no valid {key!r} ({kind.__name__} expected)")
     if not cfg["labels"] or not all(isinstance(x, str) for x in cfg["labels"]):
         raise CheckpointError(f"{path}: config.json 'labels' must be a non-empty list of names")
+    dup = sorted({x for x in cfg["labels"] if cfg["labels"].count(x) > 1})
+    if dup:
+        raise CheckpointError(f"{path}: config.json 'labels' names a class twice: {dup[:5]}")
     return cfg
 
 
@@ -364,6 +420,10 @@ def validate_checkpoint(path: str | Path, limits=None) -> Validated:
         raise CheckpointError(f"{path}: {e}") from None
     except (TypeError, ValueError) as e:
         raise CheckpointError(f"{path}: bad model_config for {cfg['model']!r}: {e}") from None
+    from textcls.models.registry import config_problem
+    problem = config_problem(config)
+    if problem:
+        raise CheckpointError(f"{path}: bad model_config for {cfg['model']!r}: {problem}")
     labels = cfg["labels"]
     if getattr(config, "num_labels", len(labels)) != len(labels):
         raise CheckpointError(f"{path}: {len(labels)} labels but model_config.num_labels = {config.num_labels}")
@@ -391,6 +451,7 @@ def validate_checkpoint(path: str | Path, limits=None) -> Validated:
     except LimitError as e:
         raise CheckpointError(f"{path}: {e}") from None
     shapes = {k: tuple(t.shape) for k, t in skeleton.state_dict().items()}
+    floating = {k for k, t in skeleton.state_dict().items() if t.is_floating_point()}
 
     header = safetensors_header(path / "model.safetensors")
     missing = sorted(set(shapes) - set(header))
@@ -406,7 +467,44 @@ def validate_checkpoint(path: str | Path, limits=None) -> Validated:
         if shape != header[k][1]:
             raise CheckpointError(f"{path}: shape mismatch for {k!r}: the file has {list(header[k][1])}, "
                                   f"the model expects {list(shape)}")
+        if k in floating and header[k][0] not in FLOAT_DTYPES:
+            raise CheckpointError(f"{path}: tensor {k!r} is stored as {header[k][0]}; the model needs floating "
+                                  f"point weights ({', '.join(FLOAT_DTYPES)})")
+    bad = nonfinite_tensor(path / "model.safetensors")
+    if bad:
+        raise CheckpointError(f"{path}: tensor {bad!r} holds NaN or infinite values")
+    if (path / "history.json").exists():
+        load_history(path)
     return Validated(cfg, entry, config, tokenizer, shapes)
+
+
+_FINITE_CACHE: dict[tuple, str | None] = {}
+
+
+def nonfinite_tensor(path: Path) -> str | None:
+    """The name of the first floating tensor of a safetensors file holding NaN or infinity (None: all finite).
+    Read through a memory map, tensor by tensor; the answer is cached per file identity (inode, size, mtime), so
+    listing the same folders again costs nothing."""
+    import torch
+    from safetensors import safe_open
+
+    st = os.stat(path)
+    key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    if key not in _FINITE_CACHE:
+        found = None
+        try:
+            with safe_open(str(path), framework="pt") as f:
+                for name in f.keys():
+                    t = f.get_tensor(name)
+                    if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                        found = name
+                        break
+        except Exception as e:  # noqa: BLE001 - safetensors raises its own error types
+            raise CheckpointError(f"{path}: cannot read model.safetensors: {type(e).__name__}: {e}") from None
+        if len(_FINITE_CACHE) > 256:
+            _FINITE_CACHE.clear()
+        _FINITE_CACHE[key] = found
+    return _FINITE_CACHE[key]
 
 
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu", limits=None):
@@ -443,14 +541,41 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu", limits
     return Predictor(model, tokenizer, labels, name=path.name, info=cfg, path=path)
 
 
+_HISTORY_TYPES = {"epochs": list, "step_losses": list, "best_epoch": (int, type(None)),
+                  "best_dev_accuracy": (int, float, type(None)), "stopped_reason": str, "diverged": bool,
+                  "stopped_by_user": bool, "steps": int, "elapsed": (int, float), "device": str, "config": dict}
+
+
+def _number_or_none(v) -> bool:
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
 def load_history(path: str | Path):
-    """The checkpoint's training History (empty History when history.json is absent)."""
+    """The checkpoint's training History (empty History when history.json is absent). The file is read like
+    every checkpoint file (regular, capped) and checked against History's schema: every field of its type,
+    each epoch a table whose numbers are numbers; anything else is a CheckpointError naming the file."""
     p = Path(path) / "history.json"
-    if not p.exists():
+    if not p.exists() and not p.is_symlink():
         return History()
     d = _read_json(p, "history.json")
     if not isinstance(d, dict):
         raise CheckpointError(f"{p}: history.json is not an object")
+    for key, kind in _HISTORY_TYPES.items():
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if key in d and (not isinstance(d[key], kinds) or isinstance(d[key], bool) and bool not in kinds):
+            raise CheckpointError(f"{p}: history.json field {key!r} has the wrong type "
+                                  f"({type(d[key]).__name__})")
+    for k, e in enumerate(d.get("epochs", [])):
+        if not isinstance(e, dict):
+            raise CheckpointError(f"{p}: history.json epoch {k + 1} is a {type(e).__name__}, not a table")
+        for name, v in e.items():
+            if not isinstance(v, (str, bool, dict, list)) and not _number_or_none(v):
+                raise CheckpointError(f"{p}: history.json epoch {k + 1}: {name!r} is not a number")
+            if name in ("epoch", "steps", "train_loss", "train_accuracy", "dev_accuracy", "dev_loss", "elapsed",
+                        "lr") and not _number_or_none(v):
+                raise CheckpointError(f"{p}: history.json epoch {k + 1}: {name!r} is not a number")
+    if not all(_number_or_none(v) for v in d.get("step_losses", [])):
+        raise CheckpointError(f"{p}: history.json 'step_losses' must be numbers")
     return History.from_dict(d)
 
 
@@ -483,6 +608,7 @@ def checkpoint_info(path: str | Path, deep: bool = False) -> CheckpointInfo:
         cfg = read_config(path)
         safetensors_header(path / "model.safetensors")
         _check_sizes(path, cfg, _read_json(path / "vocab.json", "vocab.json"))
+        load_history(path)
     metrics = cfg.get("metrics") if isinstance(cfg.get("metrics"), dict) else {}
     acc = metrics.get("test_accuracy")
     if acc is None and isinstance(metrics.get("test"), dict):

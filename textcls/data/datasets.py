@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import io
 import json
 import math
 import os
@@ -239,22 +240,72 @@ def load_bundled(folder: str | Path, *, text_column: str = "text", label_column:
                       str(meta.get("source", "")), meta)
 
 
+class _Capped(io.RawIOBase):
+    """A binary stream that counts the bytes read through it (after decompression for .gz) and raises DataError
+    past the max_file_mb limit, so a small gzip file that inflates to gigabytes stops at the limit."""
+
+    def __init__(self, raw, path: Path, cap_mb: int):
+        self.raw, self.path, self.cap_mb, self.seen = raw, path, cap_mb, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        n = self.raw.readinto(b)
+        self.seen += n or 0
+        if self.seen > self.cap_mb * 2**20:
+            raise DataError(f"{self.path}: more than {self.cap_mb:,} MB of data once decompressed, over the limit "
+                            "for a data file read into memory; train from it with `train --arrow`, use a smaller "
+                            "sample, or raise the limit (--max-file-mb or env TEXTCLS_MAX_FILE_MB)")
+        return n
+
+    def seekable(self) -> bool:
+        return self.raw.seekable()
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        self.seen = self.raw.seek(pos, whence)          # bytes read again after a rewind count again
+        return self.seen
+
+    def tell(self) -> int:
+        return self.raw.tell()
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+
+def _open_binary(path: Path):
+    """The file's bytes (decompressed for .gz), counted against the max_file_mb limit."""
+    raw = gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")
+    return io.BufferedReader(_Capped(raw, path, current_limits().max_file_mb))
+
+
 def _open_text(path: Path):
-    if path.name.endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
-    return open(path, encoding="utf-8-sig", newline="")
+    return io.TextIOWrapper(_open_binary(path), encoding="utf-8-sig", newline="")
+
+
+def one_line_error(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def _check_rows(path: Path, n: int) -> None:
+    cap = current_limits().max_file_rows
+    if n > cap:
+        raise DataError(f"{path}: more than {cap:,} rows, over the limit for a data file read into memory; train "
+                        "from it with `train --arrow`, use a smaller sample, or raise the limit with env "
+                        "TEXTCLS_MAX_FILE_ROWS")
 
 
 def _first_bad_utf8_line(path: Path) -> int | None:
     """Line number of the first line that is not UTF-8 (the decoder reads ahead, so find it again)."""
     try:
-        with (gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")) as f:
+        with _open_binary(path) as f:
             for n, line in enumerate(f, 1):
                 try:
                     line.decode("utf-8")
                 except UnicodeDecodeError:
                     return n
-    except (OSError, EOFError):
+    except (OSError, EOFError, DataError):
         pass
     return None
 
@@ -300,6 +351,8 @@ def read_delimited(path: str | Path, delimiter: str, text_column: str = "text", 
                 texts.append(row[ti])
                 labels.append(row[li])
                 lines.append(start)
+                if len(lines) % 65536 == 0:
+                    _check_rows(path, len(lines))
                 start = reader.line_num + 1
     except csv.Error as e:
         raise DataError(f"{path}, line {start}: malformed {kind} ({e}; check the quoting)") from None
@@ -311,6 +364,7 @@ def read_delimited(path: str | Path, delimiter: str, text_column: str = "text", 
         csv.field_size_limit(old_limit)
     if not texts:
         raise DataError(f"{path}: the file has a header but no rows")
+    _check_rows(path, len(lines))
     return texts, labels, lines
 
 
@@ -381,6 +435,11 @@ def _scan_json(path: Path, text_column: str, label_column: str) -> tuple[list[in
                     records = json.load(f)
                 except json.JSONDecodeError as e:
                     raise DataError(f"{path}, line {e.lineno}: invalid JSON ({e.msg})") from None
+                except RecursionError:
+                    raise DataError(f"{path}: JSON nested too deeply to be a data set") from None
+            if not isinstance(records, list):
+                raise DataError(f"{path}: expected a JSON array of records")
+            _check_rows(path, len(records))
             unit = "record"
             items = enumerate(records, 1)
         else:
@@ -394,6 +453,9 @@ def _scan_json(path: Path, text_column: str, label_column: str) -> tuple[list[in
                                 yield n, json.loads(line)
                             except json.JSONDecodeError as e:
                                 raise DataError(f"{path}, line {n}: invalid JSON ({e.msg})") from None
+                            except RecursionError:
+                                raise DataError(f"{path}, line {n}: JSON nested too deeply to be a record") \
+                                    from None
             items = lines()
         for n, rec in items:
             if not isinstance(rec, dict):
@@ -408,6 +470,8 @@ def _scan_json(path: Path, text_column: str, label_column: str) -> tuple[list[in
                 raise DataError(f"{path}, {unit} {n}: the label ({label_column!r}) is a "
                                 f"{type(rec[label_column]).__name__}, not a class name")
             where.append(n)
+            if len(where) % 65536 == 0:
+                _check_rows(path, len(where))
     except UnicodeDecodeError as e:
         raise DataError(f"{path}, line {_first_bad_utf8_line(path)}: not UTF-8 text ({e.reason})") from None
     except (OSError, EOFError) as e:
@@ -483,11 +547,15 @@ def load_file(path: str | Path, *, text_column: str = "text", label_column: str 
         try:
             import pyarrow.parquet as pq
             names = pq.read_schema(path).names
+            n_rows = pq.read_metadata(path).num_rows
         except Exception as e:  # noqa: BLE001
-            raise DataError(f"{path}: not a Parquet file ({e})") from None
+            raise DataError(f"{path}: not a Parquet file ({one_line_error(e)})") from None
         for col in cols:
             if col not in names:
                 raise DataError(f"{path}: no column {col!r}; columns found: {names}")
+        if n_rows == 0:                       # before `datasets`, which logs an Arrow error on an empty file
+            raise DataError(f"{path}: the file has no rows")
+        _check_rows(path, n_rows)
         table = _datasets_load("parquet", path, cols)
         unit = "row"
         where = list(range(1, len(table[text_column]) + 1))
@@ -655,9 +723,8 @@ def file_columns(path: str | Path, max_rows: int = 50) -> list[str]:
             return list(pq.read_schema(p).names)
         except Exception as e:  # noqa: BLE001
             raise DataError(f"{p.name}: not a Parquet file ({e})") from None
-    opener = gzip.open if p.name.lower().endswith(".gz") else open
     try:
-        with opener(p, "rt", encoding="utf-8", newline="") as f:
+        with _open_text(p) as f:
             if fmt in ("csv", "tsv"):
                 reader = csv.reader(f, delimiter="\t" if fmt == "tsv" else ",",
                                     quoting=csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL)

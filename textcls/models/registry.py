@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from textcls import models  # noqa: F401  (importing the package registers every model)
@@ -46,4 +47,56 @@ def create_model(name: str, vocab_size: int | None = None, num_labels: int | Non
     if embeddings is not None and "embed_dim" not in overrides:
         overrides["embed_dim"] = int(embeddings.shape[1])
     config = make_config(name, preset=preset, variant=variant, **overrides)
+    check_config(name, config)                     # the parameter limit, before any memory is allocated
     return get_entry(name).cls(config, embeddings=embeddings)
+
+
+def _field_problem(value, default) -> str | None:
+    """Why `value` cannot stand where the config's default is `default` (None when it can)."""
+    if default is None or isinstance(default, str):
+        return None if default is None or isinstance(value, str) else "a string expected"
+    if isinstance(default, bool):
+        return None if isinstance(value, bool) else "true or false expected"
+    if isinstance(default, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return "a number expected"
+        if isinstance(default, int) and not isinstance(value, int):
+            return "a whole number expected"
+        return None if math.isfinite(value) else "a finite number expected"
+    if isinstance(default, tuple):
+        if not isinstance(value, (tuple, list)) or not value:
+            return "a non-empty list expected"
+        return next((p for p in (_field_problem(v, default[0]) for v in value) if p), None) if default else None
+    return None
+
+
+def config_problem(config) -> str | None:
+    """What is wrong with a config dataclass's field values (None when nothing): each field must be of the type
+    of its default - a finite number, a whole number, true/false, a non-empty list."""
+    for f in dataclasses.fields(config):
+        default = f.default if f.default is not dataclasses.MISSING else (
+            f.default_factory() if f.default_factory is not dataclasses.MISSING else None)  # type: ignore[misc]
+        problem = _field_problem(getattr(config, f.name), default)
+        if problem:
+            return f"config field {f.name}={getattr(config, f.name)!r}: {problem}"
+    return None
+
+
+def check_config(name: str, config, limits=None) -> int:
+    """Check a model config before anything is allocated: every field of the type of its default (a finite
+    number, a whole number, a non-empty list, ...), the model built on torch's meta device (shapes only; a
+    negative size or an empty window list fails here), and its parameter count against `limits.max_parameters`.
+    Raises ValueError (LimitError for the limit) naming the field; returns the parameter count."""
+    from textcls.runtime.sizing import check_parameters, meta_model
+
+    entry = get_entry(name)
+    problem = config_problem(config)
+    if problem:
+        raise ValueError(f"{name}: {problem}")
+    try:
+        n = sum(p.numel() for p in meta_model(entry.cls, config).parameters())
+    except Exception as e:  # noqa: BLE001 - whatever the model's constructor rejects is a bad config
+        msg = " ".join(str(e).split()) or type(e).__name__
+        raise ValueError(f"{name}: the model cannot be built from this config ({msg})") from None
+    check_parameters(n, limits, f"{name} with this config")
+    return n

@@ -21,7 +21,11 @@ class Limits:
         'a batch of the longest texts (measured on the built model with a small probe before training '
         'starts).')})
     max_file_mb: int = field(default=500, metadata={"help": (
-        'A data file read into memory (CSV/TSV/JSON/JSONL/Parquet).')})
+        'A data file read into memory (CSV/TSV/JSON/JSONL/Parquet), counted as decompressed bytes while a .gz '
+        'file is read.')})
+    max_file_rows: int = field(default=5_000_000, metadata={"help": (
+        'Rows of a data file read into memory (each row costs about 100 bytes of Python objects beyond its '
+        'text); more rows: train with --arrow.')})
     max_upload_mb: int = field(default=200, metadata={"help": (
         'A file uploaded in the browser (also `server.maxUploadSize` in .streamlit/config.toml).')})
     max_tokens_per_text: int = field(default=5_000, metadata={"help": (
@@ -69,6 +73,54 @@ def current() -> Limits:
 
 MAX_JSON_BYTES = {"config.json": Limits.max_config_bytes, "vocab.json": 64_000_000, "history.json": 16_000_000}
 
+# The bounds of every count a command or a library call takes: (smallest, largest or None, what it counts). A
+# count past its bound is refused before anything is allocated (a billion IG steps or attention permutations,
+# 100,000 worker processes); the CLI checks them at parse time (exit 2), the library where the count is used.
+COUNTS: dict[str, tuple[int, int | None, str]] = {
+    "batch_size": (1, 65_536, "texts per batch"),
+    "eval_batch_size": (1, 65_536, "texts per evaluation batch"),
+    "epochs": (1, 100_000, "training epochs"),
+    "workers": (0, 64, "batch-padding worker processes"),
+    "num_proc": (1, 64, "tokenising processes"),
+    "threads": (1, 1_024, "torch threads"),
+    "load": (0, 64, "busy background processes"),
+    "steps": (1, 10_000, "integrated-gradients steps"),
+    "permutations": (1, 10_000, "attention permutations per text"),
+    "random_orders": (0, 1_000, "random erasure orders per text"),
+    "limit": (1, None, "texts per split"),
+    "examples": (0, 100_000, "examples shown"),
+    "max_len": (1, 1_000_000, "tokens per text"),
+    "seq_len": (1, 1_000_000, "tokens per input"),
+    "min_freq": (1, None, "occurrences a word needs to enter the vocabulary"),
+    "max_vocab": (2, None, "vocabulary entries (<pad> and <unk> included)"),
+    "extra_vocab": (0, 10_000_000, "extra GloVe words"),
+    "patience": (1, 100_000, "epochs without dev gain"),
+    "max_steps": (1, None, "optimiser steps"),
+    "runs": (1, 1_000, "runs per cell"),
+    "seed": (0, 2**32 - 1, "random seed"),
+}
+
+
+def count_problem(name: str, value) -> str | None:
+    """What is wrong with `value` for the count `name` (COUNTS), e.g. "must be >= 1 and <= 64 (...), got 0";
+    None when it is fine."""
+    lo, hi, what = COUNTS[name]
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"must be a whole number ({what}), got {value!r}"
+    if value < lo or (hi is not None and value > hi):
+        bound = f">= {lo:,}" if hi is None else f">= {lo:,} and <= {hi:,}"
+        return f"must be {bound} ({what}), got {value:,}"
+    return None
+
+
+def check_count(name: str, value, label: str | None = None) -> int:
+    """`value` when it is a whole number inside COUNTS[name]'s bounds, else LimitError (a ValueError) naming
+    `label` (default: `name`) and the bounds."""
+    problem = count_problem(name, value)
+    if problem:
+        raise LimitError(f"{label or name} {problem}")
+    return value
+
 
 def describe(limits: Limits | None = None) -> list[tuple[str, int, str]]:
     """(name, value, what it limits) for every limit, in declaration order."""
@@ -80,4 +132,4 @@ def fmt_mb(n_bytes: float) -> str:
     return f"{n_bytes / 2**20:,.0f} MB"
 
 
-__all__ = ["Limits", "LimitError", "MAX_JSON_BYTES", "current", "describe", "fmt_mb"]
+__all__ = ["COUNTS", "Limits", "LimitError", "MAX_JSON_BYTES", "check_count", "count_problem", "current", "describe", "fmt_mb"]

@@ -1,27 +1,28 @@
 """`python -m textcls study NAME [--scale quick|full] [--device ...] [--json]` and `study --list`: run one of
-the paper studies (textcls.experiments.study_defs), resumable, cached in the user folder. Registered on the
-CLI's parser by cli.build_parser."""
+the paper studies (textcls.experiments.study_defs), resumable, cached in the user folder."""
 from __future__ import annotations
 
 import json
 import sys
 
+from textcls.cli.common import UsageError, add_data_root, add_device
 
-def add_study_parser(sub, usage_error) -> None:
+
+def add_parser(sub) -> None:
     s = sub.add_parser("study", help="run a paper study (a grid of short trainings) and print its points",
                        description="Run one of the papers' studies (a grid of trainings behind a figure), resumable; "
                                    "finished runs are cached in $TEXTCLS_HOME/studies and reused.")
     s.add_argument("name", nargs="?", help="study name (see --list)")
     s.add_argument("--list", action="store_true", help="list the studies and their scales")
     s.add_argument("--scale", default="quick", choices=("quick", "full"), help="quick: minutes on a CPU")
-    s.add_argument("--device", default=None, help="cpu | cuda | auto (default: the training default)")
-    s.add_argument("--data-root", default=None, help="folder holding the full-scale data sets")
+    add_device(s, None, "the training default")
+    add_data_root(s)
     s.add_argument("--yes", action="store_true", help="start even when the estimate is over 6 hours")
     s.add_argument("--json", action="store_true", help="print the points as JSON")
-    s.set_defaults(func=lambda args: cmd_study(args, usage_error))
+    s.set_defaults(func=cmd_study)
 
 
-def cmd_study(args, usage_error) -> int:
+def cmd_study(args) -> int:
     from textcls.experiments.study_defs import STUDIES, get_study
     if args.list:
         for st in STUDIES.values():
@@ -30,11 +31,11 @@ def cmd_study(args, usage_error) -> int:
                 print(f"{'':9}   {name:5}: {len(st.points)} points; {sc.describe()}")
         return 0
     if not args.name:
-        raise usage_error("give a study name or --list")
+        raise UsageError("give a study name or --list")
     try:
         st = get_study(args.name)
     except ValueError as e:
-        raise usage_error(str(e)) from None
+        raise UsageError(str(e)) from None
     from textcls.runtime import threads
     from textcls.experiments.study_results import reading, rows
     from textcls.experiments.study_run import StudyError, estimate_seconds, run_study
@@ -44,7 +45,7 @@ def cmd_study(args, usage_error) -> int:
         with threads.batch(1):
             run_study(st, args.scale, device=args.device, data_root=args.data_root, confirm_long=args.yes, log=log)
     except StudyError as e:
-        raise usage_error(str(e)) from None
+        raise UsageError(str(e)) from None
     rs = rows(st, args.scale)
     if args.json:
         print(json.dumps({"study": st.name, "scale": args.scale, "points": rs,

@@ -1,0 +1,135 @@
+"""`textcls faithfulness`: ERASER comprehensiveness / sufficiency, rank agreement, erasure flips and the attention
+permutation / uniform tests of a checkpoint's explanations over a whole split, batched across texts
+(textcls/interpret/batched.py)."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from textcls.cli.common import (UsageError, add_checkpoint, add_data_options, add_seed, count, data_of, json_value,
+    one_line, printable)
+
+DEFAULT_FAITH_METHODS = "attention,random,leave_one_out,integrated_gradients,grad_x_input"
+
+
+def _faithfulness_methods(raw: str) -> list[str]:
+    from textcls.interpret.faithfulness import EXPLANATIONS
+    from textcls.interpret.attributions import ALIASES
+    methods = []
+    for m in (x.strip().lower() for x in raw.split(",")):
+        if not m:
+            continue
+        m = {"loo": "leave_one_out", "own_attention": "attention"}.get(m, ALIASES.get(m, m))
+        if m not in EXPLANATIONS:
+            raise UsageError(f"--methods: unknown method {m!r}; choose from {', '.join(EXPLANATIONS)}")
+        methods.append(m)
+    if not methods:
+        raise UsageError("--methods: no method given")
+    return list(dict.fromkeys(methods))
+
+
+def _max_rss_mb() -> float | None:
+    """Peak resident memory of this process in MB (None where the platform does not say)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(rss / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
+
+
+def cmd_faithfulness(args) -> int:
+    from textcls.checkpoint import load_checkpoint
+    from textcls.interpret.batched import SliceRun
+
+    methods = _faithfulness_methods(args.methods)
+    predictor = load_checkpoint(args.checkpoint, device="cpu")
+    bundle = data_of(args, predictor)
+    texts = list(bundle.splits[args.split].texts)[: args.limit]
+    reference = "leave_one_out" if "leave_one_out" in methods else methods[0]
+    try:
+        run = SliceRun(predictor, texts, methods, reference=reference, removal=args.removal, baseline=args.baseline,
+                       n_steps=args.steps, n_permutations=args.permutations,
+                       attention_tests=not args.no_attention_tests, seed=args.seed,
+                       **({} if args.random_orders is None else {"random_orders": args.random_orders}))
+    except ValueError as e:
+        raise UsageError(one_line(e)) from None
+    bar = None
+    if not args.quiet:
+        from tqdm import tqdm
+        bar = tqdm(total=run.total, desc=f"{Path(args.checkpoint).name} on {bundle.name}/{args.split}",
+                   unit="text", file=sys.stderr, dynamic_ncols=True, mininterval=0.5 if sys.stderr.isatty() else 5.0)
+
+    def progress(done: int, total: int) -> None:
+        if bar is not None:
+            bar.update(done - bar.n)
+    try:
+        run.run(progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    rep = run.report()
+    head = {"checkpoint": str(args.checkpoint), "model": predictor.info.get("model"), "data": bundle.name,
+            "split": args.split, "n_texts": rep.settings["n_texts"]}
+    lines = [{**head, "kind": "method", **row} for row in rep.rows]
+    summary = {**head, "kind": "summary", "method": None, "seconds": round(rep.seconds, 3),
+               **{k: v for k, v in rep.model_row.items() if k != "seconds"},
+               "attention_tests_seconds": rep.model_row.get("seconds"),
+               "timings": {k: round(v, 3) for k, v in rep.timings.items()}, "max_rss_mb": _max_rss_mb(),
+               **{k: rep.settings[k] for k in ("removal", "reference", "baseline", "n_steps", "n_permutations",
+                                               "random_orders", "variants_scored", "notes")}}
+    if args.json:
+        for obj in lines + [summary]:
+            print(json.dumps({k: json_value(v) for k, v in obj.items()}))
+        return 0
+    print(printable(f"{head['checkpoint']} ({head['model']}) on {bundle.name}/{args.split}: {head['n_texts']} texts, "
+          f"{rep.seconds:.1f} s"))
+    print(f"{'method':<22} {'AOPC comp. [95% CI]':<26} {'AOPC suff. [95% CI]':<26} {'tau vs ref':>10} "
+          f"{'top flip':>9} {'to flip':>8} {'seconds':>8}")
+
+    def ci(row, key):
+        lo, hi = row.get(key + "_ci", (float("nan"), float("nan")))
+        return f"{row.get(key, float('nan')):.3f} [{lo:.3f}, {hi:.3f}]"
+    for row in rep.rows:
+        print(f"{row['method']:<22} {ci(row, 'aopc_comprehensiveness'):<26} {ci(row, 'aopc_sufficiency'):<26} "
+              f"{row.get('kendall_tau_ref', float('nan')):>10.3f} {row.get('erasure_top_flip', float('nan')):>9.3f} "
+              f"{row.get('erasure_fraction_to_flip', float('nan')):>8.3f} {row['seconds']:>8.1f}")
+    mr = rep.model_row
+    if mr:
+        print(f"attention tests ({', '.join(mr['attention_maps'])}): permutation median TVD "
+              f"{mr['permutation_median_tvd']:.3f}, flip rate {mr['permutation_flip_rate']:.3f}; uniform TVD "
+              f"{mr['uniform_tvd']:.3f}, flip rate {mr['uniform_flip_rate']:.3f} ({mr['seconds']:.1f} s)")
+    for note in rep.settings["notes"]:
+        print(f"note: {note}")
+    return 0
+
+
+def add_parser(sub) -> None:
+    f = sub.add_parser("faithfulness", help="faithfulness of explanations over a data split (batched)",
+                       description="ERASER comprehensiveness / sufficiency (AOPC with bootstrap 95 % intervals), "
+                                   "rank agreement with leave-one-out, erasure flips, and the attention permutation "
+                                   "/ uniform tests over a whole split, batched across texts. With --json: one "
+                                   "JSON object per method, then a summary object (kind 'summary': the attention "
+                                   "tests, total seconds, settings). Progress bar on stderr.")
+    add_checkpoint(f)
+    add_data_options(f)
+    f.add_argument("--methods", default=DEFAULT_FAITH_METHODS,
+                   help=f"comma-separated explanations (default {DEFAULT_FAITH_METHODS}); also occlusion, saliency, "
+                        "shapley, lime")
+    f.add_argument("--removal", choices=("delete", "pad", "unk"), default="delete",
+                   help="how a token is removed (default delete)")
+    f.add_argument("--baseline", choices=("pad", "unk", "zero"), default="pad",
+                   help="baseline of IG / occlusion / Shapley / LIME (default pad)")
+    f.add_argument("--steps", type=count("steps"), default=50,
+                   help="IG steps, first try (doubled until converged)")
+    f.add_argument("--permutations", type=count("permutations"), default=30,
+                   help="attention permutations per text (default 30)")
+    f.add_argument("--random-orders", type=count("random_orders"), default=None,
+                   help="random orders of the erasure-flip test per text (default 1: the mean over texts averages "
+                        "them; 5 gives the numbers of one text's own report)")
+    f.add_argument("--no-attention-tests", action="store_true", help="skip the permutation / uniform tests")
+    add_seed(f)
+    f.add_argument("--json", action="store_true", help="JSON lines on stdout: one object per method, then a summary")
+    f.add_argument("--quiet", action="store_true", help="no progress bar")
+    f.set_defaults(func=cmd_faithfulness)

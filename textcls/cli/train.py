@@ -1,0 +1,262 @@
+"""`textcls train`: train a model on a data set, evaluate it on dev/test and save a checkpoint folder (a tqdm bar
+and the epoch lines on stderr, the summary on stdout). Under torchrun every rank trains and rank 0 saves."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from textcls.cli.common import (PROG, UsageError, add_batch_size, add_data, add_data_root, add_device, add_limit,
+    add_seed, count, device, join_group, limit_flags, one_line, parse_pairs)
+
+
+class _Progress:
+    """tqdm bar on stderr fed by fit's events; epoch summaries written above the bar."""
+
+    def __init__(self, desc: str, enabled: bool = True):
+        self.desc, self.enabled, self.bar = desc, enabled, None
+
+    def __call__(self, event) -> None:
+        from textcls.records import EpochEvent, StepEvent
+        if not self.enabled:
+            return
+        if isinstance(event, StepEvent):
+            if self.bar is None:
+                from tqdm import tqdm
+                self.bar = tqdm(total=event.total_steps, desc=self.desc, file=sys.stderr, unit="step",
+                                dynamic_ncols=True, mininterval=0.5 if sys.stderr.isatty() else 5.0)
+            self.bar.update(1)
+            if event.step % 10 == 0 or event.step == event.total_steps:
+                self.bar.set_postfix(epoch=event.epoch, loss=f"{event.loss:.4f}", refresh=False)
+        elif isinstance(event, EpochEvent):
+            dev = "" if event.dev is None else (f", dev acc {event.dev['accuracy']:.4f}"
+                                                f"{' *' if event.improved else ''}")
+            line = (f"epoch {event.epoch}/{event.epochs}: train loss {event.train_loss:.4f}, "
+                    f"train acc {event.train_accuracy:.4f}{dev} ({event.elapsed:.1f} s)")
+            if self.bar is not None:
+                self.bar.write(line, file=sys.stderr)
+            else:
+                print(line, file=sys.stderr)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+ARROW_AUTO_BYTES = 256 * 2 ** 20     # local files at least this big take the memory-mapped path by default
+
+
+def _use_arrow(args) -> bool:
+    """--arrow / --no-arrow, else automatic: hub data sets and local files of ARROW_AUTO_BYTES or more."""
+    if args.arrow is not None:
+        return bool(args.arrow)
+    if str(args.data).startswith("hf:"):
+        return True
+    p = Path(str(args.data)).expanduser()
+    return p.is_file() and p.stat().st_size >= ARROW_AUTO_BYTES
+
+
+def _claim_out(args) -> tuple[Path, bool]:
+    """The folder to write: refused inside the shipped checkpoints, or when it holds a checkpoint already and
+    --overwrite is not given. A folder that does not exist yet is created empty at once (atomically), so a second
+    training started with the same --out is refused instead of silently replacing the first one's result.
+    Returns (folder, whether this call created it)."""
+    from textcls.checkpoint import check_target
+    from textcls.runtime.paths import new_run_dir, shipped_checkpoints
+
+    if args.out is None:
+        args.out = str(new_run_dir(args.model, args.data))
+    out = check_target(args.out)
+    shipped = shipped_checkpoints().resolve()
+    here = out.expanduser().resolve()
+    if here == shipped or shipped in here.parents:
+        raise UsageError(f"--out {out} is inside the shipped checkpoints folder ({shipped}), which is read-only; "
+                         "write elsewhere (without --out it goes to your user folder)")
+    if out.exists() and any(out.iterdir()):
+        if not args.overwrite:
+            raise UsageError(f"--out {out} already holds a checkpoint; pass --overwrite to replace it, or choose "
+                             "another folder")
+        return out, False
+    if out.exists() or os.environ.get("RANK", "0") != "0":       # an empty folder, or a torchrun rank but 0
+        return out, False
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.mkdir(out)
+    except FileExistsError:
+        raise UsageError(f"--out {out} was just created by another run; choose another folder") from None
+    return out, True
+
+
+def _check_input(args):
+    """Everything that depends only on the user's input, checked before any data is read: errors exit 2.
+    Returns (model overrides, tokenizer overrides, training overrides, device name, use the Arrow path)."""
+    from textcls.train.pipeline import tokenizer_config_for
+    from textcls.models.registry import check_config, get_entry, make_config
+    from textcls.data.text import TokenizerConfig
+    from textcls.train.fit import TrainConfig
+
+    try:
+        entry = get_entry(args.model)
+        overrides = parse_pairs(args.set, "--set", entry.config_cls)
+        model_config = make_config(args.model, preset=args.preset, variant=args.variant, **overrides)
+        check_config(args.model, model_config)
+        tok = parse_pairs(args.tokenizer, "--tokenizer", TokenizerConfig)
+        if args.max_len is not None:
+            tok["max_len"] = args.max_len
+        tokenizer_config_for(model_config, entry.input_kind, tok)
+        train_over = {k: v for k, v in dict(batch_size=args.batch_size, lr=args.lr, optimizer=args.optimizer,
+                                             patience=args.patience, clip_norm=args.clip, max_norm=args.max_norm,
+                                             max_steps=args.max_steps, device=args.device, amp=args.amp,
+                                             workers=args.workers, pin_memory=args.pin_memory).items()
+                      if v is not None}
+        TrainConfig(epochs=args.epochs, seed=args.seed, **train_over)
+        dev_name = device(args.device)
+        emb = args.embeddings
+        if emb not in ("glove", "random") and not Path(emb).expanduser().is_file():
+            raise UsageError(f"--embeddings must be glove, random or an existing file; no file {emb!r}")
+        if args.extra_vocab and emb != "glove":
+            raise UsageError("--extra-vocab adds GloVe words: it needs --embeddings glove")
+        use_arrow = _use_arrow(args)
+    except (KeyError, TypeError, ValueError, FileNotFoundError) as e:
+        raise UsageError(one_line(e)) from None
+    return overrides, tok, train_over, dev_name, use_arrow
+
+
+def cmd_train(args) -> int:
+    overrides, tok, train_over, dev_name, use_arrow = _check_input(args)
+    out, created = _claim_out(args)
+    try:
+        return _train(args, out, overrides, tok, train_over, dev_name, use_arrow)
+    finally:
+        if created:
+            try:
+                os.rmdir(out)                   # still empty: the run failed before saving
+            except OSError:
+                pass
+
+
+def _train(args, out: Path, overrides, tok, train_over, dev_name: str, use_arrow: bool) -> int:
+    from textcls.data.datasets import check_trainable, load_data
+    from textcls.train.pipeline import train_from_spec
+
+    emb = args.embeddings
+    ctx = join_group(args.device)              # before the data: the Arrow path lets rank 0 build caches first
+    try:
+        if use_arrow:
+            from textcls.data.arrow import check_trainable_arrow, load_arrow
+            bundle = load_arrow(args.data, root=args.data_root, limit=args.limit, seed=args.seed,
+                                text_column=args.text_column, label_column=args.label_column)
+            check_trainable_arrow(bundle)
+        else:
+            bundle = load_data(args.data, root=args.data_root, limit=args.limit, seed=args.seed,
+                               text_column=args.text_column, label_column=args.label_column)
+            check_trainable(bundle)
+    except (KeyError, TypeError, ValueError, FileNotFoundError) as e:
+        raise UsageError(one_line(e)) from None
+    main_rank = ctx is None or ctx.is_main
+    if args.amp not in (None, "off"):
+        import torch
+
+        from textcls.runtime.devices import resolve_amp
+        note = resolve_amp(args.amp, ctx.device if ctx is not None else torch.device(dev_name), warn=False).note
+        if note:
+            import warnings
+            warnings.filterwarnings("ignore", message="--amp", category=RuntimeWarning)  # said once, here
+            if main_rank:
+                print(f"{PROG} train: warning: {note}", file=sys.stderr)
+
+    where = "" if ctx is None else f" ({ctx.describe()})"
+    progress = _Progress(f"{args.model} on {bundle.name}{where}", enabled=not args.quiet and main_rank)
+    try:
+        result = train_from_spec(bundle, args.model, preset=args.preset, variant=args.variant, overrides=overrides,
+                                 embeddings=emb, epochs=args.epochs, out=out, callbacks=[progress],
+                                 min_freq=args.min_freq, max_vocab=args.max_vocab,
+                                 extra_vocab=args.extra_vocab, tokenizer_overrides=tok,
+                                 train_overrides=train_over, paper_training=args.paper_training, seed=args.seed,
+                                 float16=args.float16, limit=args.limit, data_spec=args.data, arrow=use_arrow,
+                                 num_proc=args.num_proc)
+    finally:
+        progress.close()
+    if not main_rank:
+        return 0                     # rank 0 reports (and wrote the checkpoint)
+    h = result.history
+    test, dev = result.metrics.get("test"), result.metrics.get("dev")
+    summary = {"checkpoint": str(result.path), "model": args.model, "data": result.data_name,
+               "epochs": len(h.epochs), "steps": h.steps, "seconds": round(h.elapsed, 2),
+               "stopped_reason": h.stopped_reason, "diverged": h.diverged,
+               "dev_accuracy": dev and dev["accuracy"], "test_accuracy": test and test["accuracy"],
+               "test_macro_f1": test and test["macro_f1"], "embedding_coverage": result.embedding_coverage}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        acc = "n/a" if test is None else f"{test['accuracy']:.4f} (macro-F1 {test['macro_f1']:.4f})"
+        print(f"saved {result.path}: test accuracy {acc}; {h.stopped_reason}; {h.elapsed:.1f} s")
+    if h.diverged:
+        print(f"{PROG} train: error: training diverged: {h.stopped_reason}", file=sys.stderr)
+        return 1
+    return 0
+
+
+
+
+def add_parser(sub) -> None:
+    t = sub.add_parser("train", help="train a model and save a checkpoint folder",
+                       description="Train a model on a data set, evaluate it on dev/test, save a checkpoint.")
+    t.add_argument("--model", required=True, help="registered model name (see `list`)")
+    add_data(t, required=True)
+    t.add_argument("--epochs", type=count("epochs"), required=True, help="number of epochs")
+    t.add_argument("--out", default=None,
+                   help="checkpoint folder to write; default: a new MODEL-DATA-TIME folder in your checkpoints "
+                        "($TEXTCLS_HOME/checkpoints), which the app lists beside the shipped ones. Never the "
+                        "shipped checkpoints folder; an existing checkpoint only with --overwrite")
+    t.add_argument("--overwrite", action="store_true",
+                   help="replace the checkpoint already in --out (atomically, once the new one is complete)")
+    t.add_argument("--embeddings", default="glove", help="glove (50-d GloVe 6B), random, or a vectors FILE")
+    t.add_argument("--preset", default=None, help="model preset, e.g. small (default: the paper's configuration)")
+    t.add_argument("--variant", default=None, help="a paper variant of the model (see `list`)")
+    t.add_argument("--set", action="append", metavar="KEY=VALUE", help="model config override (repeatable)")
+    t.add_argument("--tokenizer", action="append", metavar="KEY=VALUE",
+                   help="tokenizer setting, e.g. level=char, max_len=200 (repeatable)")
+    t.add_argument("--max-len", type=count("max_len"), default=None, help="tokens kept per text (tokenizer max_len)")
+    add_batch_size(t, None, "32")
+    t.add_argument("--lr", type=float, default=None, help="learning rate (default 1e-3; noam: the peak)")
+    t.add_argument("--optimizer", choices=("adam", "sgd", "noam", "adadelta"), default=None,
+                   help="optimiser (default adam; adadelta with --lr 1 is Kim 2014's)")
+    t.add_argument("--patience", type=count("patience"), default=None,
+                   help="early stopping after N epochs without dev gain")
+    t.add_argument("--clip", type=float, default=None, help="gradient clipping: max global norm")
+    t.add_argument("--max-norm", type=float, default=None,
+                   help="Kim 2014: rescale each class's output weight vector to at most this L2 norm (e.g. 3)")
+    t.add_argument("--max-steps", type=count("max_steps"), default=None, help="stop after this many optimiser steps")
+    t.add_argument("--paper-training", action="store_true", help="use the paper's optimiser settings")
+    add_seed(t)
+    t.add_argument("--min-freq", type=count("min_freq"), default=1, help="keep words seen at least this often")
+    t.add_argument("--max-vocab", type=count("max_vocab"), default=None,
+                   help="vocabulary size cap (specials included)")
+    t.add_argument("--extra-vocab", type=count("extra_vocab"), default=0, metavar="N",
+                   help="also add the N most frequent GloVe words missing from the training texts (they keep "
+                        "their GloVe vectors, so test words unseen in training are not <unk>)")
+    add_data_root(t)
+    add_limit(t)
+    t.add_argument("--text-column", default="text", help="text column of a CSV/JSONL/Parquet file")
+    t.add_argument("--label-column", default="label", help="label column of a CSV/JSONL/Parquet file")
+    t.add_argument("--arrow", action=argparse.BooleanOptionalAction, default=None,
+                   help="read the data as memory-mapped Arrow tables, tokenised in --num-proc processes into a "
+                        "disk cache (default: for hf:ID and files of 256 MB or more)")
+    t.add_argument("--num-proc", type=count("num_proc"), default=None,
+                   help="tokenising processes for --arrow (default: the usable cores, at most 8)")
+    t.add_argument("--float16", action="store_true", help="store the weights as float16")
+    add_device(t, None, "cuda when there is one, under torchrun cuda:LOCAL_RANK")
+    t.add_argument("--amp", nargs="?", const="auto", default=None, choices=("off", "auto", "bf16", "fp16"),
+                   help="mixed precision on CUDA: bf16 (no scaler) or fp16 (with a grad scaler); --amp alone picks "
+                        "bf16 where the GPU supports it. No effect on the CPU (a warning)")
+    t.add_argument("--workers", type=count("workers"), default=None,
+                   help="worker processes that pad batches (default: 2 on CUDA, 0 on the CPU)")
+    t.add_argument("--pin-memory", action=argparse.BooleanOptionalAction, default=None,
+                   help="pinned host memory for batches (default: on with CUDA; never on the CPU)")
+    t.add_argument("--json", action="store_true", help="print the summary as JSON")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    limit_flags(t)
+    t.set_defaults(func=cmd_train)
