@@ -128,7 +128,7 @@ LAYERS = {
     "analysis": 4, "records": 4, "inference": 4, "checkpoint": 4,   # the public contract, and many-text analysis
     "train": 5, "viz": 5,                             # training; figures
     "experiments": 6,                                 # benchmarks, studies, reproductions
-    "cli": 7, "cli_study": 7, "__main__": 8,          # the command line
+    "cli": 7, "__main__": 8,                          # the command line
 }
 TOP_LEVEL_FILES = 8
 
