@@ -34,8 +34,11 @@ if not chosen:
     st.info("Pick at least one checkpoint.")
     st.stop()
 infos = [by_name[n] for n in chosen]
-if len({tuple(i.labels) for i in infos}) > 1:
-    st.caption("These checkpoints were trained on different label sets; agreement compares label names.")
+# Agreement only means something within one label set: checkpoints of different tasks are compared per task.
+groups = w.by_label_set(infos)
+if len(groups) > 1:
+    st.caption(f"These checkpoints belong to {len(groups)} tasks with different labels: each task is compared "
+               "on its own (a label of one task never agrees or disagrees with another task's).")
 
 mode = st.radio("Input", ["One sentence", "Many sentences (one per line)", "Upload a CSV or TXT file"],
                 horizontal=True, key="cmp_mode")
@@ -45,7 +48,7 @@ def says(n: int) -> str:
     return "says" if n == 1 else "say"
 
 
-def single(text: str) -> None:
+def single(text: str, infos: list, tag: str = "") -> None:
     preds = {}
     skip = w.missing_markers(infos, text)
     run = [i for i in infos if i not in skip]
@@ -72,6 +75,9 @@ def single(text: str) -> None:
     if len(groups) == 1 and meaningless:
         st.warning(f"All {len(preds)} checkpoints say **{w.md_escape(major)}**, but they read only unknown words: "
                    "this is their bias, not a judgement of the text.", icon=":material/warning:")
+    elif len(groups) == 1 and len(preds) == 1:
+        st.success(f"{w.md_escape(next(iter(preds)))} says **{w.md_escape(major)}** (the only checkpoint of this "
+                   "task: nothing to agree with).", icon=":material/check_circle:")
     elif len(groups) == 1:
         st.success(f"All {len(preds)} checkpoints agree: **{w.md_escape(major)}**.", icon=":material/check_circle:")
     else:
@@ -91,7 +97,7 @@ def single(text: str) -> None:
     st.html(viz.label_cards_html(cards))
     item = viz.probabilities_figure([(n, p.probabilities) for n, p in preds.items()],
                                     title="Probability of each label")
-    w.show_figure(item, "cmp_probs")
+    w.show_figure(item, f"cmp_probs{tag}")
 
     st.subheader("What each model looked at")
     items = []
@@ -104,9 +110,9 @@ def single(text: str) -> None:
     n_tok = max((len(p.tokens) for p in preds.values()), default=0)
     window = None
     if n_tok > viz.MAX_HIGHLIGHT_TOKENS:
-        start = st.slider("Long text: first token shown", 1, n_tok, 1, step=50, key="cmp_win")
+        start = st.slider("Long text: first token shown", 1, n_tok, 1, step=50, key=f"cmp_win{tag}")
         window = (start - 1, viz.MAX_HIGHLIGHT_TOKENS)
-    stretch = st.toggle("Stretch the shading to each row's range", value=False, key="cmp_stretch",
+    stretch = st.toggle("Stretch the shading to each row's range", value=False, key=f"cmp_stretch{tag}",
                         help="Off: white = a uniform share of the weight, darkest = 4x that share, the same scale "
                              "for every model. On: each row's smallest weight white, largest darkest.")
     reasons = viz.reasons_figure(items, title="Words shaded by each model's own weight (darker = more)",
@@ -114,13 +120,13 @@ def single(text: str) -> None:
     if reasons is None:
         st.info("None of these models exposes a token-level weight.")
     else:
-        w.show_figure(reasons, "cmp_reasons")
+        w.show_figure(reasons, f"cmp_reasons{tag}")
     st.caption(f"Open Inspect for each model's full internals. Predicted on "
                f"{w.md_escape(cache.describe_predict_device())}.")
-    w.zip_button([item] + ([reasons] if reasons else []), "compare_sentence")
+    w.zip_button([item] + ([reasons] if reasons else []), f"compare_sentence{tag}")
 
 
-def batch(texts: list[str], gold: list[str] | None = None) -> None:
+def batch(texts: list[str], gold: list[str] | None, infos: list, tag: str = "") -> None:
     keep = [r for r, t in enumerate(texts) if t.strip()]
     rownum = [r + 1 for r in keep]                     # the row numbers of the input, empty rows skipped
     if len(keep) < len(texts):
@@ -180,7 +186,7 @@ def batch(texts: list[str], gold: list[str] | None = None) -> None:
         if acc:
             st.markdown("**Accuracy on this file** (gold column): " + " · ".join(
                 f"{w.md_escape(n)} {100 * a:.1f} % of {k:,}" for n, (a, k) in acc.items()))
-    only = st.toggle("Show only the texts where models disagree", value=False, key="cmp_only_dis")
+    only = st.toggle("Show only the texts where models disagree", value=False, key=f"cmp_only_dis{tag}")
     view = df[df["disagree"]] if only else df
 
     def paint(row):
@@ -198,7 +204,7 @@ def batch(texts: list[str], gold: list[str] | None = None) -> None:
     if len(view) > len(shown):
         st.caption(f"Showing the first {len(shown):,} of {len(view):,} rows; the CSV has them all.")
     st.download_button("Download the table (CSV)", data=df.to_csv(index=False).encode("utf-8"),
-                       file_name="compare.csv", mime="text/csv", key="cmp_csv", on_click="ignore",
+                       file_name=f"compare{tag}.csv", mime="text/csv", key=f"cmp_csv{tag}", on_click="ignore",
                        icon=":material/download:")
     if len(names) > 1:
         m = np.array([[np.mean([x == y for x, y in zip(labels[a], labels[b])]) for b in names] for a in names])
@@ -209,12 +215,22 @@ def batch(texts: list[str], gold: list[str] | None = None) -> None:
                                      show_values=True, colors=dict(colorscale="Greens", zmin=0, zmax=1))
         item = viz.FigureOut("model_agreement", "pairwise agreement", fig, viz.slice_table(s),
                              caption="Share of the texts on which the row and column checkpoints agree.")
-        w.show_figure(item, "cmp_pairwise")
+        w.show_figure(item, f"cmp_pairwise{tag}")
 
 
 relation = any(w.needs_entities(i) for i in infos)
 if relation:
     w.marker_help()
+
+
+def per_task(run, *args) -> None:
+    """run(*args, infos, tag) once per task (a heading each when there are several)."""
+    for title, part in groups:
+        if len(groups) > 1:
+            st.header(f"Task: {title}", divider="gray")
+        run(*args, part, "" if len(groups) == 1 else "_" + title)
+
+
 if mode == "One sentence":
     with st.form("cmp_one"):
         text = st.text_area("Sentence", value=w.RELATION_EXAMPLE if relation else w.EXAMPLE, height=90,
@@ -222,7 +238,7 @@ if mode == "One sentence":
         st.form_submit_button("Compare", type="primary")
     text = w.clean_text(text, what="sentence")
     if text is not None:
-        single(text)
+        per_task(single, text)
 elif mode.startswith("Many"):
     with st.form("cmp_many"):
         raw = st.text_area("One text per line", height=180, key="cmp_lines",
@@ -231,7 +247,7 @@ elif mode.startswith("Many"):
         st.form_submit_button("Compare", type="primary")
     raw = w.clean_text(raw, what="list of sentences")
     if raw is not None:
-        batch(w.split_lines(raw))
+        per_task(batch, w.split_lines(raw), None)
 else:
     up = st.file_uploader("CSV (with a text column, optionally a label column) or TXT (one text per line)",
                           type=["csv", "tsv", "txt"], key="cmp_file")
@@ -247,7 +263,7 @@ else:
         except UnicodeDecodeError:
             content = raw.decode("latin-1")
         if up.name.lower().endswith(".txt"):
-            batch(w.split_lines(content))
+            per_task(batch, w.split_lines(content), None)
         else:
             try:
                 table = pd.read_csv(io.StringIO(content), sep="\t" if up.name.lower().endswith(".tsv") else ",",
@@ -267,4 +283,4 @@ else:
                                 index=lopts.index("label") if "label" in lopts else 0, key="cmp_lcol")
             texts = table[tcol].astype(str).tolist()
             gold = table[lcol].astype(str).tolist() if lcol != "(none)" else None
-            batch(texts, gold)
+            per_task(batch, texts, gold)

@@ -10,6 +10,8 @@ live in the URL (`?ckpt=A,B&text=...`), so a copied link reopens the same view.
 """
 from __future__ import annotations
 
+import zlib
+
 import streamlit as st
 
 from pages.common import cache, inside_app, urlstate
@@ -107,6 +109,10 @@ if len(loaded) == 2:
 
 
 def control_widget(c: viz.Control, key: str):
+    """The control's widget. Its key carries a digest of the option labels: a new text (new words to pick from)
+    is a new widget at its default, never the previous text's choice shown beside the new figure (the browser
+    keeps a keyed widget's displayed option while the key stays the same)."""
+    key = f"{key}_{zlib.crc32(chr(31).join(c.labels).encode()):08x}"
     labels = dict(zip(c.options, c.labels))
     idx = c.options.index(c.default) if c.default in c.options else 0
     if len(c.options) <= 1:

@@ -418,3 +418,26 @@ def test_broken_checkpoints_are_reported_not_raised(ckpt_dir, tmp_path, monkeypa
     at.button[0].click().run()
     assert not at.exception and not at.error
     assert at.get("html")[0].proto.body.count("confidence ") == 1                  # one card: "good"
+
+
+def test_compare_all_tasks_compares_within_each_label_set(mixed_dir, monkeypatch):
+    """Issue 27.3: with task "all", checkpoints of different label sets are compared per task: no verdict or card
+    sets one task's label against another's, and each checkpoint's probability rows are its own labels only."""
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(mixed_dir))
+    at = open_page("pages/compare.py")
+    at.get("button_group")[0].set_value("all").run()
+    at.text_area(key="cmp_text").input(SENTENCE)
+    at.button[0].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    for v in [x.value for x in at.success] + [x.value for x in at.warning]:       # verdicts of one task each
+        assert not ({"ABBR", "HUM", "NUM"} & set(v.replace("*", " ").split())
+                    and {"negative", "positive"} & set(v.replace("*", " ").split())), v
+    bodies = [h.proto.body for h in at.get("html")]
+    cards = [b for b in bodies if "confidence " in b]
+    assert len(cards) == 2                                             # one set of cards per task
+    qa = next(b for b in cards if "kim&#95;cnn&#95;qa" in b or "kim_cnn_qa" in b)
+    assert "negative" not in qa and "positive" not in qa and "disagrees" not in qa   # alone in its task
+    tiny = next(b for b in cards if b is not qa)
+    assert "ABBR" not in tiny
+    probs = [b for b in bodies if " %</span>" in b and "confidence " not in b]
+    assert sorted(b.count(" %</span>") for b in probs) == [3, 4]       # 3 labels x 1, 2 labels x 2: no 0 % rows

@@ -103,6 +103,28 @@ def test_train_page_runs_stops_and_saves_a_checkpoint(env):
     assert at.dataframe[0].value["checkpoint"].tolist() == ["tiny_run"]
 
 
+@pytest.mark.parametrize("model", __import__("textcls").list_models())
+def test_every_model_trains_at_the_page_defaults(env, model):
+    """Each registered model, chosen on the Train page with every other control at its default (bar a small
+    sample and one epoch), starts a run that saves a checkpoint: no default value is rejected by the form."""
+    at = app("pages/train.py")
+    at.radio(key="tr_emb").set_value(RANDOM)
+    at.number_input(key="tr_limit").set_value(60)
+    at.run()
+    at.selectbox(key="tr_model").set_value(model)
+    at.run()
+    at.number_input(key="tr_epochs").set_value(1)
+    button(at, "Start training").click()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, texts_of(at.error)
+    assert len(at.session_state["train_jobs"]) == 1
+    name = next(t for t in at.text_input if t.label == "Checkpoint name").value
+    wait_for(at, lambda a: (env / name / "config.json").exists() or bool(a.error), what=f"{model}'s checkpoint")
+    assert not at.error, texts_of(at.error)
+    assert load_checkpoint(env / name).model.registry_name == model
+
+
 def test_train_page_passes_the_extra_glove_vocabulary(env):
     at = app("pages/train.py")
     at.number_input(key="tr_limit").set_value(100)

@@ -293,3 +293,25 @@ def test_explore_projector_select_points_and_open_one_in_inspect(server, page, t
     from textcls.data.datasets import load_data
     assert shown in load_data("sst2").splits["test"].texts         # a text of the split, not the page's example
     assert exceptions(page) == []
+
+
+def test_inspect_word_picker_follows_a_new_text(server, page, tmp_path):
+    """Issue 27.2: after a new text, HCAN's "chosen word" picker names a word of the new text, the same word the
+    figure's title names (the browser kept showing the previous text's word under an unchanged widget key)."""
+    hcan = next(n for n in server.names if n.startswith("hcan"))
+    page.goto(f"{server.url}/inspect?ckpt={hcan}")
+    page.get_by_text("Inspect a model").wait_for()
+    wait_idle(page)
+    picker = page.locator('[data-testid="stSelectbox"]').filter(has_text="chosen word").first
+    picker.wait_for()
+    assert picker.locator("input").input_value() == "1: the"        # the page's example text
+    mark_run(page)
+    page.get_by_role("textbox", name="Text").fill("My brother hated this movie. I loved every minute of it.")
+    page.get_by_role("button", name="Inspect", exact=True).click()
+    wait_idle(page, after_run=True)
+    page.screenshot(path=str(tmp_path / "inspect_new_text.png"), full_page=False)
+    shown = picker.locator("input").input_value()
+    titles = " ".join(page.locator(".js-plotly-plot .gtitle").all_text_contents())
+    assert shown == "1: my", shown
+    assert "where 'my'" in titles, titles
+    assert exceptions(page) == []

@@ -58,6 +58,20 @@ def tasks(valid: Sequence[CheckpointInfo]) -> list[str]:
                                                           -sum(i.data == d for i in valid), str(d)))
 
 
+def by_label_set(infos: Sequence[CheckpointInfo]) -> list[tuple[str, list[CheckpointInfo]]]:
+    """The checkpoints grouped by their label set (agreement means something only within one), the main task's
+    group first (`tasks` order), each with a title: its data set(s)."""
+    order = {d: k for k, d in enumerate(tasks(infos))}
+    groups: dict[tuple, list[CheckpointInfo]] = {}
+    for i in infos:
+        groups.setdefault(tuple(sorted(i.labels)), []).append(i)
+    out = []
+    for part in groups.values():
+        data = sorted({str(i.data or "unknown data") for i in part}, key=lambda d: order.get(d, len(order)))
+        out.append((", ".join(data), part))
+    return sorted(out, key=lambda g: min(order.get(i.data, len(order)) for i in g[1]))
+
+
 def main_task_checkpoints(valid: Sequence[CheckpointInfo]) -> list[str]:
     """The names of the checkpoints of the main task (`tasks`), in listing order."""
     top = tasks(valid)[0] if valid else None

@@ -11,8 +11,10 @@ from typing import Any, Sequence
 
 from textcls.models.registry import get_entry, make_config
 
-# fields a training form sets itself (data, vocabulary, embeddings) rather than in the hyper-parameter form
-FORM_SKIP = ("vocab_size", "num_labels", "pad_id", "embedding_mode", "channels")
+# fields a training form sets itself (data, vocabulary, embeddings) rather than in the hyper-parameter form; the
+# relation models' entity-marker ids are set from the vocabulary when training (-1 = unset until then)
+FORM_SKIP = ("vocab_size", "num_labels", "pad_id", "embedding_mode", "channels",
+             "e1_start_id", "e1_end_id", "e2_start_id", "e2_end_id")
 
 
 @dataclass
@@ -103,12 +105,16 @@ def changed_overrides(fields_: Sequence[ConfigField], values: dict[str, Any]) ->
 
 def size_problems(fields_: Sequence[ConfigField], values: dict[str, Any]) -> list[str]:
     """Integer sizes/counts that cannot work: below 1 where the paper's value is a positive size, below 0 where
-    the paper's value is 0 ("0 = off" switches such as local_window). One sentence per problem."""
+    the paper's value is 0 ("0 = off" switches such as local_window). A field whose paper value or default is
+    negative (a "-1 = unset" sentinel such as an id set later) is no size and is not checked. One sentence per
+    problem."""
     out = []
     for f in fields_:
         if f.name not in values or f.kind not in ("int", "ints"):
             continue
         ref = [f.paper, f.default] if f.kind == "int" else [*(f.paper or ()), *(f.default or ())]
+        if any(isinstance(x, int) and x < 0 for x in ref):
+            continue                # a sentinel ("-1: none"), not a size
         lowest = 1 if any(isinstance(x, int) and x >= 1 for x in ref) else 0
         raw = values[f.name]
         if f.kind == "int":
