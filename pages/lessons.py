@@ -59,7 +59,7 @@ c2.toggle("Presenter", key="lesson_presenter", on_change=on_presenter,
 step = lesson.steps[idx]
 st.title(lesson.title)
 st.caption(w.md_escape(lesson.goal) + "  \n" + " · ".join(
-    f"**{k + 1}. {w.md_escape(s.title)}**" if k == idx else f"{k + 1}. {w.md_escape(s.title)}"
+    f"**{k + 1}\\. {w.md_escape(s.title)}**" if k == idx else f"{k + 1}\\. {w.md_escape(s.title)}"
     for k, s in enumerate(lesson.steps)))
 st.subheader(f"Step {idx + 1} of {n}: {step.title}")
 
@@ -86,7 +86,7 @@ else:
                 item.fig = lessons.presenter_figure(item.fig)
             w.show_figure(item, f"lesson_{lesson.id}_{idx}_{k}", export=not presenter)
     if result.notes:
-        st.markdown(":material/calculate: **What the models produced on this input**\n\n"
+        st.markdown(":material/calculate: **Computed live on this input**\n\n"
                     + "\n".join(f"- {w.md_escape(x)}" for x in result.notes))
 
 st.info(f"**Look for.** {w.md_escape(step.look_for)}", icon=":material/visibility:")
@@ -95,6 +95,6 @@ st.success(f"**Question for the class.** {w.md_escape(step.question)}", icon=":m
 p, mid, nx = st.columns([1, 3, 1])
 p.button("Previous", icon=":material/arrow_back:", disabled=idx == 0, key="lesson_prev", width="stretch",
          on_click=go_to, args=(lesson.id, idx - 1, presenter))
-mid.markdown(f"<div style='text-align:center'>Step {idx + 1} of {n}</div>", unsafe_allow_html=True)
+mid.markdown(f"<p style='text-align:center'>Step {idx + 1} of {n}</p>", unsafe_allow_html=True)
 nx.button("Next", icon=":material/arrow_forward:", disabled=idx == n - 1, key="lesson_next", width="stretch",
           type="primary", on_click=go_to, args=(lesson.id, idx + 1, presenter))

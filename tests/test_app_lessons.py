@@ -33,7 +33,7 @@ def test_every_step_of_the_lesson_draws_with_next(lesson):
         text = page_text(at, unescape=True)
         assert not at.warning, [x.value for x in at.warning]           # no missing checkpoint / data
         assert _figures(at) >= 1, f"{lesson.id} step {k + 1} drew no figure"
-        assert "What the models produced on this input" in text
+        assert "Computed live on this input" in text
         assert step.look_for.split(".")[0].replace("\\", "") in text and "Question for the class" in text
         assert at.button(key="lesson_next").disabled == (k == len(lesson.steps) - 1)
         if k < len(lesson.steps) - 1:

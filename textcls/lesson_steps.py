@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .concentration import concentration
+from .concentration import BANDS, concentration
 
 # ---------------------------------------------------------------- what a lesson is
 
@@ -190,6 +190,10 @@ def _view(step: Step, lib: Library, value: float | None) -> StepResult:
         if c and c.get("n", 0) >= 2:
             notes.append(f"{f.title}: normalised entropy {c['normalised_entropy']:.2f} (1 = uniform) - "
                          f"{c['verdict']}.")
+            if c["normalised_entropy"] >= BANDS[0]:
+                notes.append("The pale shading is the finding here: this checkpoint weighs the words almost "
+                             "equally, so the darkest words say little about why it decided. Compare another "
+                             "checkpoint, or the last step of 'Is attention an explanation?'.")
     tw = viz.token_weights(specs, r.maps, r.tokens, r.sentences)
     if tw is not None and len(r.tokens) >= 2 and inp.get("top_words", True):
         notes.append(f"The three words with the most weight in {info.name}'s own importance: "

@@ -216,7 +216,7 @@ EXPLANATION = Lesson("explanation", "Is attention an explanation?",
          "Two models can be equally accurate while one spreads its attention almost evenly and another points at a "
          "few words. This step compares every HCAN and CAN checkpoint of the IMDB task that is here, retrained "
          "ones included, over reviews of the embedded sample.",
-         "compare_attention", {"models": ("hcan", "can"), "data": "imdb", "sample": "imdb_sample", "n": 16},
+         "compare_attention", {"models": ("hcan", "can"), "data": "imdb", "sample": "imdb_sample", "n": 12},
          "Compare the bar heights (1 = uniform) with the accuracies in the labels. Does more peaked attention "
          "cost accuracy?",
          "If two models are equally accurate, whose attention would you show a reader - and what must you check "

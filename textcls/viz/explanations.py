@@ -307,10 +307,12 @@ def concentration_compare_figure(rows: Sequence[dict[str, Any]],
                              marker_color=PALETTE[k + 1],
                              text=["—" if v is None else f"{v:.2f}" for v in y], textposition="outside"))
     fig.add_hline(y=1.0, line=dict(color="#7f8c8d", dash="dot"), annotation_text="uniform",
-                  annotation_position="top left")
-    fig.update_yaxes(title="median normalised entropy (1 = uniform, 0 = one word)", range=[0, 1.15])
-    style_figure(fig, title, 400, barmode="group", legend=dict(orientation="h", y=-0.25))
-    return FigureOut("attention_concentration", title, fig, pd.DataFrame(list(rows)))
+                  annotation_position="top right")
+    fig.update_yaxes(title="normalised entropy (median)", range=[0, 1.15])
+    style_figure(fig, title, 440, barmode="group", legend=dict(orientation="h", y=-0.25))
+    return FigureOut("attention_concentration", title, fig, pd.DataFrame(list(rows)),
+                     caption="Normalised entropy: 1 = every word (sentence) weighs the same, 0 = all the weight on "
+                             "one; the median over the reviews. '—': the model has no sentence level.")
 
 
 __all__ = ["reasons_grid", "agreement_heatmap", "erasure_figure", "probability_shift", "activation_figure",
