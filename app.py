@@ -19,6 +19,7 @@ PAGES = [
     ("pages/evaluate.py", "Evaluate", ":material/fact_check:"),
     ("pages/explore.py", "Explore", ":material/scatter_plot:"),
     ("pages/lab.py", "Lab", ":material/science:"),
+    ("pages/lessons.py", "Lessons", ":material/school:"),
     ("pages/studies.py", "Studies", ":material/insights:"),
     ("pages/benchmarks.py", "Benchmarks", ":material/speed:"),
 ]

@@ -246,5 +246,75 @@ def gate_profile_figure(res: dict[str, Any], title: str = "Mean gate value per p
                              "above 1 = amplified (NLReLU gates are not capped at 1).")
 
 
+# ---------------------------------------------------------------- Lessons (textcls.lessons)
+
+def toy_attention_figure(tokens: Sequence[str], weights: Sequence[float], values: Sequence[float],
+                         temperature: float, average: float) -> FigureOut:
+    """A toy attention as bars: each word's weight (softmax of its score / temperature), coloured by the value
+    it carries (red positive, blue negative, grey none); the title gives the weighted average of the values."""
+    tokens, w, v = [str(t) for t in tokens], np.asarray(weights, float), np.asarray(values, float)
+    idx = list(range(len(tokens)))
+    colors = ["#c0392b" if x > 0 else "#2c7fb8" if x < 0 else "#bdc3c7" for x in v]
+    fig = go.Figure(go.Bar(x=idx, y=w, marker_color=colors, text=[f"{x:.2f}" for x in w], textposition="outside",
+                           customdata=v, hovertemplate="%{text}<br>value %{customdata:+g}<extra></extra>"))
+    fig.update_xaxes(tickvals=idx, ticktext=[esc(t) for t in tokens], tickangle=0, showgrid=False)
+    fig.update_yaxes(title="attention weight (the weights sum to 1)", range=[0, 1.12])
+    title = (f"Temperature {temperature:g}: weighted average of the values = {average:+.2f} "
+             f"(red: value +1, blue: value -1, grey: 0)")
+    style_figure(fig, title, 360)
+    table = pd.DataFrame({"token": tokens, "weight": w, "value": v, "weight_x_value": w * v})
+    return FigureOut("toy_attention", title, fig, table)
+
+
+def permutation_figure(tests: dict[str, dict[str, Any]], uniform: dict[str, float] | None = None,
+                       title: str = "How far the output moves when the attention weights are shuffled") -> FigureOut:
+    """One box of output changes (TVD) per model over its random permutations of the attention weights
+    (faithfulness.permutation_test); a diamond marks the change under uniform attention when given."""
+    fig = go.Figure()
+    rows = []
+    for i, (name, t) in enumerate(tests.items()):
+        d = np.asarray(t["tvds"], float)
+        fig.add_trace(go.Box(x=d, name=esc(name), boxpoints="all", jitter=0.4, pointpos=0,
+                             marker=dict(color=PALETTE[i % len(PALETTE)], size=5), line=dict(color=PALETTE[i % len(PALETTE)]),
+                             hovertemplate="TVD %{x:.3f}<extra></extra>", showlegend=False))
+        rows += [{"model": name, "permutation": k, "tvd": float(x)} for k, x in enumerate(d)]
+    for i, (name, u) in enumerate((uniform or {}).items()):
+        fig.add_trace(go.Scatter(x=[u], y=[esc(name)], mode="markers", name="uniform attention",
+                                 marker=dict(symbol="diamond", size=14, color="black"), showlegend=i == 0,
+                                 hovertemplate="uniform attention: TVD %{x:.3f}<extra></extra>"))
+        rows.append({"model": name, "permutation": "uniform", "tvd": float(u)})
+    fig.update_xaxes(title="output change (total variation distance: 0 = same probabilities, 1 = opposite)",
+                     range=[-0.02, 1.02])
+    fig.update_yaxes(automargin=True)
+    style_figure(fig, title, int(160 + 70 * max(1, len(tests))), legend=dict(orientation="h", y=-0.35))
+    return FigureOut("permutation_test", title, fig, pd.DataFrame(rows),
+                     caption="Each dot is one random shuffle of the attention weights over the same words; the "
+                             "box spans the middle half of the shuffles.")
+
+
+def concentration_compare_figure(rows: Sequence[dict[str, Any]],
+                                 title: str = "How peaked each checkpoint's attention is") -> FigureOut:
+    """Grouped bars: per checkpoint (rows: name, accuracy, word_entropy, sentence_entropy) the median normalised
+    entropy of its word and sentence attention (1 = uniform); the accuracy is in the checkpoint's label."""
+    names = [f"{r['name']}<br>test acc. {100 * r['accuracy']:.1f} %" if r.get("accuracy") is not None
+             else f"{r['name']}" for r in rows]
+    names = [esc(n).replace("&lt;br&gt;", "<br>") for n in names]
+    fig = go.Figure()
+    for k, (key, label) in enumerate((("word_entropy", "words in a sentence"),
+                                      ("sentence_entropy", "sentences in a review"))):
+        y = [r.get(key) for r in rows]
+        fig.add_trace(go.Bar(x=names, y=[np.nan if v is None else v for v in y], name=label,
+                             marker_color=PALETTE[k + 1],
+                             text=["—" if v is None else f"{v:.2f}" for v in y], textposition="outside"))
+    fig.add_hline(y=1.0, line=dict(color="#7f8c8d", dash="dot"), annotation_text="uniform",
+                  annotation_position="top right")
+    fig.update_yaxes(title="normalised entropy (median)", range=[0, 1.15])
+    style_figure(fig, title, 440, barmode="group", legend=dict(orientation="h", y=-0.25))
+    return FigureOut("attention_concentration", title, fig, pd.DataFrame(list(rows)),
+                     caption="Normalised entropy: 1 = every word (sentence) weighs the same, 0 = all the weight on "
+                             "one; the median over the reviews. '—': the model has no sentence level.")
+
+
 __all__ = ["reasons_grid", "agreement_heatmap", "erasure_figure", "probability_shift", "activation_figure",
-           "negation_figure", "branches_figure", "branch_rows_figure", "gate_profile_figure", "normalise_row"]
+           "negation_figure", "branches_figure", "branch_rows_figure", "gate_profile_figure", "normalise_row",
+           "toy_attention_figure", "permutation_figure", "concentration_compare_figure"]

@@ -1,0 +1,88 @@
+"""The Lessons page (Streamlit AppTest) on the shipped checkpoints and the embedded data: every step of every
+lesson, walked with Next from the first, draws its figure and its live notes without an exception, and the URL
+follows; Previous, a bookmarked step, the presenter setting. The library's step logic: URL parsing, a missing
+checkpoint named instead of a failure, notes only from live values."""
+from __future__ import annotations
+
+import pytest
+
+from textcls import lessons
+from textcls.lesson_steps import Library, run_step
+
+from app_pages import open_page, page_text
+
+PAGE = "pages/lessons.py"
+
+
+def _step_title(at) -> str:
+    return at.subheader[0].value
+
+
+def _figures(at) -> int:
+    """Figures the step drew: Plotly charts and shaded-word HTML (the hidden Plotly prefetch is not drawn here)."""
+    return len(at.get("plotly_chart")) + len([h for h in at.get("html") if "<span" in h.proto.body])
+
+
+@pytest.mark.parametrize("lesson", lessons.LESSONS, ids=lambda x: x.id)
+def test_every_step_of_the_lesson_draws_with_next(lesson):
+    at = open_page(PAGE, params={"lesson": lesson.id})
+    for k, step in enumerate(lesson.steps):
+        assert not at.exception, [e.value for e in at.exception]
+        assert _step_title(at) == f"Step {k + 1} of {len(lesson.steps)}: {step.title}"
+        assert dict(at.query_params).get("step", "1") in (str(k + 1), [str(k + 1)])
+        text = page_text(at, unescape=True)
+        assert not at.warning, [x.value for x in at.warning]           # no missing checkpoint / data
+        assert _figures(at) >= 1, f"{lesson.id} step {k + 1} drew no figure"
+        assert "Computed live on this input" in text
+        assert step.look_for.split(".")[0].replace("\\", "") in text and "Question for the class" in text
+        assert at.button(key="lesson_next").disabled == (k == len(lesson.steps) - 1)
+        if k < len(lesson.steps) - 1:
+            at.button(key="lesson_next").click().run()
+
+
+def test_bookmarked_step_previous_and_presenter():
+    at = open_page(PAGE, params={"lesson": "gates", "step": "3"})
+    assert _step_title(at).startswith("Step 3 of")
+    assert at.selectbox(key="lesson_pick").value == "gates"
+    at.button(key="lesson_prev").click().run()
+    assert not at.exception and _step_title(at).startswith("Step 2 of")
+    at.toggle(key="lesson_presenter").set_value(True).run()
+    assert not at.exception
+    assert at.query_params["presenter"] in ("1", ["1"]) and at.query_params["step"] in ("2", ["2"])
+    assert any("stSidebar" in h.proto.body for h in at.get("html"))     # the presenter style is on
+    at.selectbox(key="lesson_pick").set_value("negation").run()
+    assert not at.exception and _step_title(at).startswith("Step 1 of")
+    assert at.query_params["lesson"] in ("negation", ["negation"])
+
+
+def test_locate_reads_and_clamps_the_url():
+    first = lessons.LESSONS[0]
+    assert lessons.locate({}) == (first, 0)
+    assert lessons.locate({"lesson": "nope", "step": "x"}) == (first, 0)
+    g = lessons.get("gates")
+    assert lessons.locate({"lesson": "gates", "step": "99"}) == (g, len(g.steps) - 1)
+    for lesson in lessons.LESSONS:
+        for k in range(len(lesson.steps)):
+            assert lessons.locate(lessons.step_params(lesson, k)) == (lesson, k)
+
+
+def test_lessons_have_the_parts_a_class_needs():
+    assert len(lessons.LESSONS) >= 6 and len({x.id for x in lessons.LESSONS}) == len(lessons.LESSONS)
+    for lesson in lessons.LESSONS:
+        assert len(lesson.steps) >= 3
+        for s in lesson.steps:
+            assert s.kind in lessons.KINDS and s.read_aloud and s.look_for and s.question.endswith("?")
+
+
+def test_a_missing_checkpoint_is_named_not_raised():
+    step = lessons.get("gates").steps[0]
+    r = run_step(step, Library([], lambda info: None))
+    assert r.missing and "agcnn" in r.missing and not r.figures
+
+
+def test_toy_notes_follow_the_temperature():
+    step = lessons.get("attention").steps[1]
+    cold, hot = run_step(step, value=0.05), run_step(step, value=5.0)
+    assert cold.figures[0].table["weight"].max() > 0.95 > hot.figures[0].table["weight"].max()
+    avg = float((cold.figures[0].table["weight"] * cold.figures[0].table["value"]).sum())
+    assert f"{avg:+.2f}" in cold.notes[0]                           # the note states the computed average
