@@ -1,4 +1,4 @@
-"""Lessons: guided lessons for a class, step by step (content and computation in `textcls.lessons`).
+"""Lessons: guided lessons for a class, step by step (content and computation in `textcls.teach.lessons`).
 
 The URL holds the lesson and the step (`?lesson=gates&step=2`), so a teacher can bookmark one; `presenter=1`
 hides the sidebar and enlarges the type for a projector.
@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages.common import cache, inside_app, widgets as w
-from textcls import lessons
+from textcls.teach import lessons
 
 inside_app(__file__)
 

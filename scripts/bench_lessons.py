@@ -1,6 +1,6 @@
 """How fast each lesson step answers: `python scripts/bench_lessons.py [--browser] [--shots DIR] [--port N]`.
 
-Library: every step of every lesson (textcls.lessons.run_step) on the shipped checkpoints, in lesson order as a
+Library: every step of every lesson (textcls.teach.lessons.run_step) on the shipped checkpoints, in lesson order as a
 class walks them - "first" includes loading a checkpoint not used by an earlier step, "again" is the step
 computed once more with every model loaded (what a step costs the app when its result is not cached yet).
 --browser: the real app (`streamlit run app.py`, headless, on --port) in headless Chromium: each lesson opened
@@ -27,7 +27,7 @@ TARGET_S = 2.0
 def bench_library() -> list[dict]:
     import torch
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1") or 1))
-    from textcls import lessons
+    from textcls.teach import lessons
 
     lib = lessons.default_library()
     rows = []
@@ -57,7 +57,7 @@ def bench_browser(port: int, shots: Path | None) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
     from bench_app import CHROMIUM, CHROMIUM_ARGS, fresh_env, start_server, stop, wait_healthy
-    from textcls import lessons
+    from textcls.teach import lessons
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

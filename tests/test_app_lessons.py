@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from textcls import lessons
-from textcls.lesson_steps import Library, run_step
+from textcls.teach import lessons
+from textcls.teach.steps import Library, run_step
 
 from app_pages import open_page, page_text
 

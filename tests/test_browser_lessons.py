@@ -16,7 +16,7 @@ from test_browser import exceptions, mark_run, wait_idle
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from bench_app import CHROMIUM, CHROMIUM_ARGS, WS_COUNT_JS, free_port, start_server, stop, wait_healthy  # noqa: E402
 
-from textcls import lessons  # noqa: E402
+from textcls.teach import lessons  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
                                 reason=f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)")

@@ -127,7 +127,7 @@ LAYERS = {
     "interpret": 3,                                   # a model's own importance, attributions, faithfulness
     "analysis": 4, "records": 4, "inference": 4, "checkpoint": 4,   # the public contract, and many-text analysis
     "train": 5, "viz": 5,                             # training; figures
-    "experiments": 6,                                 # benchmarks, studies, reproductions
+    "experiments": 6, "teach": 6,                     # benchmarks, studies, reproductions; the lessons
     "cli": 7, "__main__": 8,                          # the command line
 }
 TOP_LEVEL_FILES = 8

@@ -353,14 +353,14 @@ __all__ += ["flip_report", "projection", "representations"]
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _lesson_step(lesson_id: str, step: int, value: float | None, ckpts: tuple[tuple[str, str, float], ...]):
-    from textcls import lessons
+    from textcls.teach import lessons
     valid, _ = checkpoints()
     lib = lessons.Library(valid, lambda i: _predictor(str(i.path), stamp(i.path)))
     return lessons.run_step(lessons.get(lesson_id).steps[step], lib, value)
 
 
 def lesson_step(lesson_id: str, step: int, value: float | None = None):
-    """`textcls.lessons.run_step` of one step (0-based) of a lesson on the checkpoints listed here (the shared,
+    """`textcls.teach.lessons.run_step` of one step (0-based) of a lesson on the checkpoints listed here (the shared,
     read-only models), cached per (lesson, step, slider value, the checkpoints and their stamps)."""
     valid, _ = checkpoints()
     return _lesson_step(lesson_id, step, value, tuple((i.name, str(i.path), stamp(i.path)) for i in valid))

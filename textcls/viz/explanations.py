@@ -246,7 +246,7 @@ def gate_profile_figure(res: dict[str, Any], title: str = "Mean gate value per p
                              "above 1 = amplified (NLReLU gates are not capped at 1).")
 
 
-# ---------------------------------------------------------------- Lessons (textcls.lessons)
+# ---------------------------------------------------------------- Lessons (textcls.teach.lessons)
 
 def toy_attention_figure(tokens: Sequence[str], weights: Sequence[float], values: Sequence[float],
                          temperature: float, average: float) -> FigureOut:

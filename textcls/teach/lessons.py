@@ -1,4 +1,4 @@
-"""Guided lessons for a class (the Lessons page lays them out; `textcls.lesson_steps` computes and draws a step).
+"""Guided lessons for a class (the Lessons page lays them out; `textcls.teach.steps` computes and draws a step).
 
 Six lessons of three or four steps, each for about 20 minutes, from "what does attention compute" to "is
 attention an explanation". Every step: a short text to read aloud, a prepared input, one view drawn live by the
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from textcls.lesson_steps import (KINDS, Lesson, Library, Missing, Slider, Step, StepResult, default_library,
+from textcls.teach.steps import (KINDS, Lesson, Library, Missing, Slider, Step, StepResult, default_library,
     presenter_figure, run_step, sample_texts)
 
 SST2 = [("kim_cnn", "sst2"), ("agcnn", "sst2"), ("act", "sst2"), ("transformer", "sst2"), ("lama", "sst2"),

@@ -1,4 +1,4 @@
-"""The machinery of the guided lessons (`textcls.lessons` holds their content): what a lesson and a step are, and
+"""The machinery of the guided lessons (`textcls.teach.lessons` holds their content): what a lesson and a step are, and
 how each kind of step is computed and drawn.
 
 A `Lesson` is a few `Step`s for about 20 minutes of class. Each step has a short text to read aloud, a prepared
