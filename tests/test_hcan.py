@@ -131,7 +131,7 @@ def test_target_init_and_scale_follow_the_config():
     d = build().config.attention_dim
     new, old = build().word_level.pool, build(variant="normal_target").word_level.pool
     assert (new.target >= 0).all() and (new.target < 1).all()           # U[0, 1)
-    assert new.scale is not None and float(new.scale) == pytest.approx(1 / math.sqrt(d))
+    assert new.scale is not None and new.scale.item() == pytest.approx(1 / math.sqrt(d))
     assert old.scale is None and (old.target < 0).any()                 # N(0, 1/d): both signs
     assert "word_level.pool.scale" in dict(build().named_parameters())               # trained with the rest
     assert "word_level.pool.scale" not in dict(build(variant="normal_target").named_parameters())
