@@ -78,6 +78,8 @@ from .registration import register_model
 
 # ---------------------------------------------------------------- config
 
+TARGET_SCALES = ("keras", "learned", "head")
+
 @dataclass
 class ConvAttentionConfig(BaseConfig):
     """Fields shared by HCAN and CAN; defaults are the paper's (Word2Vec 512-d embeddings, d = 512, h = 8)."""
@@ -93,9 +95,10 @@ class ConvAttentionConfig(BaseConfig):
     target_init: str = param("uniform", "the target vectors' init: uniform = U[0, 1) per head (the authors' later "
                              "reference code); normal = N(0, 1/d), unit norm (our first choice, like HCAN's "
                              "orthogonal 1 x d row)", choices=("uniform", "normal"))
-    target_scale: str = param("learned", "target-attention score scale: learned = one learned scalar per level, "
-                              "init 1/sqrt(d) (the reference code's scaled Keras Attention); head = fixed "
-                              "1/sqrt(d_h)", choices=("learned", "head"))
+    target_scale: str = param("keras", "target-attention score scale: keras = one learned scalar per level, init 1 "
+                              "(Keras Attention(use_scale=True), the reference code); learned = the same, init "
+                              "1/sqrt(d) (the reference code's later scaled_attention); head = fixed 1/sqrt(d_h)",
+                              choices=TARGET_SCALES)
 
     # what a stored config that predates a field meant (checkpoint loading fills these in when absent)
     LEGACY_DEFAULTS: ClassVar[dict] = {"target_init": "normal", "target_scale": "head"}
@@ -129,8 +132,8 @@ def _validate(c: ConvAttentionConfig) -> None:
         raise ValueError(f"dropout must be in [0, 1), got {c.dropout}")
     if c.target_init not in ("uniform", "normal"):
         raise ValueError(f"target_init must be 'uniform' or 'normal', got {c.target_init!r}")
-    if c.target_scale not in ("learned", "head"):
-        raise ValueError(f"target_scale must be 'learned' or 'head', got {c.target_scale!r}")
+    if c.target_scale not in TARGET_SCALES:
+        raise ValueError(f"target_scale must be one of {', '.join(TARGET_SCALES)}, got {c.target_scale!r}")
 
 
 # ---------------------------------------------------------------- blocks
@@ -194,8 +197,8 @@ class ConvSelfAttention(nn.Module):
 class TargetAttention(nn.Module):
     """Convolutional multi-head target attention (eq. 5): a learnable target vector T queries K = ELU(Conv(Z)).
 
-    init "uniform": T ~ U[0, 1) per head; "normal": T ~ N(0, 1/d). scale "learned": scores = s * T_h . K_h with
-    one learned scalar s (init 1/sqrt(d)); "head": scores = T_h . K_h / sqrt(d_h)."""
+    init "uniform": T ~ U[0, 1) per head; "normal": T ~ N(0, 1/d). scale "keras" / "learned": scores =
+    s * T_h . K_h with one learned scalar s (init 1 / 1/sqrt(d)); "head": scores = T_h . K_h / sqrt(d_h)."""
 
     def __init__(self, d: int, heads: int, kernel: int, value_conv: bool, dropout: float,
                  init: str = "normal", scale: str = "head"):
@@ -204,8 +207,8 @@ class TargetAttention(nn.Module):
         self.key = nn.Conv1d(d, d, kernel, padding=kernel // 2)
         self.value = nn.Conv1d(d, d, kernel, padding=kernel // 2) if value_conv else None
         self.target = nn.Parameter(torch.rand(d) if init == "uniform" else torch.randn(d) / math.sqrt(d))
-        if scale == "learned":
-            self.scale = nn.Parameter(torch.tensor(1.0 / math.sqrt(d)))
+        if scale in ("keras", "learned"):
+            self.scale = nn.Parameter(torch.tensor(1.0 if scale == "keras" else 1.0 / math.sqrt(d)))
         else:
             self.register_parameter("scale", None)
         self.dropout = nn.Dropout(dropout)
@@ -312,6 +315,7 @@ _VARIANTS = {
     "one_self_attention_maxpool": dict(self_attentions=1, pooling="max"),
     "eq5_value_conv": dict(target_value_conv=True),
     "normal_target": dict(target_init="normal", target_scale="head"),   # our first choice (checkpoints before #31)
+    "scaled_target": dict(target_scale="learned"),                      # the later reference: scale init 1/sqrt(d)
 }
 _SMALL = dict(embed_dim=16, attention_dim=16, heads=2)
 
