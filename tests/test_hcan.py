@@ -100,8 +100,13 @@ def test_self_attention_maps_are_masked_softmax_of_conv_features():
         assert full[1 * S + 1].abs().sum() == 0                         # the empty sentence has no attention
 
 
-def test_beta_is_masked_softmax_over_words_per_head():
-    model = build()
+@pytest.mark.parametrize("variant", [None, "normal_target"])
+def test_beta_is_masked_softmax_over_words_per_head(variant):
+    """Default: U[0, 1) targets, one learned scale (init 1); normal_target: N(0, 1/d), 1/sqrt(d_h)."""
+    model = build(variant=variant)
+    if variant is None:
+        with torch.no_grad():
+            model.word_level.pool.scale.fill_(0.7)                      # a learned value, so a wrong scale shows
     ids, mask = to_hierarchical(DOCS)
     got = {}
     hook = capture(model.word_level.pool.key, got, "k")
@@ -113,12 +118,33 @@ def test_beta_is_masked_softmax_over_words_per_head():
     m = mask.reshape(B * S, W)[sel]
     k = F.elu(got["k"].transpose(1, 2)).view(len(sel), W, heads, -1)   # (N, W, h, dh)
     target = model.word_level.pool.target.view(heads, -1)
-    scores = torch.einsum("nwhe,he->nhw", k, target) / math.sqrt(d // heads)
+    scale = 0.7 if variant is None else 1 / math.sqrt(d // heads)
+    scores = torch.einsum("nwhe,he->nhw", k, target) * scale
     want = torch.zeros(B * S, heads, W)
     want[sel] = reference_softmax(scores, m[:, None, :])
     torch.testing.assert_close(out.maps["beta"], want.view(B, S, heads, W))
     sums = out.maps["beta"].sum(-1)                                     # (B, S, h)
     torch.testing.assert_close(sums, mask.any(-1)[..., None].float().expand_as(sums))
+
+
+def test_target_init_and_scale_follow_the_config():
+    d = build().config.attention_dim
+    new, old = build().word_level.pool, build(variant="normal_target").word_level.pool
+    assert (new.target >= 0).all() and (new.target < 1).all()           # U[0, 1)
+    assert new.scale is not None and new.scale.item() == 1.0                       # Keras use_scale=True
+    assert build(variant="scaled_target").word_level.pool.scale.item() == pytest.approx(1 / math.sqrt(d))
+    assert old.scale is None and (old.target < 0).any()                 # N(0, 1/d): both signs
+    assert "word_level.pool.scale" in dict(build().named_parameters())               # trained with the rest
+    assert "word_level.pool.scale" not in dict(build(variant="normal_target").named_parameters())
+
+
+def test_a_stored_config_without_the_new_fields_loads_the_old_target():
+    """Checkpoints written before target_init / target_scale existed rebuild the model they were trained as."""
+    from textcls.checkpoint import _config_from_dict
+    from textcls.models.hcan import HCANConfig
+    cfg = _config_from_dict(HCANConfig, {"vocab_size": VOCAB, "num_labels": LABELS})
+    assert (cfg.target_init, cfg.target_scale) == ("normal", "head")
+    assert _config_from_dict(HCANConfig, {"target_scale": "keras"}).target_scale == "keras"
 
 
 def test_sentence_and_document_vectors_are_attention_weighted_sums_of_Z():
@@ -356,7 +382,8 @@ def test_paper_config_and_parameter_count():
     model = textcls.create_model("hcan", vocab_size=VOCAB, num_labels=5)
     d = 512
     conv = lambda i, o: i * o * 3 + o                                   # noqa: E731
-    level = 2 * conv(d, 3 * d) + 2 * d + conv(d, d) + d                 # 2 branches, LayerNorm, target attention
+    level = 2 * conv(d, 3 * d) + 2 * d + conv(d, d) + d + 1             # 2 branches, LayerNorm, target attention
+    assert (cfg.target_init, cfg.target_scale) == ("uniform", "keras")     # + 1: the learned scale
     expected = 2 * level + (cfg.max_words + cfg.max_sentences) * d + d * 5 + 5
     assert model.num_parameters() == expected                           # ~11.1M without embeddings
     out = model.eval()(*to_hierarchical(random_docs([[3, 4], [2]])), return_maps=True)

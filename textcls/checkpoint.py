@@ -94,6 +94,8 @@ def _config_from_dict(config_cls, values: dict[str, Any]):
     unknown = sorted(set(values) - set(fields))
     if unknown:
         raise CheckpointError(f"unknown field(s) {unknown} in model_config for {config_cls.__name__}")
+    # fields added after a checkpoint was written take the value that reproduces the old model, not the new default
+    values = {**getattr(config_cls, "LEGACY_DEFAULTS", {}), **values}
     fixed = {}
     for k, v in values.items():
         f = fields[k]

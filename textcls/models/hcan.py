@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, ClassVar
 
 import torch
 import torch.nn as nn
@@ -78,6 +78,8 @@ from textcls.models.registration import register_model
 
 # ---------------------------------------------------------------- config
 
+TARGET_SCALES = ("keras", "learned", "head")
+
 @dataclass
 class ConvAttentionConfig(BaseConfig):
     """Fields shared by HCAN and CAN; defaults are the paper's (Word2Vec 512-d embeddings, d = 512, h = 8)."""
@@ -90,6 +92,16 @@ class ConvAttentionConfig(BaseConfig):
     self_attentions: int = param(2, "2: parallel branches a (ELU values) and b (tanh values); 1: branch a only")
     pooling: str = param("target", "target attention, or max: masked max-pool (Table 2)", choices=("target", "max"))
     target_value_conv: bool = param(False, "on: eq. 5, V = ELU(Conv1d(Z)); off: the reference code, V = Z")
+    target_init: str = param("uniform", "the target vectors' init: uniform = U[0, 1) per head (the authors' later "
+                             "reference code); normal = N(0, 1/d), unit norm (our first choice, like HCAN's "
+                             "orthogonal 1 x d row)", choices=("uniform", "normal"))
+    target_scale: str = param("keras", "target-attention score scale: keras = one learned scalar per level, init 1 "
+                              "(Keras Attention(use_scale=True), the reference code); learned = the same, init "
+                              "1/sqrt(d) (the reference code's later scaled_attention); head = fixed 1/sqrt(d_h)",
+                              choices=TARGET_SCALES)
+
+    # what a stored config that predates a field meant (checkpoint loading fills these in when absent)
+    LEGACY_DEFAULTS: ClassVar[dict] = {"target_init": "normal", "target_scale": "head"}
 
 
 @dataclass
@@ -118,6 +130,10 @@ def _validate(c: ConvAttentionConfig) -> None:
         raise ValueError(f"pooling must be 'target' or 'max', got {c.pooling!r}")
     if not 0.0 <= c.dropout < 1.0:
         raise ValueError(f"dropout must be in [0, 1), got {c.dropout}")
+    if c.target_init not in ("uniform", "normal"):
+        raise ValueError(f"target_init must be 'uniform' or 'normal', got {c.target_init!r}")
+    if c.target_scale not in TARGET_SCALES:
+        raise ValueError(f"target_scale must be one of {', '.join(TARGET_SCALES)}, got {c.target_scale!r}")
 
 
 # ---------------------------------------------------------------- blocks
@@ -179,22 +195,33 @@ class ConvSelfAttention(nn.Module):
 
 
 class TargetAttention(nn.Module):
-    """Convolutional multi-head target attention (eq. 5): a learnable target vector T queries K = ELU(Conv(Z))."""
+    """Convolutional multi-head target attention (eq. 5): a learnable target vector T queries K = ELU(Conv(Z)).
 
-    def __init__(self, d: int, heads: int, kernel: int, value_conv: bool, dropout: float):
+    init "uniform": T ~ U[0, 1) per head; "normal": T ~ N(0, 1/d). scale "keras" / "learned": scores =
+    s * T_h . K_h with one learned scalar s (init 1 / 1/sqrt(d)); "head": scores = T_h . K_h / sqrt(d_h)."""
+
+    def __init__(self, d: int, heads: int, kernel: int, value_conv: bool, dropout: float,
+                 init: str = "normal", scale: str = "head"):
         super().__init__()
         self.d, self.heads = d, heads
         self.key = nn.Conv1d(d, d, kernel, padding=kernel // 2)
         self.value = nn.Conv1d(d, d, kernel, padding=kernel // 2) if value_conv else None
-        self.target = nn.Parameter(torch.randn(d) / math.sqrt(d))
+        self.target = nn.Parameter(torch.rand(d) if init == "uniform" else torch.randn(d) / math.sqrt(d))
+        if scale in ("keras", "learned"):
+            self.scale = nn.Parameter(torch.tensor(1.0 if scale == "keras" else 1.0 / math.sqrt(d)))
+        else:
+            self.register_parameter("scale", None)
         self.dropout = nn.Dropout(dropout)
+
+    def score_scale(self) -> torch.Tensor | float:
+        return self.scale if self.scale is not None else 1.0 / math.sqrt(self.d // self.heads)
 
     def forward(self, z: torch.Tensor, mask: torch.Tensor, hook: MapHook | None = None
                 ) -> tuple[torch.Tensor, torch.Tensor]:
         N, L, _ = z.shape
         h, dh = self.heads, self.d // self.heads
         k = F.elu(_conv(z, mask, self.key)).view(N, L, h, dh)                 # (N, L, h, dh)
-        scores = torch.einsum("nlhe,he->nhl", k, self.target.view(h, dh)) / math.sqrt(dh)  # (N, h, L)
+        scores = torch.einsum("nlhe,he->nhl", k, self.target.view(h, dh)) * self.score_scale()  # (N, h, L)
         beta = masked_softmax(scores, mask[:, None, :])                      # (N, h, L) pads 0
         if hook is not None:
             beta = hook(beta)
@@ -222,7 +249,8 @@ class ConvAttentionLevel(nn.Module):
         self.branch_b = (ConvSelfAttention(in_dim, d, c.heads, c.kernel_size, torch.tanh, c.dropout)
                          if c.self_attentions == 2 else None)
         self.norm = nn.LayerNorm(d)
-        self.pool = (TargetAttention(d, c.heads, c.kernel_size, c.target_value_conv, c.dropout)
+        self.pool = (TargetAttention(d, c.heads, c.kernel_size, c.target_value_conv, c.dropout,
+                                     c.target_init, c.target_scale)
                      if c.pooling == "target" else None)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, hooks: dict[str, MapHook] | None = None
@@ -286,6 +314,8 @@ _VARIANTS = {
     "maxpool": dict(pooling="max"),
     "one_self_attention_maxpool": dict(self_attentions=1, pooling="max"),
     "eq5_value_conv": dict(target_value_conv=True),
+    "normal_target": dict(target_init="normal", target_scale="head"),   # our first choice (checkpoints before #31)
+    "scaled_target": dict(target_scale="learned"),                      # the later reference: scale init 1/sqrt(d)
 }
 _SMALL = dict(embed_dim=16, attention_dim=16, heads=2)
 

@@ -49,8 +49,9 @@ Maps (`values` "real" unless said):
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Iterable
+from typing import ClassVar, Iterable
 
 import torch
 import torch.nn as nn
@@ -63,6 +64,7 @@ from textcls.models.layers import WordEmbedding, masked_mean, masked_softmax, re
 from textcls.models.registration import register_model
 
 CONTEXTS = ("learned", "mean")
+SCORE_NORMS = ("l2_heads", "layernorm_heads", "tanh")
 
 
 @dataclass
@@ -73,11 +75,16 @@ class LAMAConfig(BaseConfig):
     heads: int = param(10, "m: attention heads (the paper sweeps 1..20)")
     context: str = param("learned", "learned: one learned context vector (LAMA); mean: the masked mean of the "
                          "embeddings (LAMA + Ctx)", choices=("learned", "mean"))
-    learn_temperature: bool = param(False, "A = softmax(f / T) with T learned (init 1); off = the paper")
+    learn_temperature: bool = param(False, "A = softmax(f / T) with T learned (init temperature_init); off = the paper")
+    temperature_init: float = param(1.0, "T at init when learn_temperature is on")
     score_norm: str = param("l2_heads", "the 'normalization layer across the dimension' of f: l2_heads = "
                             "tanh then unit L2 norm across heads (the reconstruction; bounds a head's weight ratio "
                             "by e^2); layernorm_heads = a LayerNorm across heads with learned gain and bias "
-                            "(the other reading; unbounded)", choices=("l2_heads", "layernorm_heads"))
+                            "(the other reading; unbounded); tanh = tanh only, no norm (the public PyTorch "
+                            "implementation)", choices=SCORE_NORMS)
+
+    # what a stored config that predates a field meant (checkpoint loading fills these in when absent)
+    LEGACY_DEFAULTS: ClassVar[dict] = {"score_norm": "l2_heads", "temperature_init": 1.0}
     dropout: float = param(0.3, "dropout on flatten(M) before the classifier (the paper's value is not given)")
 
 
@@ -87,7 +94,7 @@ class LowRankAttention(nn.Module):
     optional temperature. Every parameter here is an attention-layer parameter (see attention_parameter_count)."""
 
     def __init__(self, width: int, heads: int, context: str, embed_width: int, learn_temperature: bool,
-                 score_norm: str = "l2_heads"):
+                 score_norm: str = "l2_heads", temperature_init: float = 1.0):
         super().__init__()
         self.w = nn.Linear(width, width)                                  # W_w, b_w: 2d -> 2d
         self.P = nn.Parameter(torch.empty(width, heads))                  # column j = head j's p_j
@@ -101,7 +108,7 @@ class LowRankAttention(nn.Module):
         # LAMA + Ctx needs E == 2d; otherwise project the mean embedding (our addition)
         self.ctx_proj = nn.Linear(embed_width, width) if context == "mean" and embed_width != width else None
         if learn_temperature:
-            self.log_temperature = nn.Parameter(torch.zeros(()))         # T = exp(0) = 1 at init
+            self.log_temperature = nn.Parameter(torch.tensor(math.log(temperature_init)))  # T at init
         else:
             self.register_parameter("log_temperature", None)
         self.norm = nn.LayerNorm(heads) if score_norm == "layernorm_heads" else None   # across the m heads
@@ -115,7 +122,7 @@ class LowRankAttention(nn.Module):
                 presets={"small": dict(embed_dim=16, hidden_dim=8, heads=4)},
                 variants={"ctx": dict(context="mean"), "heads1": dict(heads=1), "heads20": dict(heads=20),
                           "temperature": dict(learn_temperature=True),
-                          "layernorm": dict(score_norm="layernorm_heads")})
+                          "layernorm": dict(score_norm="layernorm_heads"), "tanh": dict(score_norm="tanh")})
 class LAMA(TextClassifier):
     def __init__(self, config: LAMAConfig, embeddings=None):
         super().__init__(config)
@@ -127,13 +134,15 @@ class LAMA(TextClassifier):
                 raise ValueError(f"lama: {field} must be >= 1, got {getattr(c, field)}")
         if not 0.0 <= c.dropout < 1.0:
             raise ValueError(f"lama: dropout must be in [0, 1), got {c.dropout}")
-        if c.score_norm not in ("l2_heads", "layernorm_heads"):
-            raise ValueError(f"lama: unknown score_norm {c.score_norm!r}; known: l2_heads, layernorm_heads")
+        if c.score_norm not in SCORE_NORMS:
+            raise ValueError(f"lama: unknown score_norm {c.score_norm!r}; known: {', '.join(SCORE_NORMS)}")
+        if not (c.temperature_init > 0 and math.isfinite(c.temperature_init)):
+            raise ValueError(f"lama: temperature_init must be a positive number, got {c.temperature_init}")
         self.embed = WordEmbedding(c.vocab_size, c.embed_dim, c.embedding_mode, c.channels, embeddings, c.pad_id)
         self.width = 2 * c.hidden_dim
         self.gru = nn.GRU(self.embed.out_dim, c.hidden_dim, batch_first=True, bidirectional=True)
         self.attn = LowRankAttention(self.width, c.heads, c.context, self.embed.out_dim, c.learn_temperature,
-                                     c.score_norm)
+                                     c.score_norm, c.temperature_init)
         self.dropout = nn.Dropout(c.dropout)
         self.fc = nn.Linear(c.heads * self.width, c.num_labels)
 
@@ -144,6 +153,7 @@ class LAMA(TextClassifier):
                     "context vector c (learned, or the masked mean of the embeddings for LAMA + Ctx)"),
             MapSpec("scores", ("token", "head"), "attention",
                     "f^ = LayerNorm across heads of f, f = (P^T u) * (Q^T c)" if self.attn.norm is not None else
+                    "f^ = tanh(f), f = (P^T u) * (Q^T c); no norm" if self.config.score_norm == "tanh" else
                     "f^ = tanh(f)/||tanh(f)||, f = (P^T u) * (Q^T c); unit norm across heads", values="score"),
             MapSpec("attention", ("head", "token"), "attention", "A: per head, softmax over tokens of f^"),
             MapSpec("pooled", ("head", "feature"), "feature_map", "M = A H: one sentence embedding per head"),
@@ -177,6 +187,8 @@ class LAMA(TextClassifier):
         f = (u @ self.attn.P) * (c @ self.attn.Q).unsqueeze(1)                  # (B, L, m)  eq. 11
         if self.attn.norm is not None:                                          # the LayerNorm reading
             f_hat = self.attn.norm(f)                                           # (B, L, m)
+        elif self.config.score_norm == "tanh":                                  # the public implementation
+            f_hat = torch.tanh(f)                                               # (B, L, m)
         else:
             f_hat = F.normalize(torch.tanh(f), p=2.0, dim=-1, eps=1e-12)        # (B, L, m)
         return f_hat * mask.unsqueeze(-1).to(f_hat.dtype)                       # (B, L, m) pads 0
