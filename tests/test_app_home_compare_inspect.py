@@ -441,3 +441,22 @@ def test_compare_all_tasks_compares_within_each_label_set(mixed_dir, monkeypatch
     assert "ABBR" not in tiny
     probs = [b for b in bodies if " %</span>" in b and "confidence " not in b]
     assert sorted(b.count(" %</span>") for b in probs) == [3, 4]       # 3 labels x 1, 2 labels x 2: no 0 % rows
+
+
+def test_inspect_can_is_not_drawn_under_hcans_title(tmp_path, monkeypatch):
+    """Issue 27.4: CAN (HCAN's flat model, no sentences) shares HCAN's views but is not titled "HCAN Fig. 4", and
+    nothing on its page speaks of the sentence weight gamma, which CAN does not have."""
+    tok = Tokenizer.build(CORPUS, TokenizerConfig())
+    model = textcls.create_model("can", vocab_size=len(tok.vocab), num_labels=2, preset="small").eval()
+    save_checkpoint(tmp_path / "can_tiny", model, tok, ["negative", "positive"], meta={"data": {"name": "tiny"}})
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(tmp_path))
+    at = open_page("pages/inspect.py")
+    box = at.selectbox(key="insp_view_0_can_tiny")
+    titles = list(box.options)                                      # as the user reads them
+    assert len(titles) >= 3 and all(t.startswith("CAN") for t in titles[:-1]), titles
+    for i in range(len(titles)):
+        at.selectbox(key="insp_view_0_can_tiny").select_index(i).run()
+        assert not at.exception
+        text = all_text(at) + " ".join(titles)
+        for wrong in ("HCAN Fig", "gamma", "sentence weight", "each sentence"):
+            assert wrong not in text, (titles[i], wrong)
