@@ -12,6 +12,7 @@ from textcls.analysis.metrics import agreement
 inside_app(__file__)
 
 ROOT = Path(__file__).resolve().parents[1]
+MAX_LABELS_INLINE = 8      # more labels than this (semeval2010: 19) are listed under the table, not in a cell
 LINKS = [
     ("pages/compare.py", "Compare", ":material/compare_arrows:",
      "every model on one sentence or a whole file, side by side, disagreements highlighted"),
@@ -20,8 +21,11 @@ LINKS = [
     ("pages/attribute.py", "Attribute", ":material/highlight:", "gradient attributions and how faithful they are"),
     ("pages/train.py", "Train", ":material/model_training:", "train a model on a data set with live curves"),
     ("pages/evaluate.py", "Evaluate", ":material/fact_check:", "metrics and confusion matrices on a data set"),
+    ("pages/explore.py", "Explore", ":material/scatter_plot:",
+     "a whole data set through the models' eyes: projector, slices, calibration, confusions"),
     ("pages/lab.py", "Lab", ":material/science:", "small demos of gating, activations and attention"),
     ("pages/lessons.py", "Lessons", ":material/school:", "guided lessons for a class, step by step, from attention to explanations"),
+    ("pages/studies.py", "Studies", ":material/insights:", "rerun a paper's sweep (many short trainings) and see whether its trend holds here"),
     ("pages/benchmarks.py", "Benchmarks", ":material/speed:", "parameters, speed and accuracy against the papers"),
 ]
 
@@ -43,17 +47,26 @@ else:
                      "data set": (i.data or "—") + (f" (trained on {trained_on})"
                                                     if trained_on and trained_on != i.data else ""),
                      "test accuracy": None if i.test_accuracy is None else 100 * i.test_accuracy,
-                     "labels": ", ".join(i.labels), "parameters": i.info.get("num_parameters"),
-                     "created": i.created[:16].replace("T", " ")})
+                     "labels": ", ".join(i.labels) if len(i.labels) <= MAX_LABELS_INLINE
+                     else f"{len(i.labels)} (listed below)", "parameters": i.info.get("num_parameters")})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
                  height=min(35 * (len(rows) + 1) + 3, 740),                # every checkpoint visible (to ~20)
-                 column_config={"data set": st.column_config.TextColumn(width="medium"),
-                                "test accuracy": st.column_config.NumberColumn(format="%.1f %%"),
-                                "parameters": st.column_config.NumberColumn(format="%d")})
+                 # widths that show every name and label list whole in a laptop window (about 1,000 px wide)
+                 column_config={"checkpoint": st.column_config.TextColumn(width=180),
+                                "from": st.column_config.TextColumn(width=62),
+                                "model": st.column_config.TextColumn(width=88),
+                                "data set": st.column_config.TextColumn(width=200),
+                                "test accuracy": st.column_config.NumberColumn("accuracy", format="%.1f %%", width=72,
+                                                                               help="test accuracy"),
+                                "labels": st.column_config.TextColumn(width=230),
+                                "parameters": st.column_config.NumberColumn(format="compact", width=80)})
     roots = cache.checkpoint_roots()
     st.caption(f"{len(valid)} checkpoint(s): shipped ones from {w.md_escape(roots[0])} (read-only; "
                f"TEXTCLS\\_CHECKPOINTS), yours from {w.md_escape(roots[-1])} (TEXTCLS\\_HOME), where the Train page "
                "saves. Test accuracy is on the held-out test split of the data set each was trained on.")
+    many = {i.data or i.name: i.labels for i in valid if len(i.labels) > MAX_LABELS_INLINE}
+    for data, labels in many.items():
+        st.caption(f"{w.md_escape(data)}'s {len(labels)} labels: {w.md_escape(', '.join(labels))}.")
     w.show_invalid(invalid)
 
     st.subheader("Try a sentence")

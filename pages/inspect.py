@@ -144,8 +144,8 @@ def render(slot: int, info, pred, r, specs) -> None:
     views = viz.views_for(info.model, specs)
     ids = [v.id for v in views]
     vid = st.selectbox("View", ids, key=f"insp_view_{slot}_{info.name}",
-                       format_func=lambda i: viz.VIEWS[i].title)
-    st.caption(w.md_escape(viz.VIEWS[vid].description))
+                       format_func=lambda i: viz.VIEWS[i].title_for(info.model))
+    st.caption(w.md_escape(viz.VIEWS[vid].description_for(info.model)))
     vi = viz.ViewInput(info.model, specs, r.maps, list(r.tokens), r.sentences, title=info.name, label=r.label,
                        config=dict(info.info.get("model_config", {})))
     opts: dict = {"window": window, "chars_per_line": 90 if len(loaded) == 1 else 44}

@@ -441,3 +441,59 @@ def test_compare_all_tasks_compares_within_each_label_set(mixed_dir, monkeypatch
     assert "ABBR" not in tiny
     probs = [b for b in bodies if " %</span>" in b and "confidence " not in b]
     assert sorted(b.count(" %</span>") for b in probs) == [3, 4]       # 3 labels x 1, 2 labels x 2: no 0 % rows
+
+
+def test_inspect_can_is_not_drawn_under_hcans_title(tmp_path, monkeypatch):
+    """Issue 27.4: CAN (HCAN's flat model, no sentences) shares HCAN's views but is not titled "HCAN Fig. 4", and
+    nothing on its page speaks of the sentence weight gamma, which CAN does not have."""
+    tok = Tokenizer.build(CORPUS, TokenizerConfig())
+    model = textcls.create_model("can", vocab_size=len(tok.vocab), num_labels=2, preset="small").eval()
+    save_checkpoint(tmp_path / "can_tiny", model, tok, ["negative", "positive"], meta={"data": {"name": "tiny"}})
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(tmp_path))
+    at = open_page("pages/inspect.py")
+    box = at.selectbox(key="insp_view_0_can_tiny")
+    titles = list(box.options)                                      # as the user reads them
+    assert len(titles) >= 3 and all(t.startswith("CAN") for t in titles[:-1]), titles
+    for i in range(len(titles)):
+        at.selectbox(key="insp_view_0_can_tiny").select_index(i).run()
+        assert not at.exception
+        text = all_text(at) + " ".join(titles)
+        for wrong in ("HCAN Fig", "gamma", "sentence weight", "each sentence"):
+            assert wrong not in text, (titles[i], wrong)
+
+
+def test_home_where_next_links_every_page(app):
+    """Issue 27.10: "Where next" offers every page of the app's navigation (Explore and Studies were missing)."""
+    import ast
+    pages = ast.literal_eval(next(n.value for n in ast.walk(ast.parse((REPO / "app.py").read_text()))
+                                  if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "PAGES"))
+    linked = {p.proto.page for p in app().get("page_link")}
+    assert linked == {Path(f).stem for f, _, _ in pages} - {"home"}
+
+
+def test_home_checkpoint_table_shows_names_and_labels_whole(mixed_dir, tmp_path, monkeypatch):
+    """Issue 27.10: the checkpoint table fits a laptop window (about 940 px of table at 1,400 px) and each text
+    column is wide enough for its longest cell (about 6.3 px a character of the table's font); a long label list
+    (semeval2010's 19) is listed under the table instead of cut in its cell."""
+    import json
+    import shutil
+
+    shutil.copytree(mixed_dir, tmp_path / "ck")
+    labels = [f"Relation-{k}(e1,e2)" for k in range(18)] + ["Other"]
+    tok = Tokenizer.build(CORPUS, TokenizerConfig())
+    model = textcls.create_model("kim_cnn", vocab_size=len(tok.vocab), num_labels=19, preset="small").eval()
+    save_checkpoint(tmp_path / "ck" / "transformer-semeval2010", model, tok, labels,
+                    meta={"data": {"name": "semeval2010"}})
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(tmp_path / "ck"))
+    at = open_page()
+    table = at.dataframe[0]
+    widths = {k: v.get("width") for k, v in json.loads(table.proto.columns).items() if k != "_index"}
+    assert all(isinstance(x, int) for x in widths.values()), widths
+    assert sum(widths.values()) <= 940, widths
+    df = table.value
+    for col in df.columns:
+        if df[col].dtype == object:
+            longest = max(df[col].astype(str), key=len)
+            assert 6.3 * len(longest) + 8 <= widths[col], (col, longest, widths[col])
+    assert "transformer-semeval2010" in df["checkpoint"].tolist()
+    assert "Relation-17(e1,e2)" in all_text(at, unescape=True)       # the whole list, under the table

@@ -315,3 +315,14 @@ def test_inspect_word_picker_follows_a_new_text(server, page, tmp_path):
     assert shown == "1: my", shown
     assert "where 'my'" in titles, titles
     assert exceptions(page) == []
+
+
+def test_no_deploy_button_in_a_local_app(server, page):
+    """Issue 27.10: the app runs on the user's machine: Streamlit's "Deploy" button is hidden by the repository's
+    .streamlit/config.toml (client.toolbarMode), and the main menu is still there."""
+    page.goto(server.url + "/")
+    page.locator('[data-testid="stMainBlockContainer"] h1').first.wait_for()
+    wait_idle(page)
+    assert page.locator('[data-testid="stMainMenu"]').count() == 1
+    assert page.locator('[data-testid="stAppDeployButton"]').count() == 0
+    assert page.get_by_role("button", name="Deploy").count() == 0

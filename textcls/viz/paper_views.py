@@ -346,7 +346,12 @@ def _hcan_self_rows(vi: ViewInput, hi: _Hier, tag: str) -> list[FigureOut]:
                "Each sentence's words shaded by the word-level target attention (beta, mean of heads), each "
                "sentence's weight gamma, and the self-attention row of one chosen word in both branches.",
                models=("hcan", "can"), needs=lambda specs: _hcan_specs(specs)[1] is not None,
-               controls=_hcan_f4_controls)
+               controls=_hcan_f4_controls,
+               per_model={"can": ("CAN (HCAN's flat model): word target attention; one word's self-attention",
+                                  "The text's words shaded by the target attention (mean of heads) - one "
+                                  "distribution over the whole text, as CAN has no sentences - and the "
+                                  "self-attention row of one chosen word in both branches. HCAN's Fig. 4 draws "
+                                  "the same for its word level.")})
 def _hcan_f4(vi: ViewInput) -> list[FigureOut]:
     hi = _hier(vi)
     out = []
@@ -375,9 +380,11 @@ def _hcan_f4(vi: ViewInput) -> list[FigureOut]:
                              [B[0, :1]])                               # each head's distribution per sentence
         out.append(_trust(FigureOut(f"{vi.model}_hcan-f4-words", "word target attention per sentence",
                                     token_highlight_rows(rows, chars_per_line=_cpl(vi), **kw), highlight_table(rows),
-                                    caption="Words shaded by beta (mean over heads), each sentence's words as a "
-                                            "distribution of their own; concentration per head and sentence. "
-                                            + SHADE_NOTE, html=token_rows_html(rows, **kw)), conc, "heads"))
+                                    caption=("Words shaded by the target attention (mean over heads), the "
+                                             "text's words as one distribution; concentration per head. " if flat
+                                             else "Words shaded by beta (mean over heads), each sentence's words "
+                                             "as a distribution of their own; concentration per head and "
+                                             "sentence. ") + SHADE_NOTE, html=token_rows_html(rows, **kw)), conc, "heads"))
         if G is not None:
             n = min(len(G), len(hi.sentences))
             labels = axis_labels("sentence", n, sentences=hi.sentences)
@@ -400,7 +407,11 @@ def _hcan_f4(vi: ViewInput) -> list[FigureOut]:
 @register_view("HCAN-F5", "HCAN Fig. 5: one word's self-attention, branch a vs branch b",
                "The self-attention row of one chosen word in each parallel self-attention (A_a, A_b), one row per "
                "head; a one-self-attention checkpoint has a single branch.",
-               models=("hcan", "can"), needs=lambda specs: bool(_hcan_specs(specs)[0]), controls=_hcan_controls)
+               models=("hcan", "can"), needs=lambda specs: bool(_hcan_specs(specs)[0]), controls=_hcan_controls,
+               per_model={"can": ("CAN (HCAN's flat model): one word's self-attention, branch a vs branch b",
+                                  "The self-attention row of one chosen word in each parallel self-attention "
+                                  "(A_a, A_b), one row per head, over the whole text (as HCAN's Fig. 5 draws it "
+                                  "within a sentence); a one-self-attention checkpoint has a single branch.")})
 def _hcan_f5(vi: ViewInput) -> list[FigureOut]:
     hi = _hier(vi)
     out = _hcan_self_rows(vi, hi, tag="f5")

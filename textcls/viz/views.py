@@ -52,6 +52,14 @@ class View:
     needs: Callable[[dict[str, MapSpec]], bool]
     build: Callable[[ViewInput], list[FigureOut]]
     controls: Callable[[ViewInput], list[Control]] = lambda vi: []
+    per_model: dict[str, tuple[str, str]] = field(default_factory=dict)   # model -> (title, description)
+
+    def title_for(self, model: str) -> str:
+        """The title this model's users read (a shared view named after the paper figure another model has)."""
+        return self.per_model.get(model, (self.title, self.description))[0]
+
+    def description_for(self, model: str) -> str:
+        return self.per_model.get(model, (self.title, self.description))[1]
 
 
 VIEWS: dict[str, View] = {}
@@ -60,13 +68,15 @@ MODEL_VIEWS: dict[str, list[str]] = {}
 
 def register_view(view_id: str, title: str, description: str, models: Sequence[str],
                   needs: Callable[[dict[str, MapSpec]], bool],
-                  controls: Callable[[ViewInput], list[Control]] | None = None):
-    """Decorator: `build(ViewInput) -> list[FigureOut]` becomes a view offered for `models` when `needs`."""
+                  controls: Callable[[ViewInput], list[Control]] | None = None,
+                  per_model: dict[str, tuple[str, str]] | None = None):
+    """Decorator: `build(ViewInput) -> list[FigureOut]` becomes a view offered for `models` when `needs`;
+    `per_model` gives a model its own (title, description) of the view."""
     def deco(build):
         if view_id in VIEWS:
             raise ValueError(f"view {view_id!r} registered twice")
         VIEWS[view_id] = View(view_id, title, description, tuple(models), needs, build,
-                              controls or (lambda vi: []))
+                              controls or (lambda vi: []), dict(per_model or {}))
         for m in models:
             MODEL_VIEWS.setdefault(m, []).append(view_id)
         return build
