@@ -37,8 +37,11 @@ def make_config(name: str, *, preset: str | None = None, variant: str | None = N
 
 
 def create_model(name: str, vocab_size: int | None = None, num_labels: int | None = None, *,
-                 preset: str | None = None, variant: str | None = None, embeddings=None, **overrides: Any):
-    """Build a model. `embeddings` is an optional (vocab_size, dim) array/tensor of pretrained vectors."""
+                 preset: str | None = None, variant: str | None = None, embeddings=None, limits=None,
+                 **overrides: Any):
+    """Build a model. `embeddings` is an optional (vocab_size, dim) array/tensor of pretrained vectors. The config
+    is checked first (`check_config`: field types, a build on the meta device, the parameter limit of `limits`,
+    default the limits in force), so a model too big for the machine raises LimitError before it is allocated."""
     if vocab_size is not None:
         overrides["vocab_size"] = vocab_size
     if num_labels is not None:
@@ -46,7 +49,7 @@ def create_model(name: str, vocab_size: int | None = None, num_labels: int | Non
     if embeddings is not None and "embed_dim" not in overrides:
         overrides["embed_dim"] = int(embeddings.shape[1])
     config = make_config(name, preset=preset, variant=variant, **overrides)
-    check_config(name, config)                     # the parameter limit, before any memory is allocated
+    check_config(name, config, limits)             # the parameter limit, before any memory is allocated
     return get_entry(name).cls(config, embeddings=embeddings)
 
 
