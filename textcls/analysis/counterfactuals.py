@@ -34,6 +34,8 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from textcls.data.relation import OBJ, SUBJ, entity_roles
+
 GENERATORS = ("word_replacer", "negation", "scrambler", "glove", "hotflip", "ablation_flip")
 GENERATOR_LABELS = {"word_replacer": "Word replacer", "negation": "Negation", "scrambler": "Scrambler",
                     "glove": "GloVe neighbour of the most important word", "hotflip": "HotFlip",
@@ -147,7 +149,30 @@ def _instances(predictor, texts: Sequence[str]):
 
 
 def _real_word(token: str) -> bool:
-    return bool(_WORD.fullmatch(token)) and token not in ("<pad>", "<unk>")
+    return bool(_WORD.fullmatch(token)) and token not in ("<pad>", "<unk>", SUBJ, OBJ)
+
+
+def _roles(tokens: Sequence[str]) -> list[str | None]:
+    """Per token: "tag" (an entity tag or a masked entity, never edited), "e1" / "e2" (a word of that entity:
+    edited, but never its last word), None (any other word). All None for a text without entity tags."""
+    roles = entity_roles(tokens) or [None] * len(tokens)
+    return ["tag" if t in (SUBJ, OBJ) else r for t, r in zip(tokens, roles)]
+
+
+def _deletable(order, roles: Sequence[str | None], k: int) -> list[int]:
+    """The first k positions of `order` that may be deleted together: no tag, and each entity keeps a word."""
+    left = {e: sum(r == e for r in roles) for e in ("e1", "e2")}
+    out: list[int] = []
+    for i in order:
+        r = roles[i]
+        if r == "tag" or (r in left and left[r] <= 1):
+            continue
+        if r in left:
+            left[r] -= 1
+        out.append(int(i))
+        if len(out) == k:
+            break
+    return out
 
 
 def _vocab(predictor):
@@ -212,7 +237,9 @@ def glove_substitution(predictor, texts: Sequence[str]) -> list[Edit | None]:
     out: list[Edit | None] = []
     for b, (text, inst, a) in enumerate(zip(texts, insts, imps)):
         toks = list(inst.tokens or [])
-        order = [i for i in np.argsort(-np.asarray(a.scores), kind="mergesort") if _real_word(toks[i])]
+        roles = _roles(toks)
+        order = [i for i in np.argsort(-np.asarray(a.scores), kind="mergesort")
+                 if _real_word(toks[i]) and roles[i] != "tag"]
         edit = None
         for i in order[:3]:                          # the most important word GloVe knows
             nb = glove_neighbours(toks[i], 1, known=lambda w: vocab.stoi.get(w, 1) > 1)
@@ -247,6 +274,9 @@ def _hotflip_batch(predictor, texts, insts, offset: int, cand_ids, cand_emb) -> 
         toks = list(inst.tokens or [])
         real = inst.real_ids()
         delta[real[:, None] == cand_ids[None, :]] = float("inf")        # a swap must change the word
+        tags = [i for i, r in enumerate(_roles(toks)) if r == "tag"]
+        if tags:
+            delta[tags] = float("inf")                                  # entity tags stay as they are
         flat = torch.topk(-delta.flatten(), min(HOTFLIP_CHECK, delta.numel())).indices
         for k in flat.tolist():
             i, j = divmod(k, delta.shape[1])
@@ -302,21 +332,26 @@ def ablation_flip(predictor, texts: Sequence[str], max_delete: int = MAX_DELETE)
     toks = [list(i.tokens or []) for i in insts]
     base = _probs(predictor, [" ".join(t) for t in toks]) if texts else np.zeros((0, 0))
     target = base.argmax(-1) if len(base) else np.zeros(0, dtype=int)
+    roles = [_roles(t) for t in toks]
     loo_texts, owner = [], []
     for b, t in enumerate(toks):
-        if len(t) >= 2:
-            for i in range(len(t)):
+        free = [i for i in range(len(t)) if _deletable([i], roles[b], 1)]   # no tag, no entity's last word
+        if len(free) >= 2:
+            for i in free:
                 loo_texts.append(" ".join(t[:i] + t[i + 1:]))
                 owner.append((b, i))
     loo = _probs(predictor, loo_texts) if loo_texts else np.zeros((0, base.shape[1] if len(base) else 0))
     drop: dict[int, np.ndarray] = {}
     for (b, i), p in zip(owner, loo):
-        drop.setdefault(b, np.zeros(len(toks[b])))[i] = base[b, target[b]] - p[target[b]]
+        drop.setdefault(b, np.full(len(toks[b]), -np.inf))[i] = base[b, target[b]] - p[target[b]]
     trial_texts, trial = [], []
     for b, d in drop.items():
         order = np.argsort(-d, kind="mergesort")
-        for k in range(1, min(max_delete, len(toks[b]) - 1) + 1):
-            gone = set(order[:k].tolist())
+        n_free = int(np.isfinite(d).sum())
+        for k in range(1, min(max_delete, n_free - 1) + 1):
+            gone = set(_deletable(order, roles[b], k))
+            if len(gone) < k:
+                break                                  # nothing more may go (each entity keeps a word)
             trial_texts.append(" ".join(w for i, w in enumerate(toks[b]) if i not in gone))
             trial.append((b, k, [toks[b][i] for i in sorted(gone)]))
     P = _probs(predictor, trial_texts) if trial_texts else np.zeros((0, 0))

@@ -58,11 +58,16 @@ def _use_arrow(args) -> bool:
     return p.is_file() and p.stat().st_size >= ARROW_AUTO_BYTES
 
 
-def _claim_out(args) -> tuple[Path, bool]:
+def claim_file(out: Path) -> Path:
+    """The hidden file beside --out that says which process is training into it."""
+    return out.parent / f".{out.name}.claim"
+
+
+def _claim_out(args) -> tuple[Path, Path | None]:
     """The folder to write: refused inside the shipped checkpoints, or when it holds a checkpoint already and
-    --overwrite is not given. A folder that does not exist yet is created empty at once (atomically), so a second
-    training started with the same --out is refused instead of silently replacing the first one's result.
-    Returns (folder, whether this call created it)."""
+    --overwrite is not given, or while another live process trains into it (its claim file beside the folder,
+    created atomically; a dead process's claim is taken over). Returns (folder, claim file to remove at the end;
+    None on torchrun ranks but 0, which never save)."""
     from textcls.checkpoint import check_target
     from textcls.runtime.paths import new_run_dir, shipped_checkpoints
 
@@ -74,19 +79,40 @@ def _claim_out(args) -> tuple[Path, bool]:
     if here == shipped or shipped in here.parents:
         raise UsageError(f"--out {out} is inside the shipped checkpoints folder ({shipped}), which is read-only; "
                          "write elsewhere (without --out it goes to your user folder)")
-    if out.exists() and any(out.iterdir()):
-        if not args.overwrite:
-            raise UsageError(f"--out {out} already holds a checkpoint; pass --overwrite to replace it, or choose "
-                             "another folder")
-        return out, False
-    if out.exists() or os.environ.get("RANK", "0") != "0":       # an empty folder, or a torchrun rank but 0
-        return out, False
+    if out.exists() and any(out.iterdir()) and not args.overwrite:
+        raise UsageError(f"--out {out} already holds a checkpoint; pass --overwrite to replace it, or choose "
+                         "another folder")
+    if os.environ.get("RANK", "0") != "0":
+        return out, None
     out.parent.mkdir(parents=True, exist_ok=True)
+    claim = claim_file(out)
+    for _ in range(2):
+        try:
+            fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                pid = int(claim.read_text().strip() or 0)
+            except (OSError, ValueError):
+                pid = 0
+            if pid and pid != os.getpid() and _alive(pid):
+                raise UsageError(f"--out {out}: another training (process {pid}) is writing to it; wait for it "
+                                 "or choose another folder") from None
+            claim.unlink(missing_ok=True)               # left by a process that is gone
+            continue
+        with os.fdopen(fd, "w") as f:
+            f.write(str(os.getpid()))
+        return out, claim
+    raise UsageError(f"--out {out}: could not claim it (another training started at the same moment)")
+
+
+def _alive(pid: int) -> bool:
     try:
-        os.mkdir(out)
-    except FileExistsError:
-        raise UsageError(f"--out {out} was just created by another run; choose another folder") from None
-    return out, True
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _check_input(args):
@@ -126,15 +152,12 @@ def _check_input(args):
 
 def cmd_train(args) -> int:
     overrides, tok, train_over, dev_name, use_arrow = _check_input(args)
-    out, created = _claim_out(args)
+    out, claim = _claim_out(args)
     try:
         return _train(args, out, overrides, tok, train_over, dev_name, use_arrow)
     finally:
-        if created:
-            try:
-                os.rmdir(out)                   # still empty: the run failed before saving
-            except OSError:
-                pass
+        if claim is not None:
+            claim.unlink(missing_ok=True)
 
 
 def _train(args, out: Path, overrides, tok, train_over, dev_name: str, use_arrow: bool) -> int:

@@ -269,6 +269,8 @@ def predict_encoded(model, enc: EncodedSplit, batch_size: int = 64) -> tuple[np.
     Batches are formed by length (no shuffling) and the predictions put back in the split's order. The
     model's train/eval flag is restored afterwards (a model that was in eval mode is left untouched).
     """
+    from textcls.runtime.limits import check_count
+    check_count("batch_size", batch_size)           # a negative one would silently predict nothing
     was_training = model.training
     if was_training:
         model.eval()

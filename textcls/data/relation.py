@@ -107,6 +107,31 @@ def apply_entity_mode(tokens: list[str], mode: str) -> list[str]:
     return out
 
 
+def entity_window(tokens: Sequence[str], n: int) -> list[str]:
+    """At most n of `tokens` (with the tags) keeping both entities and their four tags: the first n when they
+    hold them all, else the tags and entity words plus the other tokens nearest them (ties: the earlier), in
+    text order. A relation text longer than the model reads thus keeps its entities instead of losing the tags
+    past the window. EntitySpanError when the two entities alone take more than n tokens."""
+    tokens = list(tokens)
+    if len(tokens) <= n:
+        return tokens
+    sp = parse_spans(tokens)
+    (s1, e1), (s2, e2) = sp.e1, sp.e2
+    if max(e1, e2) + 1 < n:
+        return tokens[:n]
+    needed = set(range(s1 - 1, e1 + 2)) | set(range(s2 - 1, e2 + 2))
+    if len(needed) > n:
+        raise EntitySpanError(f"the two entities and their tags take {len(needed)} tokens, more than the {n} "
+                              "this model reads per text")
+    anchors = sorted(needed)
+
+    def distance(i: int) -> int:
+        return min(abs(i - a) for a in anchors)
+    rest = sorted((i for i in range(len(tokens)) if i not in needed), key=lambda i: (distance(i), i))
+    keep = sorted(needed | set(rest[:n - len(needed)]))
+    return [tokens[i] for i in keep]
+
+
 def relative_positions(n: int, span: tuple[int, int], window: int) -> list[int]:
     """Relative position of each of n tokens to an entity spanning [start, end]: j - start before it, 0 inside,
     j - end after it, clipped to [-window, window]."""

@@ -19,9 +19,10 @@ Choices (written down because every model and every heatmap depends on them):
   those seen `min_freq` times, at most `max_size` entries in total (the two specials included, so
   `max_size` is the model's vocab_size). A text containing the literal string `<pad>` gets `<unk>`, never id 0.
 - Encoding: ids padded with 0 to the longest text of the batch (at least one position), `mask` True on real
-  tokens. Flat inputs keep the first `max_len` tokens; hierarchical ones the first `max_sentences` sentences
-  and the first `max_words` words of each. `Encoded.tokens` are exactly the tokens at the unmasked positions,
-  in order (the normalised word, also for words the vocabulary does not know: the heatmap shows the word,
+  tokens. Flat inputs keep the first `max_len` tokens (a relation input whose tags lie past them: the tokens
+  around its entities, `relation.entity_window`); hierarchical ones the first `max_sentences` sentences and the
+  first `max_words` words of each. `Encoded.tokens` are exactly the tokens at the unmasked positions, in order
+  (the normalised word, also for words the vocabulary does not know: the heatmap shows the word,
   the model saw `<unk>`); `truncated[i]` says whether anything was cut.
 - Empty input (`""`, only spaces or control characters): no tokens; its row is one pad position with an
   all-False mask (every model accepts an all-pad row and returns finite logits, so a prediction is still
@@ -366,8 +367,11 @@ class Tokenizer:
     def _flat(self, text: str) -> tuple[list[str], bool]:
         n = self.config.max_len
         if self.config.entities != "none":     # spans are checked on the whole text, then it is cut
-            toks = self.tokenize(text)
-            return (toks[:n], True) if len(toks) > n else (toks, False)
+            toks = self.tokenize(text)           # around the entities, so no tag is lost (relation.py)
+            if len(toks) <= n:
+                return toks, False
+            from textcls.data.relation import apply_entity_mode, entity_window
+            return apply_entity_mode(entity_window(list(self._stream(text)), n), self.config.entities)[:n], True
         toks = list(itertools.islice(self._stream(text), n + 1))
         return (toks[:n], True) if len(toks) > n else (toks, False)
 

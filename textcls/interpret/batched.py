@@ -40,6 +40,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
+from textcls.runtime.limits import check_count
 from textcls.runtime.memory import return_free_memory
 from textcls.runtime.threads import for_texts
 from textcls.interpret._common import (Instance, as_source, as_vector, check_model, closed_up, permute_rows, prob_fn,
@@ -351,8 +352,9 @@ class SliceRun:
         chunk = CHUNK_TEXTS if chunk is None else chunk
         if chunk < 1:
             raise ValueError(f"chunk must be >= 1, got {chunk}")
-        if isinstance(random_orders, bool) or not isinstance(random_orders, int) or random_orders < 0:
-            raise ValueError(f"random_orders must be an integer >= 0, got {random_orders!r}")
+        check_count("random_orders", random_orders)      # bounds in textcls.runtime.limits.COUNTS (a LimitError)
+        check_count("steps", n_steps, "n_steps")
+        check_count("permutations", n_permutations, "n_permutations")
         methods = list(dict.fromkeys(methods))
         if reference not in methods:
             methods.append(reference)

@@ -38,8 +38,11 @@ def make_config(name: str, *, preset: str | None = None, variant: str | None = N
 
 
 def create_model(name: str, vocab_size: int | None = None, num_labels: int | None = None, *,
-                 preset: str | None = None, variant: str | None = None, embeddings=None, **overrides: Any):
-    """Build a model. `embeddings` is an optional (vocab_size, dim) array/tensor of pretrained vectors."""
+                 preset: str | None = None, variant: str | None = None, embeddings=None, limits=None,
+                 **overrides: Any):
+    """Build a model. `embeddings` is an optional (vocab_size, dim) array/tensor of pretrained vectors. The config
+    is checked first (`check_config`: field types, a build on the meta device, the parameter limit of `limits`,
+    default the limits in force), so a model too big for the machine raises LimitError before it is allocated."""
     if vocab_size is not None:
         overrides["vocab_size"] = vocab_size
     if num_labels is not None:
@@ -47,7 +50,7 @@ def create_model(name: str, vocab_size: int | None = None, num_labels: int | Non
     if embeddings is not None and "embed_dim" not in overrides:
         overrides["embed_dim"] = int(embeddings.shape[1])
     config = make_config(name, preset=preset, variant=variant, **overrides)
-    check_config(name, config)                     # the parameter limit, before any memory is allocated
+    check_config(name, config, limits)             # the parameter limit, before any memory is allocated
     return get_entry(name).cls(config, embeddings=embeddings)
 
 
@@ -62,7 +65,9 @@ def _field_problem(value, default) -> str | None:
             return "a number expected"
         if isinstance(default, int) and not isinstance(value, int):
             return "a whole number expected"
-        return None if math.isfinite(value) else "a finite number expected"
+        if not math.isfinite(value):
+            return "a finite number expected"
+        return "must be >= 0" if value < 0 <= default else None
     if isinstance(default, tuple):
         if not isinstance(value, (tuple, list)) or not value:
             return "a non-empty list expected"
@@ -72,11 +77,15 @@ def _field_problem(value, default) -> str | None:
 
 def config_problem(config) -> str | None:
     """What is wrong with a config dataclass's field values (None when nothing): each field must be of the type
-    of its default - a finite number, a whole number, true/false, a non-empty list."""
+    of its default - a finite number (>= 0 where the default is), a whole number, true/false, a non-empty list;
+    a dropout a probability in [0, 1]."""
     for f in dataclasses.fields(config):
         default = f.default if f.default is not dataclasses.MISSING else (
             f.default_factory() if f.default_factory is not dataclasses.MISSING else None)  # type: ignore[misc]
         problem = _field_problem(getattr(config, f.name), default)
+        value = getattr(config, f.name)
+        if not problem and "dropout" in f.name and isinstance(value, (int, float)) and not 0 <= value <= 1:
+            problem = "a probability in [0, 1] expected"
         if problem:
             return f"config field {f.name}={getattr(config, f.name)!r}: {problem}"
     return None

@@ -48,8 +48,9 @@ import torch.nn.functional as F
 
 from textcls.runtime import distributed
 from textcls.data.batching import (DistributedBatchSampler, EncodedSplit, iterate_batches, make_batches,
-                                   predict_sharded)
+    predict_sharded)
 from textcls.runtime.devices import AMP_CHOICES, autocast, grad_scaler, loader_defaults, resolve_amp, resolve_device
+from textcls.runtime.limits import check_count
 from textcls.analysis.metrics import macro_f1
 from textcls.records import EpochEvent, History, StepEvent
 from textcls.runtime.threads import batch_work
@@ -105,8 +106,8 @@ class TrainConfig:
             self.betas = tuple(float(b) for b in self.betas)
         if self.amp is not None and str(self.amp).lower() not in AMP_CHOICES:
             raise ValueError(f"amp must be one of {', '.join(AMP_CHOICES)}, got {self.amp!r}")
-        if self.workers is not None and int(self.workers) < 0:
-            raise ValueError(f"workers must be >= 0 or None, got {self.workers}")
+        if self.workers is not None:
+            check_count("workers", self.workers)
 
 
 # Training settings the papers report, for `train_from_spec(paper_training=True)` / the CLI's --paper-training.

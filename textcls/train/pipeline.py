@@ -207,7 +207,7 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
                                                              **{**overrides, **sizes})), limits)
     torch.manual_seed(seed)
     net = create_model(model, vocab_size=len(tokenizer.vocab), num_labels=len(labels), preset=preset,
-                       variant=variant, embeddings=matrix, **overrides)
+                       variant=variant, embeddings=matrix, limits=limits, **overrides)
 
     train_enc = encode(bundle.splits["train"])
     dev_split = bundle.splits.get("dev")
