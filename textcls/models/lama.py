@@ -77,7 +77,7 @@ class LAMAConfig(BaseConfig):
                          "embeddings (LAMA + Ctx)", choices=("learned", "mean"))
     learn_temperature: bool = param(False, "A = softmax(f / T) with T learned (init temperature_init); off = the paper")
     temperature_init: float = param(1.0, "T at init when learn_temperature is on")
-    score_norm: str = param("l2_heads", "the 'normalization layer across the dimension' of f: l2_heads = "
+    score_norm: str = param("tanh", "the 'normalization layer across the dimension' of f: l2_heads = "
                             "tanh then unit L2 norm across heads (the reconstruction; bounds a head's weight ratio "
                             "by e^2); layernorm_heads = a LayerNorm across heads with learned gain and bias "
                             "(the other reading; unbounded); tanh = tanh only, no norm (the public PyTorch "
@@ -122,7 +122,7 @@ class LowRankAttention(nn.Module):
                 presets={"small": dict(embed_dim=16, hidden_dim=8, heads=4)},
                 variants={"ctx": dict(context="mean"), "heads1": dict(heads=1), "heads20": dict(heads=20),
                           "temperature": dict(learn_temperature=True),
-                          "layernorm": dict(score_norm="layernorm_heads"), "tanh": dict(score_norm="tanh")})
+                          "layernorm": dict(score_norm="layernorm_heads"), "l2": dict(score_norm="l2_heads")})
 class LAMA(TextClassifier):
     def __init__(self, config: LAMAConfig, embeddings=None):
         super().__init__(config)
