@@ -22,7 +22,7 @@ f_i and a normalization layer across the dimension"; its equations are lost. The
 read with the search tools: P, Q (input_dim x heads) and c (input_dim x 1) all Xavier-uniform; scores
 tanh((P^T c) * (Q^T h)) straight into a masked softmax over the sequence, no norm ("TODO: Missing L2 norm" in its
 source), no scale or temperature, and no W_w (it scores the encoder states). The other public file found
-(xxsmario/pytorch-multihead-selfattention, modules/lama.py) is a copy of it. We follow it in the one place that
+(xxsmario/pytorch-multihead-selfattention, modules/lama.py) has the same docstring and layer. We follow it in the one place that
 decides how peaked the attention can be: the default `score_norm="tanh"` leaves each head's tanh(f) alone.
 Our first reading (`score_norm="l2_heads"`, variant "l2"; the checkpoints before issue 31) divided the m = 10
 heads' tanh(f) by their L2 norm at each token, which puts a typical |f^| near 1/sqrt(m) ~ 0.3: each head's scores
