@@ -68,7 +68,7 @@ def test_temperature_is_learned_and_reaches_attention():
 
 @pytest.mark.parametrize("variant", [None, "ctx", "heads20"])
 def test_scores_have_unit_norm_across_heads_and_follow_the_equations(variant):
-    model = build(variant)
+    model = build(variant, score_norm="l2_heads")
     ids, mask = batch()
     out = run(model, ids, mask)
     f_hat, h, c = out.maps["scores"], out.maps["hidden"], out.maps["context"]
@@ -85,9 +85,35 @@ def test_scores_have_unit_norm_across_heads_and_follow_the_equations(variant):
     assert f_hat.shape[-1] == model.config.heads
 
 
+@pytest.mark.parametrize("variant", [None, "ctx"])
+def test_default_scores_are_tanh_without_a_norm(variant):
+    """The default follows the public PyTorch implementation: f^ = tanh(f), each head on its own (no norm across
+    heads), so a head's scores can reach both ends of (-1, 1) whatever the other heads do."""
+    model = build(variant)
+    assert model.config.score_norm == "tanh"
+    ids, mask = batch()
+    out = run(model, ids, mask)
+    f_hat, h, c = out.maps["scores"], out.maps["hidden"], out.maps["context"]
+    at = model.attn
+    for b, n in enumerate(mask.sum(1).tolist()):
+        u = torch.tanh(h[b, :n] @ at.w.weight.T + at.w.bias)
+        want = torch.tanh((u @ at.P) * (c[b] @ at.Q))
+        torch.testing.assert_close(f_hat[b, :n], want, atol=1e-6, rtol=1e-5)
+    assert (f_hat[~mask] == 0).all()
+    assert not torch.allclose(f_hat[mask].norm(dim=-1), torch.ones(int(mask.sum())))
+
+
+def test_a_stored_config_without_score_norm_loads_the_l2_reconstruction():
+    """Checkpoints written before score_norm existed were trained with the L2 norm across heads."""
+    from textcls.checkpoint import _config_from_dict
+    from textcls.models.lama import LAMAConfig
+    assert _config_from_dict(LAMAConfig, {"vocab_size": VOCAB}).score_norm == "l2_heads"
+    assert _config_from_dict(LAMAConfig, {"score_norm": "tanh"}).score_norm == "tanh"
+
+
 def test_single_head_scores_are_signs():
     """m = 1: the norm across one head leaves sign(tanh f) - the degenerate case the docstring describes."""
-    out = run(build("heads1"), *batch())
+    out = run(build("heads1", score_norm="l2_heads"), *batch())
     f_hat = out.maps["scores"][batch()[1]]
     assert set(f_hat.abs().flatten().tolist()) == {1.0}
 

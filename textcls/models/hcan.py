@@ -26,29 +26,51 @@ Choices where the paper and docs/models.md are silent (written here as the spec 
   the document vector before the classifier - as the reference code. Maps are recorded before dropout.
 - "One self-attention" (Table 2) keeps branch a: Z = LayerNorm(H_a). "Maxpool" replaces target attention by a
   masked max over positions at both levels (its maps beta/gamma are then not listed).
-- Init: PyTorch defaults for convolutions and the classifier (the reference uses orthogonal init); targets
-  T ~ N(0, 1/d) (unit norm in expectation, like the reference's orthogonal 1 x d vector); positions
-  ~ N(0, 0.1^2) as the reference.
+- Init: PyTorch defaults for convolutions and the classifier (the reference uses orthogonal init); positions
+  ~ N(0, 0.1^2) as the reference; targets and their scale: see "Target attention" below.
 - The embedding (`self.embed`) is looked up on the full (B, S, W) ids, so attribution methods that hook it
   see a tensor aligned with the input; the word level then takes only the non-empty sentences.
 
-Why the shipped checkpoints' target attention is nearly uniform (docs/attention.md: median normalised entropy
-0.997-0.999 for beta on sst2 and trec), from the paper and our runs:
-- the paper says so itself: its appendix B (Figs. 6-8) finds HCAN's target attention "more spread out" than
-  HAN's, because the self-attentions below it redistribute a keyword's content over the other words ("best" is
-  reassigned to "the"), so the target attention has little reason to single a word out - the words it weighs
-  already carry each other's meaning;
-- the target vector hardly trains in our recipe: in hcan-sst2 |T| is 0.996 after 10 epochs, as at init
-  (E|T| = 1), so with 4 heads of 24 dimensions the scores T_h . K_h / sqrt(24) stay within about +-0.5 and a
-  word's weight is at most ~e^1 times another's. The paper trains one document at a time (no batching) with
-  Adam at lr 2e-5 until convergence, evaluating every 50,000 documents - far more updates than 10 epochs of
-  batches of 50;
-- sst2 and trec texts are one sentence: the sentence attention gamma is 1 by definition there, and HCAN is a
-  document model (the paper's figure is a Yelp review). Documents do not change it, though: hcan-imdb (8,000
-  IMDB reviews of 10-30 sentences, test accuracy 88.1 %) has median normalised entropy 0.999 for beta and
-  0.996 for gamma over 300 test reviews (docs/attention.md) - it classifies well with near-uniform pooling
-  over words whose self-attention has already mixed them, which is the paper's appendix B finding.
-No default changed: the paper's text gives no other init scale or temperature for T.
+Target attention: the reference code, and what we follow (issue 31). Two public TensorFlow codes by the paper's
+first author (iamshang1/Projects, read with the search tools):
+- Papers/HCAN/tf_hcan.py (this paper's code, TF1): one target per level, `word_Q` / `sent_Q` of shape
+  (1, 1, attention_size) with `tf.orthogonal_initializer` (a single unit-norm row), split into the h heads;
+  scores Q K^T / sqrt(d_h); dropout (keep 0.9) on the softmax weights; values Z; attention_size 512, 8 heads;
+  Adam(2e-5, 0.9, 0.99) on one document per step. Our first implementation was this: T ~ N(0, 1/d) (unit norm in
+  expectation), / sqrt(d_h) - now the variant `normal_target` (config target_init="normal", target_scale="head").
+- Papers/HiSAN/tf2_hisan.py and tf2_mthisan.py (the same author's TF2 hierarchical attention networks, whose
+  word/line target attention is this one with dense instead of convolutional projections): per-head targets
+  `tf.Variable(tf.random.uniform([1, heads, 1, d / heads]))` - U[0, 1), all positive, |T_h| ~ sqrt(d_h / 3), about
+  3x the norm of a unit row at d = 96, h = 4 - scored by Keras `layers.Attention(use_scale=True)`: Q K^T times
+  ONE LEARNED SCALAR initialised to 1, no 1/sqrt(d); later versions of those files use `scaled_attention(
+  use_scale=1/np.sqrt(attention_size))` (Papers/HiSAN/dense_attention.py: the same Keras layer with the learned
+  scalar initialised to 1/sqrt(d) of the whole attention size); dropout 0.1 on the weights; Adam(1e-4, 0.9,
+  0.99), batches of 128 documents; attention_size 400, 8 heads.
+The default now follows the second (target_init="uniform", target_scale="keras"): the attention the paper's
+figures show (Fig. 4, appendix B Figs. 7-8: particular words and sentences weighed higher) needs scores that vary
+by more than about +-1 between words, and only this parametrisation gives them without a schedule of its own.
+`target_scale="learned"` (variant `scaled_target`) is the later 1/sqrt(d) initialisation. Attention size and
+heads keep the paper's defaults (512, 8); the shipped checkpoints use d = 96, h = 4 (CPU size, scripts/
+make_checkpoints.py) - the HiSAN codes use 400 / 8. Checkpoints written before these fields existed load with
+the old choice (ConvAttentionConfig.LEGACY_DEFAULTS).
+
+Why the old target did not train (measured on the old hcan-imdb checkpoint with scripts/hcan_target_probe.py;
+400 dev reviews unless said):
+- its scores cannot separate words: T_h . K_h / sqrt(d_h) with |T| ~ 1 (1.22 and 0.89 after training; 1 at
+  init) stays within about +-0.5, and even multiplying all target scores by 4 at inference only brings the word
+  attention's median normalised entropy from 0.999 to 0.979 (64 dev reviews);
+- nothing pushes it to: the dev loss is flat in that multiplier a (0.4014 at a = 0, i.e. uniform weights; 0.4021
+  at a = 1; 0.4042 at a = 4): the self-attentions below have already mixed every word into every position
+  (appendix B's "best" moved into "the"), so uniform pooling loses nothing and the model never needed T;
+- dropout on the target weights (0.2 in our recipe, 0.1 in the reference) makes sharpening cost more: with it
+  the loss rises twice as fast in a (0.4024 -> 0.4085 for a = 0 -> 4) - dropping the one word a peaked head
+  relies on hurts, dropping one of 40 equal words does not;
+- the gradient reaching T is small and inconsistent: |dL/dT| ~ 0.015 per batch of 32 against |T| ~ 1, and its
+  per-coordinate signal-to-noise over 16 batches (|mean g| / rms g) is 0.51 (words) and 0.26 (sentences) - about
+  the 0.25 of pure noise over 16 draws at sentence level - so Adam's steps (lr x mean / rms) wander instead of
+  growing T. The paper's own recipe (2e-5, one document per step) would move it even less.
+With U[0, 1) targets and a learned scale starting at 1 the scores start ~ +-1.5 apart (all-positive T sums the
+ELU keys' components instead of cancelling them) and the scale itself is one parameter Adam moves at lr per step.
 
 Maps (computed only when asked; rows at padding / empty sentences are 0, rows over real positions sum to 1):
   HCAN  A_a, A_b    (B, sentence, head, query_word, key_word)   word-level self-attentions, branch a / b
