@@ -191,11 +191,12 @@ def _view(step: Step, lib: Library, value: float | None) -> StepResult:
             notes.append(f"{f.title}: normalised entropy {c['normalised_entropy']:.2f} (1 = uniform) - "
                          f"{c['verdict']}.")
             if c["normalised_entropy"] >= BANDS[0]:
-                notes.append("The pale shading is the finding here: this checkpoint weighs the words almost "
-                             "equally, so the darkest words say little about why it decided. Compare another "
-                             "checkpoint, or the last step of 'Is attention an explanation?'.")
+                notes.append("The flat picture is the finding here: this checkpoint's weights are almost equal, "
+                             "so the largest of them say little about why it decided. Compare another checkpoint, "
+                             "or the last step of 'Is attention an explanation?'.")
     tw = viz.token_weights(specs, r.maps, r.tokens, r.sentences)
-    if tw is not None and len(r.tokens) >= 2 and inp.get("top_words", True):
+    if tw is not None and len(r.tokens) >= 2 and inp.get("top_words", True) and \
+            concentration(tw[0]).entropy < BANDS[0]:                # the top words of a flat weighting are noise
         notes.append(f"The three words with the most weight in {info.name}'s own importance: "
                      f"{_words(r.tokens, tw[0])}.")
     return StepResult(figs, notes, input=_quote(text), used=[info.name])
@@ -320,6 +321,9 @@ def _branches(step: Step, lib: Library, value: float | None) -> StepResult:
     notes = [f"Among the words, branch b shrinks '{toks[lo]}' (word {lo + 1}) the most: the product keeps "
              f"{ratio[lo]:.2f} of branch a's length; '{toks[hi]}' (word {hi + 1}) the least ({ratio[hi]:.2f}).",
              f"Branch b flips the sign of {100 * flips.min():.0f}-{100 * flips.max():.0f} % of a word's channels."]
+    if ratio[hi] < 1.25 * ratio[lo]:
+        notes.append("On this text the dimmer treats every word about alike: no word is switched off much more "
+                     "than another.")
     fig = branches_figure(res, title=f"{info.name}: each word's branch a, branch b and their product")
     return StepResult([fig], notes, input=text, used=[info.name])
 
@@ -412,6 +416,9 @@ def _hier_entropies(predictions: Sequence[Any]) -> tuple[float | None, float | N
     return med(word), med(sent)
 
 
+IGNORED_CONFIG = {"vocab_size", "pad_id"}      # config fields that do not tell two checkpoints' models apart
+
+
 def _compare_attention(step: Step, lib: Library, value: float | None) -> StepResult:
     """Every checkpoint of the given models on the given data set, side by side: how peaked its word and
     sentence attention is over the first `n` reviews of the embedded sample, its test accuracy (from its
@@ -431,12 +438,20 @@ def _compare_attention(step: Step, lib: Library, value: float | None) -> StepRes
         word, sent = _hier_entropies(out)
         acc = float(np.mean([names.index(p.label) == y if p.label in names else False
                              for p, y in zip(out, labels)]))
-        variant = info.info.get("variant") if isinstance(info.info, dict) else None
-        rows.append({"name": info.name + (f" ({variant})" if variant else ""), "model": info.model,
+        cfg = info.info.get("model_config", {}) if isinstance(info.info, dict) else {}
+        rows.append({"name": info.name, "model": info.model, "config": cfg if isinstance(cfg, dict) else {},
                      "accuracy": info.test_accuracy, "sample_accuracy": acc, "word_entropy": word,
                      "sentence_entropy": sent})
     if not rows:
         raise Missing(f"No {' / '.join(inp['models'])} checkpoint trained on {inp['data']} is here.")
+    for r in rows:                      # name what sets checkpoints of one model apart (a variant, a retraining)
+        same = [x["config"] for x in rows if x["model"] == r["model"]]
+        keys = sorted(k for k in set().union(*same) if k not in IGNORED_CONFIG
+                      and len({repr(c.get(k)) for c in same}) > 1)
+        if keys:
+            r["name"] += " (" + ", ".join(f"{k}={r['config'].get(k, '—')}" for k in keys[:3]) + ")"
+    for r in rows:
+        del r["config"]
     for r in rows:
         acc = "no test accuracy recorded" if r["accuracy"] is None else f"test accuracy {100 * r['accuracy']:.1f} %"
         s = "—" if r["sentence_entropy"] is None else f"{r['sentence_entropy']:.2f}"
