@@ -367,30 +367,92 @@ def _attention_tests(step: Step, lib: Library, value: float | None) -> StepResul
     return StepResult([permutation_figure(tests, unif)], notes, input=text, used=used)
 
 
-def _erasure(step: Step, lib: Library, value: float | None) -> StepResult:
-    """Faithfulness on one text: removing words in the order of the model's own attention against random orders
-    (faithfulness.erasure_curves, versus_random)."""
+def _instance(lib: Library, inp: Mapping[str, Any], min_words: int = 2):
+    """(info, Source, Instance, text) of a step's one checkpoint and text."""
     from .interpret import as_source
-    from .interpret.faithfulness import erasure_curves, explanation, versus_random
-    from .viz.explanations import erasure_figure
 
-    inp = step.input
     info, pred = lib.predictor(*inp["checkpoint"])
     text = _text(inp)
     src = as_source(pred)
     (inst,) = src.instances([text])
-    if inst.n < 2:
-        raise Missing("The input needs at least two words this checkpoint knows.")
-    own = erasure_curves(src.model, inst, explanation(src.model, inst, "attention", labels=src.labels))
+    if inst.n < min_words:
+        raise Missing(f"The input needs at least {min_words} words this checkpoint knows.")
+    return info, src, inst, text
+
+
+def _explanations(src, inst, methods: Sequence[str]) -> dict[str, np.ndarray]:
+    """{label: one score per token} of each explanation method (faithfulness.explanation)."""
+    from .interpret.faithfulness import EXPLANATION_LABELS, explanation
+
+    out = {}
+    for m in methods:
+        e = explanation(src.model, inst, m, labels=src.labels)
+        out[EXPLANATION_LABELS.get(m, m)] = np.asarray(getattr(e, "scores", e), dtype=float)
+    return out
+
+
+def _erasure(step: Step, lib: Library, value: float | None) -> StepResult:
+    """Faithfulness on one text: removing words in the order of each explanation (the model's own attention by
+    default) against random orders (faithfulness.erasure_curves, versus_random)."""
+    from .interpret.faithfulness import erasure_curves, versus_random
+    from .viz.explanations import erasure_figure
+
+    inp = step.input
+    info, src, inst, text = _instance(lib, inp)
     rng = np.random.default_rng(0)
     rand = [erasure_curves(src.model, inst, rng.random(inst.n)) for _ in range(int(inp.get("n_random", 5)))]
-    mean = {"bins": own["bins"], "k_tokens": own["k_tokens"],
-            "comprehensiveness": list(np.mean([r["comprehensiveness"] for r in rand], axis=0)),
-            "sufficiency": list(np.mean([r["sufficiency"] for r in rand], axis=0))}
-    vs = versus_random(own, rand)
-    fig = erasure_figure({"own attention": own, f"random orders (mean of {len(rand)})": mean},
-                         f"{info.name}: removing the most attended words first vs in random order")
-    return StepResult([fig], [vs["line"]], input=text, used=[info.name])
+    curves, notes = {}, []
+    for name, v in _explanations(src, inst, inp.get("methods", ("attention",))).items():
+        curves[name] = erasure_curves(src.model, inst, v)
+        vs = versus_random(curves[name], rand)
+        notes.append(f"{name}: AOPC {vs['aopc']:.3f} against random orders' {vs['random_mean']:.3f} ± "
+                     f"{vs['random_sd']:.3f} ({vs['n_random']} orders) - {vs['verdict']} on this text.")
+    first = next(iter(curves.values()))
+    curves[f"random orders (mean of {len(rand)})"] = {
+        "bins": first["bins"], "k_tokens": first["k_tokens"],
+        "comprehensiveness": list(np.mean([r["comprehensiveness"] for r in rand], axis=0)),
+        "sufficiency": list(np.mean([r["sufficiency"] for r in rand], axis=0))}
+    notes.append("AOPC: how much removing the top-ranked words lowers the predicted label's probability, averaged "
+                 "over the points of the left-hand line (higher = the ranking found the words the model needs).")
+    fig = erasure_figure(curves, inp.get("title", f"{info.name}: removing the top-ranked words first vs in random "
+                                                  "order"))
+    return StepResult([fig], notes, input=text, used=[info.name])
+
+
+def _methods(step: Step, lib: Library, value: float | None) -> StepResult:
+    """Several explanations of one prediction on one token grid (viz.explanations.reasons_grid), or with
+    show="agreement" their rank agreement (Kendall tau, faithfulness.agreement)."""
+    from .interpret.faithfulness import agreement
+    from .viz.explanations import agreement_heatmap, reasons_grid
+
+    inp = step.input
+    info, src, inst, text = _instance(lib, inp)
+    ex = _explanations(src, inst, inp["methods"])
+    toks = inst.tokens or [str(i) for i in range(inst.n)]
+    p = _pred_probs(src, inst)
+    k = int(np.argmax(p))
+    label = src.labels[k] if src.labels else str(k)
+    notes = [f"{info.name} predicts {label} (probability {p[k]:.2f}); every explanation is of that prediction."]
+    if inp.get("show") == "agreement":
+        agr = agreement(ex)
+        tau = agr["kendall_tau"]
+        names = agr["names"]
+        pairs = [(names[a], names[b], tau[a, b]) for a in range(len(names)) for b in range(a + 1, len(names))]
+        notes += [f"{a} and {b}: Kendall tau {t:+.2f}" + (" (the same order)" if t > 0.99 else "") + "."
+                  for a, b, t in pairs]
+        notes.append("Kendall tau: +1 = the same ranking of the words, 0 = unrelated, -1 = reversed.")
+        fig = agreement_heatmap(agr, "kendall_tau", f"{info.name}: do the explanations rank the words alike?")
+    else:
+        for name, v in ex.items():
+            top = int(np.argmax(v))
+            notes.append(f"{name}: the top word is '{toks[top]}' ({v[top]:+.3g}).")
+        fig = reasons_grid(list(ex.items()), toks, f"{info.name} → {label}: what each explanation points at")
+    return StepResult([fig], notes, input=text, used=[info.name])
+
+
+def _pred_probs(src, inst) -> np.ndarray:
+    from .interpret._common import prob_fn, score
+    return score(prob_fn(src.model), [inst])[0]
 
 
 def _hier_entropies(predictions: Sequence[Any]) -> tuple[float | None, float | None]:
@@ -480,7 +542,7 @@ def _compare_attention(step: Step, lib: Library, value: float | None) -> StepRes
 
 KINDS: dict[str, Callable[[Step, Library, float | None], StepResult]] = {
     "toy": _toy, "view": _view, "reasons": _reasons, "gates": _gates, "negation": _negation,
-    "branches": _branches, "attention_tests": _attention_tests, "erasure": _erasure,
+    "branches": _branches, "attention_tests": _attention_tests, "erasure": _erasure, "methods": _methods,
     "compare_attention": _compare_attention}
 
 
