@@ -490,7 +490,9 @@ def _compare_attention(step: Step, lib: Library, value: float | None) -> StepRes
     inp = step.input
     texts, labels, names = sample_texts(inp["sample"])
     n = int(inp.get("n", 20))
-    texts, labels = texts[:n], labels[:n]
+    keep = sorted(i for y in sorted(set(labels)) for i in [j for j, x in enumerate(labels) if x == y][: n // max(
+        1, len(set(labels)))])                                  # the first reviews of each label, as many of each
+    texts, labels = [texts[i] for i in keep], [labels[i] for i in keep]
     rows, notes = [], []
     for info in lib.infos:
         if info.model not in inp["models"] or info.data != inp["data"]:
@@ -516,11 +518,11 @@ def _compare_attention(step: Step, lib: Library, value: float | None) -> StepRes
         del r["config"]
     for r in rows:
         acc = "no test accuracy recorded" if r["accuracy"] is None else f"test accuracy {100 * r['accuracy']:.1f} %"
-        s = "—" if r["sentence_entropy"] is None else f"{r['sentence_entropy']:.2f}"
+        s = "it has no sentence level" if r["sentence_entropy"] is None else \
+            f"of its sentence attention {r['sentence_entropy']:.2f}"
         w = "—" if r["word_entropy"] is None else f"{r['word_entropy']:.2f}"
         notes.append(f"{r['name']}: {acc}, {100 * r['sample_accuracy']:.0f} % right on these {len(texts)} "
-                     f"reviews; median normalised entropy of its word attention {w}, of its sentence "
-                     f"attention {s}.")
+                     f"reviews; median normalised entropy of its word attention {w}, {s}.")
     scored = [r for r in rows if r["word_entropy"] is not None]
     if len(scored) >= 2:
         a, b = min(scored, key=lambda r: r["word_entropy"]), max(scored, key=lambda r: r["word_entropy"])
@@ -536,7 +538,8 @@ def _compare_attention(step: Step, lib: Library, value: float | None) -> StepRes
                      "step compares them.")
     fig = concentration_compare_figure(rows, title=f"How peaked the attention is, over {len(texts)} reviews of "
                                                    "the embedded IMDB sample")
-    return StepResult([fig], notes, input=f"the first {len(texts)} reviews of the embedded {inp['sample']}",
+    return StepResult([fig], notes, input=f"{len(texts)} reviews of the embedded {inp['sample']} (the first of "
+                                          "each label, as many of each)",
                       used=[r["name"] for r in rows])
 
 
