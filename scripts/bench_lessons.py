@@ -53,6 +53,13 @@ IDLE_STEP_JS = """(want) => {
 }"""
 
 
+LAB_JS = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  return !!app && app.getAttribute('data-test-script-state') === 'notRunning'
+    && !!document.querySelector('[data-testid="stMainBlockContainer"] .js-plotly-plot .main-svg .scatterlayer path');
+}"""
+
+
 def bench_browser(port: int, shots: Path | None) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
@@ -86,6 +93,12 @@ def bench_browser(port: int, shots: Path | None) -> list[dict]:
                         if shots is not None:
                             page.wait_for_timeout(400)                   # Plotly's transitions settle
                             page.screenshot(path=str(shots / f"{lesson.id}_{k + 1}.png"), full_page=True)
+                # the baseline, in the same conditions: the Lab page opened by URL until its first figure is drawn
+                t0 = time.perf_counter()
+                page.goto(f"{url}/lab")
+                page.wait_for_function(LAB_JS)
+                rows.append({"lesson": "(Lab page)", "step": 1, "browser_s": time.perf_counter() - t0,
+                             "how": "baseline: Lab opened by URL"})
                 if shots is not None:
                     page.goto(f"{url}/lessons?lesson=explanation&step=1&presenter=1")
                     page.wait_for_function(IDLE_STEP_JS, arg="Step 1 of")
@@ -124,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         for r in brows:
             print(f"{r['lesson']:16} {r['step']:>4} {r['browser_s']:8.2f} s  {r['how']}")
         nxt = [r["browser_s"] for r in brows if r["how"] == "Next"]
+        base = [r["browser_s"] for r in brows if r["how"].startswith("baseline")]
+        if base:
+            print(f"baseline (same server, same load): the Lab page opened by URL to its first figure {base[0]:.2f} s")
         print(f"Next: median {sorted(nxt)[len(nxt) // 2]:.2f} s, max {max(nxt):.2f} s over {len(nxt)} steps")
     print(f"load average after: {os.getloadavg()[0]:.2f} (1 min)")
     return 0

@@ -86,3 +86,21 @@ def test_toy_notes_follow_the_temperature():
     assert cold.figures[0].table["weight"].max() > 0.95 > hot.figures[0].table["weight"].max()
     avg = float((cold.figures[0].table["weight"] * cold.figures[0].table["value"]).sum())
     assert f"{avg:+.2f}" in cold.notes[0]                           # the note states the computed average
+
+
+def test_the_hcan_comparison_takes_every_checkpoint_here_and_names_what_differs():
+    import dataclasses
+
+    lib = lessons.default_library()
+    hcan = next(i for i in lib.infos if i.model == "hcan" and i.data == "imdb")
+    cfg = {**hcan.info["model_config"], "target_scale": "keras"}           # a retrained variant of the same model
+    twin = dataclasses.replace(hcan, name="hcan-imdb-retrained", info={**hcan.info, "model_config": cfg})
+    step = lessons.get("explanation").steps[-1]
+    r = run_step(step, Library([*lib.infos, twin], lib.load))
+    table = r.figures[0].table
+    names = list(table["name"])
+    assert any(n.startswith("hcan-imdb-retrained (target_scale=keras)") for n in names)
+    assert any(n.startswith(hcan.name + " (target_scale=") for n in names) and any(n.startswith("can-") for n in names)
+    for _, row in table.iterrows():                                       # the notes state the figure's values
+        assert any(row["name"] in x and f"{row['word_entropy']:.2f}" in x for x in r.notes)
+    assert table.loc[table["model"] == "can", "sentence_entropy"].isna().all()

@@ -1,6 +1,6 @@
 """Guided lessons for a class (the Lessons page lays them out; `textcls.teach.steps` computes and draws a step).
 
-Six lessons of three or four steps, each for about 20 minutes, from "what does attention compute" to "is
+Seven lessons of three or four steps, each for about 20 minutes, from "what does attention compute" to "is
 attention an explanation". Every step: a short text to read aloud, a prepared input, one view drawn live by the
 library, what to look for, one question for the class. The fixed texts below never state a number a model
 produces - they say what to compare; the numbers come from `run_step`'s notes, computed on the input.
@@ -223,7 +223,42 @@ EXPLANATION = Lesson("explanation", "Is attention an explanation?",
          "before calling it an explanation?"),
 ))
 
-LESSONS: tuple[Lesson, ...] = (WHAT_ATTENTION, ACT_VS_TRANSFORMER, GATES, NEGATION, HCAN_WORDS, EXPLANATION)
+DISAGREE = Lesson("methods", "Explanations that disagree",
+                  "Attention, gradients and leave-one-out answer 'which words mattered?' in different ways; do they "
+                  "agree, and which one does the model bear out?", (
+    Step("Three ways to ask",
+         "There is more than one way to ask a model which words mattered. Its own attention is one. Integrated "
+         "gradients follows the output as each word fades in from nothing. Leave-one-out deletes each word in turn "
+         "and watches the prediction. Each row shades the words by one method: red for the predicted label, blue "
+         "against it.",
+         "methods", {"checkpoint": ("act", "sst2"), "text": BUT,
+                     "methods": ["attention", "integrated_gradients", "leave_one_out"]},
+         "Does every row put its darkest cell on the same word? Does any row have blue cells, and on which words?",
+         "Attention is never blue. What can the gradient rows say that attention cannot?"),
+    Step("Do they agree?",
+         "We can measure the agreement: rank the words by each method and compare the rankings. Kendall's tau is "
+         "one for the same order, zero for unrelated orders, minus one for reversed ones.",
+         "methods", {"checkpoint": ("act", "sst2"), "text": BUT,
+                     "methods": ["attention", "integrated_gradients", "leave_one_out"], "show": "agreement"},
+         "Which pair agrees most, which least? The notes give each pair's tau.",
+         "If two explanations of the same prediction disagree, can both be right?"),
+    Step("Another model, the same sentence",
+         "The same three methods on the Transformer.",
+         "methods", {"checkpoint": ("transformer", "sst2"), "text": BUT,
+                     "methods": ["attention", "integrated_gradients", "leave_one_out"]},
+         "Compare with the first step: do the methods agree more or less on this model?",
+         "Is disagreement a property of the methods, of the model, or of both?"),
+    Step("Which one does the model bear out?",
+         "A referee: remove the words each method ranks highest and watch the prediction. The method whose "
+         "removals hurt the prediction most found the words this model relies on; random orders are the floor.",
+         "erasure", {"checkpoint": ("transformer", "sst2"), "text": BUT, "n_random": 5,
+                     "methods": ["attention", "integrated_gradients", "leave_one_out"],
+                     "title": "transformer-sst2: removing each method's top words first"},
+         "On the left, which line drops fastest? Is every method above the random line?",
+         "Leave-one-out is graded by removing words - the same thing it measured. Is that a fair race?"),
+))
+
+LESSONS: tuple[Lesson, ...] = (WHAT_ATTENTION, ACT_VS_TRANSFORMER, GATES, NEGATION, HCAN_WORDS, EXPLANATION, DISAGREE)
 
 
 def get(lesson_id: str) -> Lesson:

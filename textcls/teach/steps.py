@@ -191,11 +191,12 @@ def _view(step: Step, lib: Library, value: float | None) -> StepResult:
             notes.append(f"{f.title}: normalised entropy {c['normalised_entropy']:.2f} (1 = uniform) - "
                          f"{c['verdict']}.")
             if c["normalised_entropy"] >= BANDS[0]:
-                notes.append("The pale shading is the finding here: this checkpoint weighs the words almost "
-                             "equally, so the darkest words say little about why it decided. Compare another "
-                             "checkpoint, or the last step of 'Is attention an explanation?'.")
+                notes.append("The flat picture is the finding here: this checkpoint's weights are almost equal, "
+                             "so the largest of them say little about why it decided. Compare another checkpoint, "
+                             "or the last step of 'Is attention an explanation?'.")
     tw = viz.token_weights(specs, r.maps, r.tokens, r.sentences)
-    if tw is not None and len(r.tokens) >= 2 and inp.get("top_words", True):
+    if tw is not None and len(r.tokens) >= 2 and inp.get("top_words", True) and \
+            concentration(tw[0]).entropy < BANDS[0]:                # the top words of a flat weighting are noise
         notes.append(f"The three words with the most weight in {info.name}'s own importance: "
                      f"{_words(r.tokens, tw[0])}.")
     return StepResult(figs, notes, input=_quote(text), used=[info.name])
@@ -320,6 +321,9 @@ def _branches(step: Step, lib: Library, value: float | None) -> StepResult:
     notes = [f"Among the words, branch b shrinks '{toks[lo]}' (word {lo + 1}) the most: the product keeps "
              f"{ratio[lo]:.2f} of branch a's length; '{toks[hi]}' (word {hi + 1}) the least ({ratio[hi]:.2f}).",
              f"Branch b flips the sign of {100 * flips.min():.0f}-{100 * flips.max():.0f} % of a word's channels."]
+    if ratio[hi] < 1.25 * ratio[lo]:
+        notes.append("On this text the dimmer treats every word about alike: no word is switched off much more "
+                     "than another.")
     fig = branches_figure(res, title=f"{info.name}: each word's branch a, branch b and their product")
     return StepResult([fig], notes, input=text, used=[info.name])
 
@@ -363,30 +367,92 @@ def _attention_tests(step: Step, lib: Library, value: float | None) -> StepResul
     return StepResult([permutation_figure(tests, unif)], notes, input=text, used=used)
 
 
-def _erasure(step: Step, lib: Library, value: float | None) -> StepResult:
-    """Faithfulness on one text: removing words in the order of the model's own attention against random orders
-    (faithfulness.erasure_curves, versus_random)."""
+def _instance(lib: Library, inp: Mapping[str, Any], min_words: int = 2):
+    """(info, Source, Instance, text) of a step's one checkpoint and text."""
     from textcls.interpret import as_source
-    from textcls.interpret.faithfulness import erasure_curves, explanation, versus_random
-    from textcls.viz.explanations import erasure_figure
 
-    inp = step.input
     info, pred = lib.predictor(*inp["checkpoint"])
     text = _text(inp)
     src = as_source(pred)
     (inst,) = src.instances([text])
-    if inst.n < 2:
-        raise Missing("The input needs at least two words this checkpoint knows.")
-    own = erasure_curves(src.model, inst, explanation(src.model, inst, "attention", labels=src.labels))
+    if inst.n < min_words:
+        raise Missing(f"The input needs at least {min_words} words this checkpoint knows.")
+    return info, src, inst, text
+
+
+def _explanations(src, inst, methods: Sequence[str]) -> dict[str, np.ndarray]:
+    """{label: one score per token} of each explanation method (faithfulness.explanation)."""
+    from textcls.interpret.faithfulness import EXPLANATION_LABELS, explanation
+
+    out = {}
+    for m in methods:
+        e = explanation(src.model, inst, m, labels=src.labels)
+        out[EXPLANATION_LABELS.get(m, m)] = np.asarray(getattr(e, "scores", e), dtype=float)
+    return out
+
+
+def _erasure(step: Step, lib: Library, value: float | None) -> StepResult:
+    """Faithfulness on one text: removing words in the order of each explanation (the model's own attention by
+    default) against random orders (faithfulness.erasure_curves, versus_random)."""
+    from textcls.interpret.faithfulness import erasure_curves, versus_random
+    from textcls.viz.explanations import erasure_figure
+
+    inp = step.input
+    info, src, inst, text = _instance(lib, inp)
     rng = np.random.default_rng(0)
     rand = [erasure_curves(src.model, inst, rng.random(inst.n)) for _ in range(int(inp.get("n_random", 5)))]
-    mean = {"bins": own["bins"], "k_tokens": own["k_tokens"],
-            "comprehensiveness": list(np.mean([r["comprehensiveness"] for r in rand], axis=0)),
-            "sufficiency": list(np.mean([r["sufficiency"] for r in rand], axis=0))}
-    vs = versus_random(own, rand)
-    fig = erasure_figure({"own attention": own, f"random orders (mean of {len(rand)})": mean},
-                         f"{info.name}: removing the most attended words first vs in random order")
-    return StepResult([fig], [vs["line"]], input=text, used=[info.name])
+    curves, notes = {}, []
+    for name, v in _explanations(src, inst, inp.get("methods", ("attention",))).items():
+        curves[name] = erasure_curves(src.model, inst, v)
+        vs = versus_random(curves[name], rand)
+        notes.append(f"{name}: AOPC {vs['aopc']:.3f} against random orders' {vs['random_mean']:.3f} ± "
+                     f"{vs['random_sd']:.3f} ({vs['n_random']} orders) - {vs['verdict']} on this text.")
+    first = next(iter(curves.values()))
+    curves[f"random orders (mean of {len(rand)})"] = {
+        "bins": first["bins"], "k_tokens": first["k_tokens"],
+        "comprehensiveness": list(np.mean([r["comprehensiveness"] for r in rand], axis=0)),
+        "sufficiency": list(np.mean([r["sufficiency"] for r in rand], axis=0))}
+    notes.append("AOPC: how much removing the top-ranked words lowers the predicted label's probability, averaged "
+                 "over the points of the left-hand line (higher = the ranking found the words the model needs).")
+    fig = erasure_figure(curves, inp.get("title", f"{info.name}: removing the top-ranked words first vs in random "
+                                                  "order"))
+    return StepResult([fig], notes, input=text, used=[info.name])
+
+
+def _methods(step: Step, lib: Library, value: float | None) -> StepResult:
+    """Several explanations of one prediction on one token grid (viz.explanations.reasons_grid), or with
+    show="agreement" their rank agreement (Kendall tau, faithfulness.agreement)."""
+    from textcls.interpret.faithfulness import agreement
+    from textcls.viz.explanations import agreement_heatmap, reasons_grid
+
+    inp = step.input
+    info, src, inst, text = _instance(lib, inp)
+    ex = _explanations(src, inst, inp["methods"])
+    toks = inst.tokens or [str(i) for i in range(inst.n)]
+    p = _pred_probs(src, inst)
+    k = int(np.argmax(p))
+    label = src.labels[k] if src.labels else str(k)
+    notes = [f"{info.name} predicts {label} (probability {p[k]:.2f}); every explanation is of that prediction."]
+    if inp.get("show") == "agreement":
+        agr = agreement(ex)
+        tau = agr["kendall_tau"]
+        names = agr["names"]
+        pairs = [(names[a], names[b], tau[a, b]) for a in range(len(names)) for b in range(a + 1, len(names))]
+        notes += [f"{a} and {b}: Kendall tau {t:+.2f}" + (" (the same order)" if t > 0.99 else "") + "."
+                  for a, b, t in pairs]
+        notes.append("Kendall tau: +1 = the same ranking of the words, 0 = unrelated, -1 = reversed.")
+        fig = agreement_heatmap(agr, "kendall_tau", f"{info.name}: do the explanations rank the words alike?")
+    else:
+        for name, v in ex.items():
+            top = int(np.argmax(v))
+            notes.append(f"{name}: the top word is '{toks[top]}' ({v[top]:+.3g}).")
+        fig = reasons_grid(list(ex.items()), toks, f"{info.name} → {label}: what each explanation points at")
+    return StepResult([fig], notes, input=text, used=[info.name])
+
+
+def _pred_probs(src, inst) -> np.ndarray:
+    from textcls.interpret._common import prob_fn, score
+    return score(prob_fn(src.model), [inst])[0]
 
 
 def _hier_entropies(predictions: Sequence[Any]) -> tuple[float | None, float | None]:
@@ -412,6 +478,9 @@ def _hier_entropies(predictions: Sequence[Any]) -> tuple[float | None, float | N
     return med(word), med(sent)
 
 
+IGNORED_CONFIG = {"vocab_size", "pad_id"}      # config fields that do not tell two checkpoints' models apart
+
+
 def _compare_attention(step: Step, lib: Library, value: float | None) -> StepResult:
     """Every checkpoint of the given models on the given data set, side by side: how peaked its word and
     sentence attention is over the first `n` reviews of the embedded sample, its test accuracy (from its
@@ -421,7 +490,9 @@ def _compare_attention(step: Step, lib: Library, value: float | None) -> StepRes
     inp = step.input
     texts, labels, names = sample_texts(inp["sample"])
     n = int(inp.get("n", 20))
-    texts, labels = texts[:n], labels[:n]
+    keep = sorted(i for y in sorted(set(labels)) for i in [j for j, x in enumerate(labels) if x == y][: n // max(
+        1, len(set(labels)))])                                  # the first reviews of each label, as many of each
+    texts, labels = [texts[i] for i in keep], [labels[i] for i in keep]
     rows, notes = [], []
     for info in lib.infos:
         if info.model not in inp["models"] or info.data != inp["data"]:
@@ -431,19 +502,27 @@ def _compare_attention(step: Step, lib: Library, value: float | None) -> StepRes
         word, sent = _hier_entropies(out)
         acc = float(np.mean([names.index(p.label) == y if p.label in names else False
                              for p, y in zip(out, labels)]))
-        variant = info.info.get("variant") if isinstance(info.info, dict) else None
-        rows.append({"name": info.name + (f" ({variant})" if variant else ""), "model": info.model,
+        cfg = info.info.get("model_config", {}) if isinstance(info.info, dict) else {}
+        rows.append({"name": info.name, "model": info.model, "config": cfg if isinstance(cfg, dict) else {},
                      "accuracy": info.test_accuracy, "sample_accuracy": acc, "word_entropy": word,
                      "sentence_entropy": sent})
     if not rows:
         raise Missing(f"No {' / '.join(inp['models'])} checkpoint trained on {inp['data']} is here.")
+    for r in rows:                      # name what sets checkpoints of one model apart (a variant, a retraining)
+        same = [x["config"] for x in rows if x["model"] == r["model"]]
+        keys = sorted(k for k in set().union(*same) if k not in IGNORED_CONFIG
+                      and len({repr(c.get(k)) for c in same}) > 1)
+        if keys:
+            r["name"] += " (" + ", ".join(f"{k}={r['config'].get(k, '—')}" for k in keys[:3]) + ")"
+    for r in rows:
+        del r["config"]
     for r in rows:
         acc = "no test accuracy recorded" if r["accuracy"] is None else f"test accuracy {100 * r['accuracy']:.1f} %"
-        s = "—" if r["sentence_entropy"] is None else f"{r['sentence_entropy']:.2f}"
+        s = "it has no sentence level" if r["sentence_entropy"] is None else \
+            f"of its sentence attention {r['sentence_entropy']:.2f}"
         w = "—" if r["word_entropy"] is None else f"{r['word_entropy']:.2f}"
         notes.append(f"{r['name']}: {acc}, {100 * r['sample_accuracy']:.0f} % right on these {len(texts)} "
-                     f"reviews; median normalised entropy of its word attention {w}, of its sentence "
-                     f"attention {s}.")
+                     f"reviews; median normalised entropy of its word attention {w}, {s}.")
     scored = [r for r in rows if r["word_entropy"] is not None]
     if len(scored) >= 2:
         a, b = min(scored, key=lambda r: r["word_entropy"]), max(scored, key=lambda r: r["word_entropy"])
@@ -459,13 +538,14 @@ def _compare_attention(step: Step, lib: Library, value: float | None) -> StepRes
                      "step compares them.")
     fig = concentration_compare_figure(rows, title=f"How peaked the attention is, over {len(texts)} reviews of "
                                                    "the embedded IMDB sample")
-    return StepResult([fig], notes, input=f"the first {len(texts)} reviews of the embedded {inp['sample']}",
+    return StepResult([fig], notes, input=f"{len(texts)} reviews of the embedded {inp['sample']} (the first of "
+                                          "each label, as many of each)",
                       used=[r["name"] for r in rows])
 
 
 KINDS: dict[str, Callable[[Step, Library, float | None], StepResult]] = {
     "toy": _toy, "view": _view, "reasons": _reasons, "gates": _gates, "negation": _negation,
-    "branches": _branches, "attention_tests": _attention_tests, "erasure": _erasure,
+    "branches": _branches, "attention_tests": _attention_tests, "erasure": _erasure, "methods": _methods,
     "compare_attention": _compare_attention}
 
 
