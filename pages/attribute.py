@@ -36,7 +36,8 @@ with st.spinner("Loading PyTorch and Captum…"):          # seconds on a server
     from textcls.interpret.attention import attention_importance_instances, explanation_source
     from textcls.interpret.faithfulness import EXPLANATION_LABELS as LABELS
     from textcls.interpret.faithfulness import SLOW_EXPLANATIONS as SLOW
-    from textcls.interpret.faithfulness import attention_maps, kendall_tau
+    from textcls.interpret.faithfulness import faithfulness_level, kendall_tau
+    from textcls.interpret import interventions as IV
 
 SENTENCE = "the acting is superb , but the plot is not very good ."
 METHOD_CHOICES = ["attention", "integrated_gradients", "grad_x_input", "saliency", "occlusion", "shapley", "lime",
@@ -390,8 +391,7 @@ if tab_faith.open:
             r_suff = float(np.mean([r["aopc_sufficiency"] for r in rand]))
             badges = []
             for m, (ec, ef) in out.items():
-                good = (ec["aopc_comprehensiveness"] > r_comp) + (ec["aopc_sufficiency"] < r_suff)
-                verdict = ["not better than random", "partly faithful", "faithful"][good]
+                good, verdict = faithfulness_level(ec, rand)
                 color = ["red", "orange", "green"][good]
                 badges.append(f":{color}-badge[{w.md_escape(LABELS[m])}: {verdict}]")
                 table_rows.append({"checkpoint": info.name, "explanation": LABELS[m],
@@ -449,53 +449,39 @@ if tab_int.open:
         row = next(r for r in rows if r.info.name == pick)
         pred, inst = row.pred, row.inst
         model = pred.model
-        specs = {s.name: s for s in model.map_specs()}
-        options = []
-        if attention_maps(model):
-            options += ["Uniform attention", "Permuted attention"]
-        if any("head" in s.axes for s in specs.values() if s.values in ("real", "partial")):
-            options.append("Ablate a head")
-        filter_maps = [s.name for s in specs.values() if "filter" in s.axes and s.values == "real"]
-        if filter_maps:
-            options.append("Zero a filter")
-        if any(s.kind == "gate" for s in specs.values()):
-            options += ["Force gates to 1", "Force gates to 0"]
-        if hasattr(model.config, "activation"):
-            options.append("Swap the activation")
+        offer = model.interventions()                   # what the model declares it lets a user change
+        options = IV.menu(model)
         if not options:
             st.info("This model exposes nothing to intervene on.")
         else:
             kind = st.radio("Intervention", options, horizontal=True, key="attr_int_kind", persist_state="page")
-            iv = None
-            if kind == "Uniform attention":
-                iv = I.UniformAttention()
-            elif kind == "Permuted attention":
-                iv = I.PermuteAttention(seed=st.number_input("Seed", 0, 10_000, 0, key="attr_int_seed",
-                                                             persist_state="page"))
-            elif kind == "Ablate a head":
-                n_heads = int(getattr(model.config, "n_heads", getattr(model.config, "heads", 1)))
-                n_layers = int(getattr(model.config, "n_layers", 0))
+            choice: dict = {}
+            if kind == IV.PERMUTED:
+                choice["seed"] = st.number_input("Seed", 0, 10_000, 0, key="attr_int_seed", persist_state="page")
+            elif kind == IV.HEAD:
                 c1, c2 = st.columns(2)
-                head = c1.selectbox("Head", list(range(n_heads)), key="attr_int_head", persist_state="page",
-                                    format_func=lambda h: f"head {h + 1}")      # numbered from 1, as on Inspect
-                layer = c2.selectbox("Layer", ["every layer"] + list(range(n_layers)), key="attr_int_layer",
-                                     persist_state="page", format_func=lambda v: v if isinstance(v, str)
-                                     else f"layer {v + 1}") if n_layers else "every layer"
-                iv = I.AblateHead(head, None if layer == "every layer" else int(layer))
-            elif kind == "Zero a filter":
+                choice["head"] = c1.selectbox("Head", list(range(offer.heads)), key="attr_int_head",
+                                              persist_state="page",
+                                              format_func=lambda h: f"head {h + 1}")  # from 1, as on Inspect
+                if offer.layers:
+                    layer = c2.selectbox("Layer", ["every layer"] + list(range(offer.layers)), key="attr_int_layer",
+                                         persist_state="page", format_func=lambda v: v if isinstance(v, str)
+                                         else f"layer {v + 1}")
+                    choice["layer"] = None if layer == "every layer" else int(layer)
+            elif kind == IV.FILTER:
                 c1, c2 = st.columns(2)
-                fmap = c1.selectbox("Feature map", filter_maps, key="attr_int_fmap", persist_state="page")
-                n_f = int(getattr(model.config, "n_filters", 1))
-                iv = I.ZeroFilter(fmap, c2.number_input("Filter (f1 = the first, as on Inspect)", 1, max(1, n_f), 1,
-                                                        key="attr_int_filter", persist_state="page") - 1)
-            elif kind.startswith("Force gates"):
-                iv = I.ForceGate(1.0 if kind.endswith("1") else 0.0)
-            else:
-                current = model.config.activation
-                choices = [a for a in ("relu", "nlrelu", "selu", "elu", "tanh", "identity") if a != current]
-                iv = I.SwapActivation(st.selectbox(f"Replace {current} by", choices, key="attr_int_act",
-                                                   persist_state="page"))
+                choice["fmap"] = c1.selectbox("Feature map", list(offer.filters), key="attr_int_fmap",
+                                              persist_state="page")
+                choice["filter"] = c2.number_input("Filter (f1 = the first, as on Inspect)", 1,
+                                                   max(1, offer.filters[choice["fmap"]]), 1, key="attr_int_filter",
+                                                   persist_state="page") - 1
+            elif kind == IV.ACTIVATION:
+                current = getattr(model.config, offer.activation_field)
+                choice["activation"] = st.selectbox(f"Replace {current} by",
+                                                    [a for a in offer.activations if a != current],
+                                                    key="attr_int_act", persist_state="page")
             try:
+                iv = IV.build(model, kind, **choice)
                 with st.spinner(f"Running {w.md_escape(pick)} with the intervention…"):
                     res = I.intervene(model, inst, iv, return_maps=False, labels=pred.labels)
                 st.markdown(f"**{w.md_escape(iv.describe())}** - TVD {res.tvd:.4f}; decision "

@@ -258,3 +258,12 @@ def test_versus_random_verdicts():
     assert versus_random({"aopc_comprehensiveness": -0.1}, rand)["verdict"] == "worse than random"
     v = versus_random({"aopc_comprehensiveness": 0.30}, rand)
     assert v["random_mean"] == pytest.approx(0.10) and v["n_random"] == 5 and "0.300" in v["line"]
+
+
+def test_faithfulness_level_counts_the_two_comparisons_with_random():
+    from textcls.interpret.faithfulness import faithfulness_level
+    rand = [{"aopc_comprehensiveness": 0.1, "aopc_sufficiency": 0.3}, {"aopc_comprehensiveness": 0.3,
+                                                                          "aopc_sufficiency": 0.1}]
+    assert faithfulness_level({"aopc_comprehensiveness": 0.5, "aopc_sufficiency": 0.0}, rand) == (2, "faithful")
+    assert faithfulness_level({"aopc_comprehensiveness": 0.5, "aopc_sufficiency": 0.4}, rand) == (1, "partly faithful")
+    assert faithfulness_level({"aopc_comprehensiveness": 0.2, "aopc_sufficiency": 0.2}, rand)[0] == 0

@@ -150,3 +150,52 @@ def test_counterfactual_across_models():
 def test_intervene_texts():
     res = intervene_texts((ToyAttention().eval(), toy_tokenizer()), ["good movie", "bad plot"], UniformAttention())
     assert res[0].shift(1) < 0 and res[1].shift(1) > 0   # both move towards the middle
+
+
+# ---------------------------------------------------------------- what each family declares (no page guesses a field)
+
+@pytest.mark.parametrize("name", textcls.list_models())
+def test_declared_interventions_match_the_maps_and_every_one_runs(name):
+    """`model.interventions()` declares head, layer and filter counts: they equal the sizes of the maps' axes, and
+    every intervention `menu` offers builds and runs without touching the model."""
+    from textcls.interpret import interventions as IV
+    model = small(name)
+    hier = textcls.get_entry(name).input_kind == "sentences"
+    words = ("the", "good", "movie", "plot", "not", "bad")
+    ids = ids_of(*words)
+    inst = (Instance(ids.view(2, 3), torch.ones(2, 3, dtype=torch.bool), list(words)) if hier
+            else Instance(ids, torch.ones_like(ids, dtype=torch.bool), list(words)))
+    offer = model.interventions()
+    out = model(inst.ids.unsqueeze(0), inst.mask.unsqueeze(0), return_maps=True)
+    specs = {s.name: s for s in model.map_specs()}
+    for s in specs.values():
+        if s.values not in ("real", "partial"):
+            continue
+        if "head" in s.axes and (s.kind == "attention" or "filter" in s.axes):
+            assert out.maps[s.name].shape[1 + s.axes.index("head")] == offer.heads, s.name
+        if "layer" in s.axes and offer.layers:
+            assert out.maps[s.name].shape[1 + s.axes.index("layer")] == offer.layers, s.name
+    for fmap, n in offer.filters.items():
+        assert out.maps[fmap].shape[1 + specs[fmap].axes.index("filter")] == n
+    menu = IV.menu(model)
+    assert menu, f"{name} offers nothing to intervene on"
+    snap = snapshot(model)
+    for kind in menu:
+        iv = IV.build(model, kind, head=offer.heads - 1 if offer.heads else 0,
+                      layer=offer.layers - 1 if offer.layers else None)
+        r = intervene(model, inst, iv)
+        assert np.isfinite(r.probs_after).all() and r.tvd >= 0, kind
+    assert unchanged(model, snap)
+
+
+def test_build_refuses_what_the_model_does_not_have():
+    from textcls.interpret import interventions as IV
+    cnn = small("kim_cnn")
+    with pytest.raises(ValueError, match="offers no"):
+        IV.build(cnn, IV.HEAD)
+    with pytest.raises(ValueError, match="out of range"):
+        IV.build(cnn, IV.FILTER, fmap=next(iter(cnn.interventions().filters)), filter=10_000)
+    agcnn = small("agcnn")
+    assert IV.ACTIVATION in IV.menu(agcnn) and len(agcnn.interventions().activations) == 10
+    with pytest.raises(ValueError, match="unknown activation"):
+        IV.build(agcnn, IV.ACTIVATION, activation="nope")

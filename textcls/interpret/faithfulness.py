@@ -361,6 +361,16 @@ def versus_random(curves: dict[str, Any], random_curves: Sequence[dict[str, Any]
             "line": line}
 
 
+def faithfulness_level(curves: dict[str, Any], random_curves: Sequence[dict[str, Any]]) -> tuple[int, str]:
+    """The Attribute page's badge for one explanation on one text: one point for a comprehensiveness AOPC above
+    the random orders' mean, one for a sufficiency AOPC below theirs. (0, "not better than random"),
+    (1, "partly faithful") or (2, "faithful")."""
+    r_comp = float(np.mean([r["aopc_comprehensiveness"] for r in random_curves]))
+    r_suff = float(np.mean([r["aopc_sufficiency"] for r in random_curves]))
+    good = int(curves["aopc_comprehensiveness"] > r_comp) + int(curves["aopc_sufficiency"] < r_suff)
+    return good, ("not better than random", "partly faithful", "faithful")[good]
+
+
 EXPLANATIONS = ("attention", "integrated_gradients", "saliency", "grad_x_input", "occlusion", "shapley", "lime",
                 "leave_one_out", "random")
 

@@ -381,3 +381,57 @@ def counterfactual(sources, text: str, edited_text: str, *, with_importance: boo
 __all__ = ["Intervention", "UniformAttention", "PermuteAttention", "AblateHead", "ZeroFilter", "ForceGate",
            "SwapActivation", "Compose", "InterventionResult", "intervene", "intervene_texts", "edit_tokens",
            "CounterfactualResult", "counterfactual"]
+
+
+# ---------------------------------------------------------------- what a model offers (the interventions UI)
+
+UNIFORM, PERMUTED, HEAD, FILTER, GATES_ON, GATES_OFF, ACTIVATION = (
+    "Uniform attention", "Permuted attention", "Ablate a head", "Zero a filter", "Force gates to 1",
+    "Force gates to 0", "Swap the activation")
+
+
+def menu(model) -> list[str]:
+    """The interventions `model` offers, in the UI's order, read from its map specs and its declared
+    `interventions()` (never from config field names)."""
+    from textcls.interpret.faithfulness import attention_maps
+    spec = model.interventions()
+    out = [UNIFORM, PERMUTED] if attention_maps(model) else []
+    if spec.heads:
+        out.append(HEAD)
+    if spec.filters:
+        out.append(FILTER)
+    if any(s.kind == "gate" for s in model.map_specs()):
+        out += [GATES_ON, GATES_OFF]
+    if spec.activation_field and len(spec.activations) > 1:
+        out.append(ACTIVATION)
+    return out
+
+
+def build(model, kind: str, *, seed: int = 0, head: int = 0, layer: int | None = None, fmap: str | None = None,
+          filter: int = 0, activation: str | None = None) -> Intervention:
+    """The intervention `kind` (one of `menu(model)`) with the UI's choices; indices are 0-based. Bad choices
+    (a head, filter or activation the model does not have) raise ValueError with a message for the user."""
+    spec = model.interventions()
+    if kind not in menu(model):
+        raise ValueError(f"{type(model).__name__} offers no {kind!r}; it offers: {', '.join(menu(model)) or 'none'}")
+    if kind == UNIFORM:
+        return UniformAttention()
+    if kind == PERMUTED:
+        return PermuteAttention(seed=int(seed))
+    if kind == HEAD:
+        if not 0 <= head < spec.heads or (layer is not None and not 0 <= layer < max(spec.layers, 1)):
+            raise ValueError(f"head {head + 1} / layer {layer} out of range: {spec.heads} heads, "
+                             f"{spec.layers or 1} layer(s)")
+        return AblateHead(int(head), None if layer is None else int(layer))
+    if kind == FILTER:
+        fmap = fmap if fmap is not None else next(iter(spec.filters))
+        if fmap not in spec.filters or not 0 <= filter < spec.filters[fmap]:
+            raise ValueError(f"filter {filter + 1} of {fmap!r} out of range")
+        return ZeroFilter(fmap, int(filter))
+    if kind in (GATES_ON, GATES_OFF):
+        return ForceGate(1.0 if kind == GATES_ON else 0.0)
+    current = getattr(model.config, spec.activation_field)
+    to = activation or next(a for a in spec.activations if a != current)
+    if to not in spec.activations:
+        raise ValueError(f"unknown activation {to!r}; known: {', '.join(spec.activations)}")
+    return SwapActivation(to, field=spec.activation_field)

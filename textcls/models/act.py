@@ -60,7 +60,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from textcls.models.outputs import ClassifierOutput, MapSpec
+from textcls.models.outputs import ClassifierOutput, InterventionSpec, MapSpec
 from textcls.models.base import BaseConfig, Probe, TextClassifier, param
 from textcls.models.layers import CenterLoss, GlobalAttention, WordEmbedding, check_input, masked_max, rezero
 from textcls.models.registration import register_model
@@ -234,6 +234,10 @@ class ACT(TextClassifier):
         self.fc = nn.Linear(c.d_model, c.fc_dim)
         self.out = nn.Linear(c.fc_dim, c.num_labels)
         self.center_loss = CenterLoss(c.num_labels, c.fc_dim, c.center_loss_weight, c.center_loss_rate)
+
+    def interventions(self) -> InterventionSpec:
+        c = self.config
+        return InterventionSpec(heads=c.n_heads, layers=c.n_layers, filters=self.filter_maps(c.n_filters))
 
     def map_specs(self) -> list[MapSpec]:
         feat = "n*d_k values of F~_i M_i" if self.config.conv_mode == "attentive" else "the m feature maps"

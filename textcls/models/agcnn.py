@@ -46,9 +46,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from textcls.models.outputs import MapSpec
+from textcls.models.outputs import InterventionSpec, MapSpec
 from textcls.models.base import BaseConfig, Probe, TextClassifier, param
-from textcls.models.layers import (EMBEDDING_MODES, WordEmbedding, make_activation, masked_max, rezero, to_length,
+from textcls.models.layers import (ACTIVATIONS, EMBEDDING_MODES, WordEmbedding, make_activation, masked_max, rezero, to_length,
     window_mask)
 from textcls.models.registration import register_model
 
@@ -174,6 +174,11 @@ class AGCNN(TextClassifier):
         """(v (k,), b2 scalar) of gate g (1-based) on window h with gate window k."""
         conv = self.gates[f"h{h}_k{k}"]
         return conv.weight[g - 1, 0], conv.bias[g - 1]
+
+    def interventions(self) -> InterventionSpec:
+        c = self.config
+        return InterventionSpec(filters=self.filter_maps(c.n_filters), activation_field="activation",
+                                activations=tuple(ACTIVATIONS))
 
     def map_specs(self) -> list[MapSpec]:
         c = self.config

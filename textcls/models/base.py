@@ -16,7 +16,7 @@ from typing import Any, Callable
 import torch
 import torch.nn as nn
 
-from textcls.models.outputs import ClassifierOutput, MapSpec
+from textcls.models.outputs import ClassifierOutput, InterventionSpec, MapSpec
 from textcls.data.text import PAD_ID
 
 EMBEDDING_MODES = ("rand", "static", "non-static", "multichannel")
@@ -113,6 +113,14 @@ class TextClassifier(nn.Module):
         probe = Probe(record=return_maps, edits=edits)
         logits, features = self._forward(token_ids, mask, probe)
         return ClassifierOutput(logits=logits, maps=probe.maps() if return_maps else {}, features=features)
+
+    def interventions(self) -> InterventionSpec:
+        """What an intervention may change (heads, filters, the activation); families with any override this."""
+        return InterventionSpec()
+
+    def filter_maps(self, n_filters: int) -> dict[str, int]:
+        """Every real-valued map with a filter axis, each with `n_filters` filters (for `interventions`)."""
+        return {s.name: int(n_filters) for s in self.map_specs() if "filter" in s.axes and s.values == "real"}
 
     def extra_loss(self, out: ClassifierOutput, labels: torch.Tensor) -> torch.Tensor | None:
         """A model-specific training loss added to cross-entropy (ACT's center loss); None for most models.

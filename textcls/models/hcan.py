@@ -91,7 +91,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from textcls.models.outputs import MapSpec
+from textcls.models.outputs import InterventionSpec, MapSpec
 from textcls.models.base import BaseConfig, Probe, TextClassifier, param
 from textcls.models.layers import WordEmbedding, masked_max, masked_softmax, rezero
 from textcls.models.registration import register_model
@@ -363,6 +363,10 @@ class HCAN(TextClassifier):
         self.dropout = nn.Dropout(c.dropout)
         self.fc = nn.Linear(d, c.num_labels)
 
+    def interventions(self) -> InterventionSpec:
+        c = self.config
+        return InterventionSpec(heads=c.heads)
+
     def map_specs(self) -> list[MapSpec]:
         c = self.config
         specs = _self_attention_specs(c, ("sentence",), "query_word", "key_word")
@@ -466,6 +470,10 @@ class CAN(TextClassifier):
         self.level = ConvAttentionLevel(self.embed.out_dim, c)
         self.dropout = nn.Dropout(c.dropout)
         self.fc = nn.Linear(c.attention_dim, c.num_labels)
+
+    def interventions(self) -> InterventionSpec:
+        c = self.config
+        return InterventionSpec(heads=c.heads)
 
     def map_specs(self) -> list[MapSpec]:
         c = self.config

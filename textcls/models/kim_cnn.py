@@ -17,7 +17,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from textcls.models.outputs import MapSpec
+from textcls.models.outputs import InterventionSpec, MapSpec
 from textcls.models.base import BaseConfig, Probe, TextClassifier, param
 from textcls.models.layers import WordEmbedding, masked_max, rezero, to_length, window_mask
 from textcls.models.registration import register_model
@@ -43,6 +43,10 @@ class KimCNN(TextClassifier):
         self.convs = nn.ModuleList(nn.Conv1d(self.embed.out_dim, c.n_filters, h) for h in c.windows)
         self.dropout = nn.Dropout(c.dropout)
         self.fc = nn.Linear(c.n_filters * len(c.windows), c.num_labels)
+
+    def interventions(self) -> InterventionSpec:
+        c = self.config
+        return InterventionSpec(filters=self.filter_maps(c.n_filters))
 
     def map_specs(self) -> list[MapSpec]:
         specs = []

@@ -75,7 +75,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from textcls.models.outputs import MapSpec
+from textcls.models.outputs import InterventionSpec, MapSpec
 from textcls.models.base import BaseConfig, Probe, TextClassifier, param
 from textcls.models.layers import WordEmbedding, masked_mean, masked_softmax, rezero
 from textcls.models.registration import register_model
@@ -162,6 +162,10 @@ class LAMA(TextClassifier):
                                      c.score_norm, c.temperature_init)
         self.dropout = nn.Dropout(c.dropout)
         self.fc = nn.Linear(c.heads * self.width, c.num_labels)
+
+    def interventions(self) -> InterventionSpec:
+        c = self.config
+        return InterventionSpec(heads=c.heads)
 
     def map_specs(self) -> list[MapSpec]:
         return [

@@ -1,4 +1,4 @@
-"""Named outputs shared by every model: ClassifierOutput, MapSpec and the axis vocabulary.
+"""Named outputs shared by every model: ClassifierOutput, MapSpec, the axis vocabulary and InterventionSpec.
 
 A map is an interpretable tensor a model computes on the way to its logits (an attention matrix, a
 feature map, a gate). `model.map_specs()` declares each one with named axes, so a UI can label any
@@ -43,6 +43,18 @@ class MapSpec:
         for a in self.axes:
             if a not in AXES:
                 raise ValueError(f"MapSpec {self.name!r}: axis {a!r} not in {AXES}")
+
+
+@dataclass(frozen=True)
+class InterventionSpec:
+    """What a model lets a user change on the way to its logits, declared by its family as `map_specs()` declares
+    its maps, so an interventions UI needs no knowledge of config field names (`TextClassifier.interventions()`)."""
+
+    heads: int = 0                                # attention heads per layer a head ablation may pick (0: none)
+    layers: int = 0                               # layers those heads sit in (0: one block, no layer to pick)
+    filters: dict[str, int] = field(default_factory=dict)   # map with a filter axis -> its number of filters
+    activation_field: str | None = None           # the config field a swapped activation replaces
+    activations: tuple[str, ...] = ()             # what it may be swapped to
 
 
 @dataclass

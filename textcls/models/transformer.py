@@ -62,7 +62,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from textcls.models.outputs import ClassifierOutput, MapSpec
+from textcls.models.outputs import ClassifierOutput, InterventionSpec, MapSpec
 from textcls.models.base import BaseConfig, Probe, TextClassifier, param
 from textcls.models.layers import (ACTIVATIONS, CenterLoss, GlobalAttention, WordEmbedding, check_input,
     make_activation, masked_max, masked_mean, masked_softmax, rezero)
@@ -356,6 +356,10 @@ class Transformer(TextClassifier):
     @property
     def n_special(self) -> int:
         return 1 if self.config.pooling == "cls" else 0
+
+    def interventions(self) -> InterventionSpec:
+        c = self.config
+        return InterventionSpec(heads=c.n_heads, layers=c.n_layers)
 
     def map_specs(self) -> list[MapSpec]:
         c = self.config
