@@ -272,6 +272,7 @@ elif view == "Projector":
             inside = set(sl.slice_rows(active, ctx).tolist())
             colour = ["in slice" if i in inside else "outside" for i in pick]
         figs.append((ck, viz.projector_figure(xy, list(sub), colour, pick, colour_name=colour_by,
+                                              labels=bundle.labels if colour_by in ("label", "prediction") else None,
                                               title=f"{ck} · {rp.PROJECTION_LABELS[method]}",
                                               axis_names=tuple(f"{'PC' if method == 'pca' else rp.PROJECTION_LABELS[method]}"
                                                                f" {d}" for d in (1, 2)),
