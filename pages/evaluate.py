@@ -41,7 +41,7 @@ def data_spec(info) -> str:
     return str(d or info.data or "")
 
 
-chosen = st.multiselect("Checkpoints", names, default=w.main_task_checkpoints(valid)[:3], key="eval_ckpts",
+chosen = st.multiselect("Checkpoints", names, default=w.main_task_checkpoints(valid), key="eval_ckpts",
                         format_func=lambda n: w.ckpt_label(by_name[n]))
 if not chosen:
     st.info("Pick at least one checkpoint.", icon=":material/checklist:")
@@ -307,6 +307,18 @@ with tab_c:
             st.caption(f"{w.md_escape(n)} has no training history.")
             continue
         hist_runs.append((n, h.epochs))
+    # runs trained on different data (sst2 vs its phrases) have different training and dev sets: say so, and name
+    # each run's training data in the legend
+    trained = {n: w.trained_on(by_name[n]) for n, _ in hist_runs}
+    if len(set(trained.values())) > 1:
+        groups = {}
+        for n, d in trained.items():
+            groups.setdefault(d, []).append(n)
+        st.warning("These runs were trained on different data - " + "; ".join(
+            f"**{w.md_escape(d)}**: {w.md_escape(', '.join(ns))}" for d, ns in groups.items())
+            + ". Their losses and dev accuracies come from different training and dev sets: compare curves within "
+            "one data set.", icon=":material/warning:")
+        hist_runs = [(f"{n} ({trained[n]})", ep) for n, ep in hist_runs]
     curve_items = []
     if hist_runs and quantities:
         cols = st.columns(min(2, len(quantities)))

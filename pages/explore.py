@@ -44,7 +44,7 @@ urlstate.restore(PAGE, {"ckpt": "exp_ckpts", "data": "exp_data", "split": "exp_s
                  lists=("ckpt",), options={"ckpt": names, "data": bundled, "view": VIEWS})
 
 first_data = next((d for d in w.tasks(valid) if d in bundled), bundled[0] if bundled else None)   # the main task
-default_ckpts = [n for n in names if by_name[n].data == first_data][:2] or names[:2]
+default_ckpts = [n for n in names if by_name[n].data == first_data] or names[:2]     # the whole main task
 st.session_state.setdefault("exp_ckpts", default_ckpts)
 st.session_state.setdefault("exp_view", "Slices")
 c1, c2, c3 = st.columns([4, 2, 1])

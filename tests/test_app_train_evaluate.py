@@ -414,3 +414,28 @@ def test_evaluate_tables_show_readable_text_and_hand_over_the_evaluated_one(eval
         at.button(key="eval_err_inspect").click().run()
         assert at.session_state["insp_text"] == dev[int(errors.iloc[raw]["#"])]
         assert readable(at.session_state["insp_text"]) == errors.iloc[raw]["text"]
+
+
+def test_comparison_pages_open_on_every_main_task_checkpoint_and_curves_name_their_data(trained, tmp_path,
+                                                                                        monkeypatch, bundled_data):
+    """Issue 27.6: Evaluate and Explore open with every checkpoint of the main task (not the first 3 or 2), and the
+    training-curve overlay says when runs were trained on different data (sst2_phrases vs sst2)."""
+    import json
+    import shutil
+    root = tmp_path / "ck"
+    for k in range(4):
+        shutil.copytree(trained / ("kim_cnn_tiny" if k % 2 else "lama_tiny"), root / f"m{k}_sst2")
+    cfg = json.loads((root / "m3_sst2" / "config.json").read_text())
+    cfg["data"]["trained_on"] = "sst2_phrases"
+    (root / "m3_sst2" / "config.json").write_text(json.dumps(cfg))
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(root))
+    monkeypatch.setenv("TEXTCLS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TEXTCLS_DATA", str(bundled_data))
+    st.cache_data.clear()
+    every = [f"m{k}_sst2" for k in range(4)]
+    at = app("pages/explore.py")
+    assert at.multiselect(key="exp_ckpts").value == every
+    at = app("pages/evaluate.py")
+    assert at.multiselect(key="eval_ckpts").value == every
+    warn = texts_of(at.warning)
+    assert "trained on different data" in warn and "sst2_phrases" in warn and "m3_sst2" in warn

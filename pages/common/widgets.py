@@ -73,6 +73,12 @@ def by_label_set(infos: Sequence[CheckpointInfo]) -> list[tuple[str, list[Checkp
     return sorted(out, key=lambda g: min(order.get(i.data, len(order)) for i in g[1]))
 
 
+def trained_on(info: CheckpointInfo) -> str:
+    """The data set a checkpoint was trained on (sst2_phrases for a model evaluated on sst2), else its data set."""
+    data = info.info.get("data") if isinstance(info.info, dict) else None
+    return str((data.get("trained_on") if isinstance(data, dict) else None) or info.data or "unknown data")
+
+
 def main_task_checkpoints(valid: Sequence[CheckpointInfo]) -> list[str]:
     """The names of the checkpoints of the main task (`tasks`), in listing order."""
     top = tasks(valid)[0] if valid else None
