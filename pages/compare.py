@@ -66,11 +66,12 @@ def single(text: str, infos: list, tag: str = "") -> None:
     if not any(p.tokens for p in preds.values()):
         st.warning("None of the models found a word in this text (it is empty after tokenisation); the "
                    "predictions below are what each model says about an empty input.")
-    unknown = {}
+    unknown, words = {}, {}
     for n, p in preds.items():
         pred = w.load(by_name[n])
         unknown[n] = None if pred is None else w.count_unknown(pred, p.tokens)
-    meaningless = w.unknown_warning({n: (unknown[n], len(p.tokens)) for n, p in preds.items()})
+        words[n] = None if pred is None else w.unknown_words(pred, p.tokens)
+    meaningless = w.unknown_warning({n: (unknown[n], len(p.tokens)) for n, p in preds.items()}, words)
     major, groups = agreement({n: p.label for n, p in preds.items()})
     if len(groups) == 1 and meaningless:
         st.warning(f"All {len(preds)} checkpoints say **{w.md_escape(major)}**, but they read only unknown words: "

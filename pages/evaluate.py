@@ -15,6 +15,7 @@ from textcls.analysis import corpus_views as cv
 from textcls.data import datasets as tdata
 from textcls.analysis import slices as sl
 from textcls import viz
+from textcls.data.text import readable
 from textcls.checkpoint import CheckpointError, load_history
 from textcls.analysis.metrics import agreement_rows, classification_report, default_ignore_label
 
@@ -40,7 +41,7 @@ def data_spec(info) -> str:
     return str(d or info.data or "")
 
 
-chosen = st.multiselect("Checkpoints", names, default=w.main_task_checkpoints(valid)[:3], key="eval_ckpts",
+chosen = st.multiselect("Checkpoints", names, default=w.main_task_checkpoints(valid), key="eval_ckpts",
                         format_func=lambda n: w.ckpt_label(by_name[n]))
 if not chosen:
     st.info("Pick at least one checkpoint.", icon=":material/checklist:")
@@ -237,7 +238,7 @@ with tab_e:
     pick = st.selectbox("Checkpoint", list(runs), key="eval_err_ckpt")
     r = runs[pick]
     wrong = np.nonzero(r["gold"] != r["pred"])[0]
-    err = pd.DataFrame({"#": wrong, "text": [texts[i] for i in wrong], "gold": [gold_names[i] for i in wrong],
+    err = pd.DataFrame({"#": wrong, "text": [readable(texts[i]) for i in wrong], "gold": [gold_names[i] for i in wrong],
                         "predicted": [r["pred_names"][i] for i in wrong],
                         "confidence": r["probs"][wrong, r["pred"][wrong]] if len(wrong) else [],
                         "p(gold)": r["probs"][wrong, r["gold"][wrong]] if len(wrong) else []})
@@ -255,7 +256,7 @@ with tab_e:
         row = pick_row(err, ev, f"eval_err_pick_{pick}", "Example")
     if b2.button("Open in Inspect", key="eval_err_inspect", disabled=row is None, icon=":material/visibility:",
                  help="Shows this text on the Inspect page with this checkpoint."):
-        open_in_inspect(str(err.iloc[row]["text"]), pick)
+        open_in_inspect(texts[int(err.iloc[row]["#"])], pick)     # the text as evaluated
     with b3:
         csv_button(err, "Mistakes (CSV)", f"mistakes_{pick}_{bundle.name}_{split_name}", "eval_csv_err")
 
@@ -263,7 +264,7 @@ with tab_e:
         st.markdown("**Where the checkpoints disagree**")
         P = np.stack([np.array(runs[n]["pred_names"], dtype=object) for n in runs], axis=1)     # (N, models)
         differ = np.nonzero([d for _, _, d in agreement_rows({n: runs[n]["pred_names"] for n in runs})])[0]
-        dis = pd.DataFrame({"#": differ, "text": [texts[i] for i in differ], "gold": [gold_names[i] for i in differ],
+        dis = pd.DataFrame({"#": differ, "text": [readable(texts[i]) for i in differ], "gold": [gold_names[i] for i in differ],
                             **{n: P[differ, k] for k, n in enumerate(runs)},
                             "right": [sum(P[i, k] == gold_names[i] for k in range(len(runs))) for i in differ]})
         st.caption(f"{len(dis):,} of {len(texts):,} examples get different labels; `right` counts the checkpoints "
@@ -306,6 +307,18 @@ with tab_c:
             st.caption(f"{w.md_escape(n)} has no training history.")
             continue
         hist_runs.append((n, h.epochs))
+    # runs trained on different data (sst2 vs its phrases) have different training and dev sets: say so, and name
+    # each run's training data in the legend
+    trained = {n: w.trained_on(by_name[n]) for n, _ in hist_runs}
+    if len(set(trained.values())) > 1:
+        groups = {}
+        for n, d in trained.items():
+            groups.setdefault(d, []).append(n)
+        st.warning("These runs were trained on different data - " + "; ".join(
+            f"**{w.md_escape(d)}**: {w.md_escape(', '.join(ns))}" for d, ns in groups.items())
+            + ". Their losses and dev accuracies come from different training and dev sets: compare curves within "
+            "one data set.", icon=":material/warning:")
+        hist_runs = [(f"{n} ({trained[n]})", ep) for n, ep in hist_runs]
     curve_items = []
     if hist_runs and quantities:
         cols = st.columns(min(2, len(quantities)))

@@ -18,6 +18,7 @@ from textcls.analysis import calibration as cal
 from textcls.data import datasets as tdata
 from textcls.analysis import slices as sl
 from textcls import viz
+from textcls.data.text import readable
 
 inside_app(__file__)
 
@@ -43,7 +44,7 @@ urlstate.restore(PAGE, {"ckpt": "exp_ckpts", "data": "exp_data", "split": "exp_s
                  lists=("ckpt",), options={"ckpt": names, "data": bundled, "view": VIEWS})
 
 first_data = next((d for d in w.tasks(valid) if d in bundled), bundled[0] if bundled else None)   # the main task
-default_ckpts = [n for n in names if by_name[n].data == first_data][:2] or names[:2]
+default_ckpts = [n for n in names if by_name[n].data == first_data] or names[:2]     # the whole main task
 st.session_state.setdefault("exp_ckpts", default_ckpts)
 st.session_state.setdefault("exp_view", "Slices")
 c1, c2, c3 = st.columns([4, 2, 1])
@@ -216,7 +217,7 @@ if view == "Slices":
             sl.delete_slice(bundle.name, gone)
             st.rerun()
     if len(rows):
-        show = pd.DataFrame({"row": rows, "text": [texts[i] for i in rows], "gold": [gold[i] for i in rows],
+        show = pd.DataFrame({"row": rows, "text": [readable(texts[i]) for i in rows], "gold": [gold[i] for i in rows],
                              **{ck: [preds[ck][i] for i in rows] for ck in preds}})
         st.markdown(f"**Rows of “{w.md_escape(slice_name)}”**")
         st.dataframe(show.head(1000), hide_index=True, width="stretch")
@@ -271,6 +272,7 @@ elif view == "Projector":
             inside = set(sl.slice_rows(active, ctx).tolist())
             colour = ["in slice" if i in inside else "outside" for i in pick]
         figs.append((ck, viz.projector_figure(xy, list(sub), colour, pick, colour_name=colour_by,
+                                              labels=bundle.labels if colour_by in ("label", "prediction") else None,
                                               title=f"{ck} · {rp.PROJECTION_LABELS[method]}",
                                               axis_names=tuple(f"{'PC' if method == 'pca' else rp.PROJECTION_LABELS[method]}"
                                                                f" {d}" for d in (1, 2)),
@@ -292,11 +294,11 @@ elif view == "Projector":
                    "one in Inspect and Attribute.")
     else:
         st.markdown(f"**{len(selected):,} point(s) selected**")
-        sel = pd.DataFrame({"row": selected, "text": [texts[i] for i in selected], "gold": [gold[i] for i in selected],
+        sel = pd.DataFrame({"row": selected, "text": [readable(texts[i]) for i in selected], "gold": [gold[i] for i in selected],
                             **{ck: [preds[ck][i] for i in selected] for ck in models}})
         st.dataframe(sel, hide_index=True, width="stretch", height=min(400, 38 + 35 * len(sel)))
         one = st.selectbox("Point", selected, key="exp_pr_point",
-                           format_func=lambda i: f"#{i} · {viz.short(texts[i], 90)}")
+                           format_func=lambda i: f"#{i} · {viz.short(readable(texts[i]), 90)}")
         open_buttons(texts[one], "exp_pr_open", models)
         s1, s2 = st.columns([3, 1], vertical_alignment="bottom")
         nm = s1.text_input("Save the selection as a slice named", key="exp_pr_slice_name")
@@ -332,7 +334,7 @@ elif view == "Neighbours":
         idx, sims = rp.nearest_neighbours(q, X, k)
         with cols[j]:
             st.markdown(f"**{w.md_escape(ck)}**")
-            st.dataframe(pd.DataFrame({"similarity": sims, "text": [pool.texts[i] for i in idx],
+            st.dataframe(pd.DataFrame({"similarity": sims, "text": [readable(pool.texts[i]) for i in idx],
                                        "label": [bundle.labels[pool.labels[i]] for i in idx]}),
                          hide_index=True, width="stretch",
                          column_config={"similarity": st.column_config.NumberColumn(format="%.3f")})

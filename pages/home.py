@@ -77,7 +77,7 @@ else:
     if go or text:
         text = w.clean_text(text, what="sentence")
         if text is not None:
-            out, counts = [], {}
+            out, counts, words = [], {}, {}
             skip = w.missing_markers(valid, text, quiet=True)
             for i in valid:
                 if i in skip:
@@ -88,6 +88,7 @@ else:
                     pred = w.load(i)
                     unk = None if pred is None else w.count_unknown(pred, p.tokens)
                     counts[i.name] = (unk, len(p.tokens))
+                    words[i.name] = None if pred is None else w.unknown_words(pred, p.tokens)
                     out.append({"checkpoint": i.name, "model": i.model, "data set": i.data or "—",
                                 "prediction": p.label, "confidence": 100 * p.probabilities[p.label],
                                 "tokens": len(p.tokens), "unknown words": unk, "truncated": p.truncated})
@@ -95,7 +96,7 @@ else:
                 df = pd.DataFrame(out)
                 st.caption(f"Predicted on {w.md_escape(cache.describe_predict_device())} "
                            "(the GPU when there is one; TEXTCLS\\_DEVICE chooses).")
-                meaningless = w.unknown_warning(counts)
+                meaningless = w.unknown_warning(counts, words)
                 # One verdict per data set: checkpoints of different tasks have different labels.
                 for data, part in df.groupby("data set", sort=False):
                     major, groups = agreement(dict(zip(part["checkpoint"], part["prediction"])))

@@ -128,13 +128,15 @@ def render(slot: int, info, pred, r, specs) -> None:
     st.markdown(f"#### {w.md_escape(info.name)}")
     st.markdown(f"{w.md_escape(info.model)} · {w.md_escape(info.data or 'unknown data')} · predicts "
                 f"**{w.md_escape(r.label)}** ({100 * p:.1f} %)")
-    vocab = getattr(getattr(pred.tokenizer, "vocab", None), "stoi", None)
-    unk = sum(1 for t in r.tokens if vocab is not None and t not in vocab)
+    unk = w.count_unknown(pred, r.tokens)
     notes = [f"{len(r.tokens)} tokens"]
     if r.sentences:
         notes.append(f"{len(r.sentences)} sentence(s)")
     if unk:
-        notes.append(f"{unk} not in this model's vocabulary (read as unknown)")
+        named = w.unknown_words(pred, r.tokens) or []
+        notes.append(f"{unk} not in this model's vocabulary (read as unknown): "
+                     + ", ".join(f"“{w.md_escape(viz.short(x, 30))}”" for x in named[:w.MAX_UNKNOWN_NAMED])
+                     + (f" and {len(named) - w.MAX_UNKNOWN_NAMED} more" if len(named) > w.MAX_UNKNOWN_NAMED else ""))
     if r.truncated:
         notes.append("the text was cut to the model's maximum length")
     st.caption(" · ".join(notes))

@@ -320,7 +320,10 @@ def test_inspect_example_review_fills_the_text_and_is_drawn(app):
     assert len(reviews) == 6                                            # 3 negative, 3 positive, shipped sample
     box.set_value(reviews[-1]).run()
     text = at.text_area(key="insp_text").value
-    assert text in load_data("imdb_sample").splits["test"].texts and len(text.split()) > 100
+    from textcls.data.text import readable
+    assert text in map(readable, load_data("imdb_sample").splits["test"].texts) and len(text.split()) > 100
+    assert "<br" not in text                        # issue 27.8: the review as a person reads it, no raw HTML
+    assert any("<br" in t for t in load_data("imdb_sample").splits["test"].texts)
     assert not at.exception and (charts(at) or at.get("html"))
     n_tokens = int(next(c.value for c in at.caption if c.value.split()[0].isdigit()).split()[0])
     assert n_tokens > 60                                                # the review was read, not the example
@@ -497,3 +500,18 @@ def test_home_checkpoint_table_shows_names_and_labels_whole(mixed_dir, tmp_path,
             assert 6.3 * len(longest) + 8 <= widths[col], (col, longest, widths[col])
     assert "transformer-semeval2010" in df["checkpoint"].tolist()
     assert "Relation-17(e1,e2)" in all_text(at, unescape=True)       # the whole list, under the table
+
+
+def test_unknown_word_warning_names_the_words_and_entity_tags_are_no_words(app, ckpt_dir):
+    """Issue 27.8: the unknown-word warning names the words; a model not made for relations does not read
+    <e1>..</e2> as four unknown tokens."""
+    at = app()
+    at.text_input(key="home_text").input("the food was great qwzx")
+    at.button[0].click().run()
+    warn = " ".join(x.value for x in at.warning)
+    assert "“qwzx”" in warn and "1 of 5" in warn
+    at.text_input(key="home_text").input("the <e1>food</e1> was <e2>great</e2>")
+    at.button[0].click().run()
+    table = at.dataframe[-1].value
+    assert (table["tokens"] == 4).all() and (table["unknown words"] == 0).all()
+    assert not any("unknown" in x.value for x in at.warning)

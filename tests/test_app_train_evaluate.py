@@ -295,10 +295,11 @@ def test_evaluate_mistake_opens_in_inspect(eval_app):
     at.button(key="eval_err_inspect").click()
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    assert at.session_state["insp_text"] == chosen["text"]
+    from textcls.data.text import readable
+    assert readable(at.session_state["insp_text"]) == chosen["text"]  # the text evaluated (shown readable)
     assert at.session_state["insp_ckpt"] == "kim_cnn_tiny"
     assert any(t.value == "Inspect a model" for t in at.title)        # we are on the Inspect page ...
-    assert at.text_area(key="insp_text").value == chosen["text"]      # ... with that text
+    assert at.text_area(key="insp_text").value == at.session_state["insp_text"]      # ... with that text
 
 
 def test_evaluate_disagreement_opens_two_checkpoints(eval_app):
@@ -389,3 +390,52 @@ def test_evaluate_on_the_users_own_file(trained, tmp_path, monkeypatch):
     rep = evaluate(load_checkpoint(trained / "kim_cnn_tiny"), dev)
     assert summary.loc["kim_cnn_tiny", "examples"] == 30
     assert summary.loc["kim_cnn_tiny", "accuracy"] == pytest.approx(rep["accuracy"])
+
+
+def test_evaluate_tables_show_readable_text_and_hand_over_the_evaluated_one(eval_app):
+    """Issue 27.8: the SST files' Penn Treebank escapes (-lrb-, ``) are not shown raw in Evaluate's tables; Open in
+    Inspect hands over the text exactly as it was evaluated."""
+    from textcls.data.text import readable
+    at = eval_app
+    at.number_input(key="eval_limit_sst2_dev").set_value(872)       # the whole dev split
+    at.run()
+    assert not at.exception
+    tables = [d.value for d in at.dataframe if "text" in getattr(d.value, "columns", [])]
+    assert len(tables) >= 2                                          # mistakes, disagreements
+    dev = load_data("sst2").splits["dev"].texts
+    assert any("-lrb-" in t or "``" in t for t in dev)              # the split has them ...
+    for t in tables:
+        for junk in ("-lrb-", "-rrb-", "``", "<br"):
+            assert not t["text"].str.contains(junk, regex=False).any(), junk   # ... the tables do not
+    errors = at.dataframe[2].value
+    raw = next((k for k in range(len(errors)) if dev[int(errors.iloc[k]["#"])] != errors.iloc[k]["text"]), None)
+    if raw is not None:                                              # a mistake whose text was made readable
+        at.selectbox(key="eval_err_pick_kim_cnn_tiny").set_value(raw).run()
+        at.button(key="eval_err_inspect").click().run()
+        assert at.session_state["insp_text"] == dev[int(errors.iloc[raw]["#"])]
+        assert readable(at.session_state["insp_text"]) == errors.iloc[raw]["text"]
+
+
+def test_comparison_pages_open_on_every_main_task_checkpoint_and_curves_name_their_data(trained, tmp_path,
+                                                                                        monkeypatch, bundled_data):
+    """Issue 27.6: Evaluate and Explore open with every checkpoint of the main task (not the first 3 or 2), and the
+    training-curve overlay says when runs were trained on different data (sst2_phrases vs sst2)."""
+    import json
+    import shutil
+    root = tmp_path / "ck"
+    for k in range(4):
+        shutil.copytree(trained / ("kim_cnn_tiny" if k % 2 else "lama_tiny"), root / f"m{k}_sst2")
+    cfg = json.loads((root / "m3_sst2" / "config.json").read_text())
+    cfg["data"]["trained_on"] = "sst2_phrases"
+    (root / "m3_sst2" / "config.json").write_text(json.dumps(cfg))
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(root))
+    monkeypatch.setenv("TEXTCLS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TEXTCLS_DATA", str(bundled_data))
+    st.cache_data.clear()
+    every = [f"m{k}_sst2" for k in range(4)]
+    at = app("pages/explore.py")
+    assert at.multiselect(key="exp_ckpts").value == every
+    at = app("pages/evaluate.py")
+    assert at.multiselect(key="eval_ckpts").value == every
+    warn = texts_of(at.warning)
+    assert "trained on different data" in warn and "sst2_phrases" in warn and "m3_sst2" in warn

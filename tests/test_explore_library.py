@@ -169,6 +169,11 @@ def test_model_free_generators():
     assert cf.negate("it is n't funny")[0] == "it is funny"
     assert cf.negate("it isn't funny")[0] == "it is funny"
     assert cf.negate("ca n't stop")[0] == "can stop"
+    # issue 27.11: an edit is a sentence a person could write, or there is none (and nothing is counted)
+    assert cf.negate("the movie exists") is None                      # not "the not movie exists"
+    assert cf.negate("a gripping , beautifully acted film") is None
+    assert cf.negate("the movie 's plot is thin")[0] == "the movie 's plot is not thin"   # possessive 's skipped
+    assert cf.negate("it 's a charming film")[0] == "it 's not a charming film"
     edits = cf.generate("word_replacer", ["a good film , great", "nothing here"], rules="good -> bad, great -> awful")
     assert edits[0].edited == "a bad film , awful" and edits[1] is None
     with pytest.raises(cf.CounterfactualError, match="word -> replacement"):
@@ -232,7 +237,8 @@ def test_glove_substitution_replaces_the_most_important_word(tiny):
 def test_flip_report_counts(tiny):
     p = tiny[0]["kim_cnn_tiny"]
     r = cf.run_generator(p, TEXTS, "negation", checkpoint="k")
-    assert r.n == len(TEXTS) and r.n_texts == len(TEXTS)
+    edits = cf.generate("negation", TEXTS)
+    assert r.n == sum(e is not None for e in edits) and r.n_texts == len(TEXTS) and r.n >= len(TEXTS) - 2
     assert r.flips == int(r.rows["flipped"].sum()) and r.flip_rate == pytest.approx(r.flips / r.n)
     assert r.mean_prob_change == pytest.approx(float((r.rows["new_p"] - r.rows["p"]).mean()))
     assert set(cf.summary_table([r]).columns) >= {"flip_rate", "mean_prob_change", "n"}

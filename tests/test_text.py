@@ -31,8 +31,10 @@ def test_word_tokens_raw_text():
         "do", "n't", "stop", ",", "it", "'s", "3.5", "times", "the", "u.s.", "average", "--", "in", "the",
         "'70s", "!"]
     assert t.tokenize("A re-imagining... wow") == ["a", "re-imagining", "...", "wow"]
-    assert t.tokenize("The <e1>fish</e1> has <e2>lungs</e2>.") == [
+    assert Tokenizer(TokenizerConfig(entities="keep")).tokenize("The <e1>fish</e1> has <e2>lungs</e2>.") == [
         "the", "<e1>", "fish", "</e1>", "has", "<e2>", "lungs", "</e2>", "."]
+    # a model not made for relations (entities="none") does not read the tags as (unknown) words (issue 27.8)
+    assert t.tokenize("The <E1>fish</e1> has <e2>lungs</e2> <b>.") == ["the", "fish", "has", "lungs", "<b>", "."]
     assert t.tokenize("1,000 people at 10:30") == ["1,000", "people", "at", "10:30"]
 
 
@@ -268,3 +270,22 @@ def test_bidirectional_controls_are_dropped_so_tokens_read_as_typed():
     text = "the \u200b\u202e ending \u2066was\u2069 \u202abad\u202c"
     assert clean_text(text) == "the ending was bad"
     assert tok.tokenize(text) == ["the", "ending", "was", "bad"]
+
+
+def test_relation_tags_are_the_relation_markers():
+    from textcls.data.relation import MARKERS
+    from textcls.data.text import RELATION_TAGS
+    assert RELATION_TAGS == set(MARKERS)
+
+
+def test_readable_shows_data_set_text_as_a_person_writes_it():
+    """Issue 27.8: IMDB's <br /> and the SST files' Penn Treebank escapes are not shown raw; the tokenizer reads
+    the readable text into the same words (brackets and quotes as typed)."""
+    from textcls.data.text import readable
+    raw = "great film .<br /><br />but -lrb- writer\\/director -RRB- said `` never again '' ."
+    out = readable(raw)
+    assert out == 'great film .\n\nbut ( writer/director ) said " never again " .'
+    for junk in ("<br", "-lrb-", "-rrb-", "``", "''", "\\/"):
+        assert junk.lower() not in out.lower()
+    assert Tokenizer().tokenize(out) == ["great", "film", ".", "but", "(", "writer", "/", "director", ")", "said",
+                                         '"', "never", "again", '"', "."]

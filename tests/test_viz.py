@@ -373,3 +373,22 @@ def test_live_training_figure_draws_at_most_max_points_and_keeps_every_step_in_t
     assert (out.table["kind"] == "step").sum() == 5000                      # the export has every step
     short = viz.live_training_figure(steps[:100], [])
     assert len(short.fig.data[0].x) == 100 and short.fig.data[0].name == "step loss"
+
+
+def test_one_label_colour_rule_across_figures():
+    """Issue 27.7: a label has one colour on every page: Compare's probability bars, Explore's projector (also when
+    only some labels are present) and Lab's negation heatmap (low p(positive) in negative's colour)."""
+    from textcls.viz.dataset import projector_figure
+    from textcls.viz.explanations import negation_figure
+    from textcls.viz.reports import probabilities_figure
+    colors = viz.label_colors(["negative", "positive"])
+    assert colors["negative"] != colors["positive"]
+    probs = probabilities_figure([("a", {"negative": 0.3, "positive": 0.7})])
+    assert {t.name: t.marker.color for t in probs.fig.data} == colors
+    assert colors["negative"] in probs.html and colors["positive"] in probs.html
+    only_pos = projector_figure(np.zeros((2, 2)), ["x", "y"], ["positive", "positive"], [0, 1], title="t", key="k",
+                                labels=["negative", "positive"])
+    assert only_pos.fig.data[0].marker.color == colors["positive"]
+    neg = negation_figure([{"model": "m", "sentence": "s", "p_positive": 0.1, "label": "negative"}])
+    scale = neg.fig.data[0].colorscale
+    assert scale[0][1] == colors["negative"] and scale[-1][1] == colors["positive"]   # low p(positive): negative's

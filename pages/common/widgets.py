@@ -20,6 +20,7 @@ from textcls.data import datasets as tdata
 from textcls import viz
 from textcls.checkpoint import CheckpointError, CheckpointInfo
 from textcls.data.relation import MARKER_SYNTAX, EntitySpanError, has_markers
+from textcls.data.text import readable
 
 from . import cache
 
@@ -70,6 +71,12 @@ def by_label_set(infos: Sequence[CheckpointInfo]) -> list[tuple[str, list[Checkp
         data = sorted({str(i.data or "unknown data") for i in part}, key=lambda d: order.get(d, len(order)))
         out.append((", ".join(data), part))
     return sorted(out, key=lambda g: min(order.get(i.data, len(order)) for i in g[1]))
+
+
+def trained_on(info: CheckpointInfo) -> str:
+    """The data set a checkpoint was trained on (sst2_phrases for a model evaluated on sst2), else its data set."""
+    data = info.info.get("data") if isinstance(info.info, dict) else None
+    return str((data.get("trained_on") if isinstance(data, dict) else None) or info.data or "unknown data")
 
 
 def main_task_checkpoints(valid: Sequence[CheckpointInfo]) -> list[str]:
@@ -374,7 +381,7 @@ def example_texts(n_per_label: int = 3) -> dict[str, str]:
     except Exception:  # noqa: BLE001 - no sample shipped: the short example alone
         return out
     for lab, name in enumerate(bundle.labels):
-        rows = sorted((t for t, y in zip(test.texts, test.labels) if y == lab), key=len, reverse=True)
+        rows = sorted((readable(t) for t, y in zip(test.texts, test.labels) if y == lab), key=len, reverse=True)
         for k, t in enumerate(rows[:n_per_label]):
             out[f"IMDB review {k + 1} ({name}, {len(t.split()):,} words)"] = t
     return out
@@ -407,14 +414,31 @@ def count_unknown(predictor, tokens: Sequence[str]) -> int | None:
     return sum(1 for t in tokens if stoi.get(t, 1) <= 1)
 
 
-def unknown_warning(counts: dict[str, tuple[int | None, int]]) -> bool:
-    """Warn about words the models do not know. counts: {checkpoint: (unknown tokens or None, tokens)}.
-    Returns True when every token is unknown to every model that read any (the predictions are then only the
-    models' bias); nothing is shown when every model knows every token."""
+def unknown_words(predictor, tokens: Sequence[str]) -> list[str] | None:
+    """The distinct `tokens` the predictor's vocabulary does not know, in order (None: no word vocabulary)."""
+    stoi = getattr(getattr(getattr(predictor, "tokenizer", None), "vocab", None), "stoi", None)
+    if stoi is None:
+        return None
+    return list(dict.fromkeys(t for t in tokens if stoi.get(t, 1) <= 1))
+
+
+MAX_UNKNOWN_NAMED = 12     # unknown words named in the warning (then "and N more")
+
+
+def unknown_warning(counts: dict[str, tuple[int | None, int]], words: dict[str, Sequence[str]] | None = None) -> bool:
+    """Warn about words the models do not know, naming them. counts: {checkpoint: (unknown tokens or None,
+    tokens)}; words: {checkpoint: its unknown words}. Returns True when every token is unknown to every model that
+    read any (the predictions are then only the models' bias); nothing is shown when every model knows every
+    token."""
     known = {n: (u, t) for n, (u, t) in counts.items() if u is not None and t > 0}
     if not known or not any(u for u, _ in known.values()):
         return False
     detail = "; ".join(f"{md_escape(n)}: {u} of {t}" for n, (u, t) in known.items() if u)
+    named = list(dict.fromkeys(x for n in known for x in (words or {}).get(n) or ()))
+    if named:
+        more = len(named) - MAX_UNKNOWN_NAMED
+        detail = ("“" + "”, “".join(md_escape(viz.short(x, 30)) for x in named[:MAX_UNKNOWN_NAMED]) + "”"
+                  + (f" and {more} more" if more > 0 else "") + " - " + detail)
     if all(u == t for u, t in known.values()):
         st.warning("**Every word of this text is unknown to every model** (not in its vocabulary), so the "
                    "predictions are meaningless: they reflect only each model's bias, not the text. "

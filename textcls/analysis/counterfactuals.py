@@ -4,8 +4,10 @@ Generators (`GENERATORS`); each gives at most one edited text per input (None: i
 - `word_replacer`: the user's rules, "good -> bad, great -> awful" (whole words, case-insensitive; every
   matching rule is applied);
 - `negation`: removes the negations when there are any ("not good" -> "good", "is n't" / "isn't" -> "is");
-  otherwise inserts "not" after the first auxiliary verb ("is good" -> "is not good") or, without one, before
-  the first content word ("good" -> "not good");
+  otherwise inserts "not" after the first auxiliary verb ("is good" -> "is not good"; 's only where it reads
+  "is": "it 's"), or, without one, before a text that opens with a content word ("good" -> "not good"). Any
+  other text gets no edit (an inserted "not" inside a clause without an auxiliary is ungrammatical: "the not
+  movie exists"), so every counted edit is a sentence a person could have written;
 - `scrambler`: the words in a seeded random order;
 - `glove`: the most important word - by the shared per-token importance, the model's own attention / max-pool
   picks (`interpret.attention.attention_importance`) - replaced by its nearest GloVe neighbour (cosine, among
@@ -53,6 +55,8 @@ CONTRACTIONS = {"isn't": "is", "aren't": "are", "wasn't": "was", "weren't": "wer
 SPLIT_STEMS = {"ca": "can", "wo": "will", "ai": "is"}          # SST's "ca n't", "wo n't", "ai n't"
 AUXILIARIES = {"is", "was", "are", "were", "am", "be", "been", "'s", "'re", "'m", "do", "does", "did", "can",
                "could", "will", "would", "should", "has", "have", "had", "must", "might", "may"}
+S_IS = {"it", "that", "he", "she", "there", "here", "what", "who", "this", "where", "how", "everything",
+        "nothing", "something"}   # "it 's good": 's is "is" after these (after a noun it is the possessive)
 FUNCTION_WORDS = {"a", "an", "the", "this", "that", "these", "those", "it", "its", "i", "you", "he", "she", "we",
                   "they", "his", "her", "their", "my", "our", "your", "and", "or", "but", "so", "of", "in", "on",
                   "at", "to", "for", "with", "as", "by", "from", "there", "here", "what", "which", "who"}
@@ -121,11 +125,13 @@ def negate(text: str) -> tuple[str, str] | None:
     if removed:
         return (" ".join(out), "removed " + ", ".join(repr(r) for r in removed)) if out else None
     for k, lw in enumerate(low):
-        if lw in AUXILIARIES:
+        if lw in AUXILIARIES and (lw != "'s" or (k and low[k - 1] in S_IS)):
             return " ".join(words[:k + 1] + ["not"] + words[k + 1:]), f"inserted 'not' after {words[k]!r}"
-    for k, lw in enumerate(low):
-        if _WORD.fullmatch(lw) and lw not in FUNCTION_WORDS:
-            return " ".join(words[:k] + ["not"] + words[k:]), f"inserted 'not' before {words[k]!r}"
+    # no auxiliary: "not" goes only in front of a text that opens with a content word ("good" -> "not good"); inside
+    # a clause it would need the verb's do-support ("the movie exists" -> "the not movie exists" is no sentence a
+    # person writes), so such a text gets no edit and is not counted
+    if _WORD.fullmatch(low[0]) and low[0] not in FUNCTION_WORDS:
+        return " ".join(["not"] + words), f"inserted 'not' before {words[0]!r}"
     return None
 
 

@@ -10,8 +10,8 @@ Choices (written down because every model and every heatmap depends on them):
   the bundled SST files, already tokenised by spaces; Kim 2014's `clean_str` splits clitics the same way) and
   of GloVe's vocabulary, so raw text comes out like those files (98% of SST-2 sentences identically): clitics
   split (`don't` -> `do n't`, `it's` -> `it 's`), hyphenated compounds and decimal numbers kept whole
-  (`re-imagining`, `3.5`), markup tags kept as one token (SemEval's `<e1>`, `</e1>`), every other symbol its
-  own token (punctuation, each emoji code point). Lower-cased when `lowercase`.
+  (`re-imagining`, `3.5`), markup tags kept as one token (SemEval's `<e1>`, `</e1>`: dropped unless the
+  `entities` mode is a relation one), every other symbol its own token (punctuation, each emoji code point). Lower-cased when `lowercase`.
 - Character level (`level="char"`): the cleaned text's characters, whitespace runs as one `" "` token.
 - Sentences (`split_sentences`, used for HCAN's (B, S, W) input, built by `to_hierarchical`): a sentence ends after each `.`, `!` or `?` token, which stays its last token; a trailing remainder
   is the last sentence. `...` is one token and ends no sentence; abbreviations (`mr.`, `u.s.`) are one token.
@@ -54,6 +54,9 @@ PAD_ID = 0
 UNK_ID = 1
 LEVELS = ("word", "char")
 SENTENCE_END = frozenset({".", "!", "?"})
+# SemEval's entity tags (relation.MARKERS): with entities="none" (every model not made for relation data) they are
+# dropped, as "drop" does; the relation modes keep, check or mask them
+RELATION_TAGS = frozenset({"<e1>", "</e1>", "<e2>", "</e2>"})
 
 # ------------------------------------------------------------------------------------------------ cleaning
 
@@ -103,6 +106,21 @@ def clean_text(text: str, strip_html: bool = True) -> str:
     if not text.isascii():
         text = unicodedata.normalize("NFC", text).translate(_QUOTES)
     return " ".join(text.split())
+
+
+_PTB_READABLE = re.compile(r"-[lr][rsc]b-|``|''|\\/|\\\*", re.IGNORECASE)
+_PTB_MAP = {"-lrb-": "(", "-rrb-": ")", "-lsb-": "[", "-rsb-": "]", "-lcb-": "{", "-rcb-": "}", "``": '"', "''": '"',
+            "\\/": "/", "\\*": "*"}
+
+
+def readable(text: str) -> str:
+    """A data set's text as a person writes it, for showing (and for a box the user edits): HTML line breaks
+    (`<br />`, IMDB) become line breaks, and the Penn Treebank escapes of the SST files become the characters they
+    stand for (`-lrb-` -> `(`, ``` `` ``` and `''` -> `"`, `\\/` -> `/`). Every model's tokenizer reads the result
+    as it reads typed text."""
+    text = _HTML_BREAK.sub("\n", text)
+    text = re.sub(r"[ \t]*\n[ \t]*", "\n", text)
+    return _PTB_READABLE.sub(lambda m: _PTB_MAP.get(m.group().lower(), m.group()), text)
 
 
 def iter_sentences(tokens: Iterable[str], ends: frozenset[str] = SENTENCE_END) -> Iterator[list[str]]:
@@ -351,8 +369,12 @@ class Tokenizer:
         if c.level == "char":
             return iter(text)
         if len(text) < 4000:          # short texts: findall is faster than a generator
-            return iter(_WORD.findall(text))
-        return (m.group() for m in _WORD.finditer(text))
+            toks = iter(_WORD.findall(text))
+        else:
+            toks = (m.group() for m in _WORD.finditer(text))
+        if c.entities == "none" and "<" in text:     # a model not made for relations: the tags are no words
+            toks = (t for t in toks if t.lower() not in RELATION_TAGS)
+        return toks
 
     def tokenize(self, text: str) -> list[str]:
         """Every token of one text (no truncation), with the `entities` setting applied (relation.py)."""

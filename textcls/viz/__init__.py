@@ -2,7 +2,7 @@
 
 One job per module; imports point down (style <- axes <- maps <- tokens <- views <- paper_views; reports and
 export use style only):
-- `style`: fonts, the one palette (RUN_COLORS), `esc`, `short`, `safe_filename`, `style_figure`, `FigureOut`;
+- `style`: fonts, the one palette (RUN_COLORS) and the one label -> colour rule (`label_colors`), `esc`, `short`, `safe_filename`, `style_figure`, `FigureOut`;
 - `axes`: axis kinds, titles and labels, the token-axis limits and the window that pages long axes;
 - `maps`: generic builders that label themselves from a MapSpec: `heatmap` (+ `heatmap_table` for the same
   numbers as a table), `attention_grid` (all layers x heads, the bertviz "model view"), `find_spec`;
@@ -43,7 +43,8 @@ from textcls.viz.maps import (REAL, Slice2D, attention_grid, find_spec, find_spe
 from textcls.viz.paper_views import reasons_figure  # importing paper_views registers the views in VIEWS
 from textcls.viz.reports import (CURVE_TITLES, confusion_figure, filter_ngrams_figure, label_cards_html,
     live_training_figure, probabilities_figure, top_words_figure, training_curves, word_weight_figure)
-from textcls.viz.style import FONT, MONO, RUN_COLORS, FigureOut, esc, safe_filename, short
+from textcls.viz.style import (FONT, MONO, RUN_COLORS, FigureOut, esc, label_colors, safe_filename, short,
+    two_label_scale)
 from textcls.viz.tokens import (SHADE_NOTE, UNIFORM_DARKEST, esc_html, highlight_table, shade_weights,
     token_highlight, token_highlight_html, token_highlight_rows, token_rows_html)
 from textcls.interpret.importance import token_weights
@@ -52,7 +53,7 @@ from textcls.viz.views import (MODEL_VIEWS, VIEWS, Control, View, ViewInput, bui
 
 __all__ = [
     # style
-    "FONT", "MONO", "RUN_COLORS", "FigureOut", "esc", "safe_filename", "short",
+    "FONT", "MONO", "RUN_COLORS", "FigureOut", "esc", "label_colors", "safe_filename", "short", "two_label_scale",
     # axes
     "AXIS_TITLES", "MAX_GRID_TOKENS", "MAX_HIGHLIGHT_TOKENS", "MAX_TOKENS", "PAD_LABEL", "axis_labels",
     "is_sentence_axis", "is_sequence_axis", "is_token_axis", "is_word_axis",

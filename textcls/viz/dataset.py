@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from textcls.viz.style import RUN_COLORS, FigureOut, esc, short, style_figure
+from textcls.viz.style import RUN_COLORS, FigureOut, esc, label_colors, short, style_figure
 
 CORRECT_COLORS = {"correct": "#27ae60", "wrong": "#c0392b"}
 
@@ -35,18 +35,23 @@ def slice_metrics_figure(table: pd.DataFrame, *, metric: str = "accuracy", key: 
 
 def projector_figure(coords: np.ndarray, texts: Sequence[str], colour: Sequence[str], rows: Sequence[int], *,
                      title: str, key: str, colour_name: str = "label", axis_names=("1", "2"),
-                     select: bool = True) -> FigureOut:
+                     select: bool = True, labels: Sequence[str] | None = None) -> FigureOut:
     """One model's projection: a point per text, one trace per colour value (legend), hover shows the text
-    (escaped, shortened), customdata holds the row index in the split (what a selection returns)."""
+    (escaped, shortened), customdata holds the row index in the split (what a selection returns). `labels`: the
+    task's label list when the colours are labels (each then has its colour of `label_colors`, present or not)."""
     coords = np.asarray(coords, dtype=float)
     colour = [str(c) for c in colour]
     groups = list(dict.fromkeys(sorted(set(colour), key=lambda c: (c not in CORRECT_COLORS, c))))
+    fixed = {**(label_colors(labels) if labels is not None else {}), **CORRECT_COLORS}
+    if labels is not None:
+        order = {str(lab): k for k, lab in enumerate(labels)}
+        groups.sort(key=lambda c: order.get(c, len(order)))
     fig = go.Figure()
     for k, g in enumerate(groups):
         idx = [i for i, c in enumerate(colour) if c == g]
         fig.add_trace(go.Scattergl(
             x=coords[idx, 0], y=coords[idx, 1], mode="markers", name=esc(short(g, 30)),
-            marker=dict(size=5, opacity=0.75, color=CORRECT_COLORS.get(g, RUN_COLORS[k % len(RUN_COLORS)])),
+            marker=dict(size=5, opacity=0.75, color=fixed.get(g, RUN_COLORS[k % len(RUN_COLORS)])),
             customdata=[int(rows[i]) for i in idx], text=[esc(short(texts[i], 120)) for i in idx],
             hovertemplate="#%{customdata}<br>%{text}<extra>" + esc(short(g, 20)) + "</extra>"))
     style_figure(fig, title, 460, legend=dict(orientation="h", y=-0.15, title=esc(colour_name)),

@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 
 from textcls.viz.axes import token_window
 from textcls.viz.style import RUN_COLORS as PALETTE
-from textcls.viz.style import FigureOut, esc, short, style_figure
+from textcls.viz.style import FigureOut, esc, short, style_figure, two_label_scale
 
 def _window_title(title: str, lo: int, hi: int, n: int) -> str:
     return title if (lo, hi) == (0, n) else f"{title} (tokens {lo + 1}-{hi} of {n})"
@@ -173,7 +173,7 @@ def negation_figure(rows: Sequence[dict], title: str = "p(positive) as the wordi
     # shorten alike stay two columns; the hover shows more of the input, the table all of it
     hover = [[esc(short(s, 160)) for s in sents]] * len(models)
     fig = go.Figure(go.Heatmap(z=z, x=list(range(len(sents))), y=[esc(m) for m in models], zmin=0, zmax=1,
-                               zmid=0.5, colorscale="RdBu_r", text=[[f"{v:.2f}" for v in row] for row in z],
+                               zmid=0.5, colorscale=two_label_scale(), text=[[f"{v:.2f}" for v in row] for row in z],
                                texttemplate="%{text}", colorbar=dict(title="p(positive)", thickness=12),
                                customdata=hover, hovertemplate="%{y}<br>%{customdata}: %{z:.3f}<extra></extra>"))
     fig.update_xaxes(tickvals=list(range(len(sents))), ticktext=[esc(short(s, 28)) for s in sents],

@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from textcls.viz.style import RUN_COLORS, FigureOut, esc, short, style_figure
+from textcls.viz.style import RUN_COLORS, FigureOut, esc, label_colors, short, style_figure
 from textcls.viz.tokens import esc_html
 
 
@@ -26,11 +26,12 @@ CURVE_TITLES = {"train_loss": "training loss", "dev_loss": "dev loss", "train_ac
 def probabilities_figure(items: Sequence[tuple[str, dict[str, float]]], title: str = "Probabilities") -> FigureOut:
     """Grouped horizontal bars: one group per checkpoint, one bar per label (Compare)."""
     labels = list(dict.fromkeys(lab for _, probs in items for lab in probs))
+    colors = label_colors(labels)
     fig = go.Figure()
     names = [esc(n) for n, _ in items]
     for k, lab in enumerate(labels):
         fig.add_trace(go.Bar(y=names, x=[probs.get(lab, 0.0) for _, probs in items], name=esc(lab),
-                             orientation="h", marker_color=RUN_COLORS[k % len(RUN_COLORS)],
+                             orientation="h", marker_color=colors[lab],
                              hovertemplate="%{y}<br>" + esc(lab) + ": %{x:.4f}<extra></extra>"))
     style_figure(fig, title, int(110 + 22 * len(items) * max(1, len(labels))), barmode="group",
                  xaxis=dict(range=[0, 1], title="probability", tickformat=".0%"),
@@ -44,7 +45,7 @@ def probabilities_html(items: Sequence[tuple[str, dict[str, float]]], labels: Se
     """The same grouped bars as escaped HTML (what the page shows: a browser draws it in a fraction of the time a
     Plotly chart takes, which counts when many sessions share a machine). One row per (checkpoint, label): the bar,
     in the label's colour, spans the probability on a 0-100 % scale, with the value written beside it."""
-    colors = {lab: RUN_COLORS[k % len(RUN_COLORS)] for k, lab in enumerate(labels)}
+    colors = label_colors(labels)
     out = [f'<div style="font-family:inherit;font-size:13px">'
            f'<div style="font-size:15px;margin:2px 0 6px 0;color:#333">{esc_html(title)}</div>'
            '<div style="display:flex;flex-wrap:wrap;gap:4px 14px;margin-bottom:8px">']

@@ -18,6 +18,19 @@ RUN_COLORS = ["#c0392b", "#2c7fb8", "#27ae60", "#8e44ad", "#e67e22", "#16a085", 
               "#b8860b"]
 
 
+def label_colors(labels) -> dict[str, str]:
+    """The app's one label -> colour rule: a label takes the colour of its position in its task's label list
+    (sentiment: negative red, positive blue), on every page and figure."""
+    return {str(lab): RUN_COLORS[k % len(RUN_COLORS)] for k, lab in enumerate(labels)}
+
+
+def two_label_scale(labels=("negative", "positive")) -> list[list]:
+    """A diverging colour scale for the probability of the second of two labels: 0 in the first label's colour,
+    0.5 white, 1 in the second's (the same colours as `label_colors`)."""
+    first, second = list(label_colors(labels).values())[:2]
+    return [[0.0, first], [0.5, "#ffffff"], [1.0, second]]
+
+
 def esc(text: Any) -> str:
     """HTML-escape anything shown in a figure (Plotly renders labels as HTML; entities are decoded back). Quotes
     become numeric entities: Plotly decodes `&#34;` but shows `&quot;` literally."""
