@@ -2,7 +2,11 @@
 virtual-memory cap and a timeout, so a bomb fails the probe, not the machine. Prints the table
 "group / tries / failures / worst case" (Markdown).
 
-    python scripts/reliability_probes.py [--repo PATH] [--only GROUP] [--json OUT]
+    python scripts/reliability_probes.py [--repo PATH] [--only GROUP] [--json OUT] [--skip-dangerous]
+
+--skip-dangerous leaves out the probes that, on a clone without the bounds, spawn 100,000 processes (`--workers`;
+the memory cap is per process and root has no process limit): they are recorded as failures with the issue's
+observation, for a "before" table.
 
 A probe fails when the command does not do what a user needs: bad input must exit 2 with one line on stderr (no
 traceback) within the timeout, a good run must exit 0, and what `list` calls usable must load.
@@ -24,7 +28,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
 MEMORY_CAP = 2_500 * 2**20          # virtual memory of one probe (torch and a checkpoint need ~1.5 GB)
-TIMEOUT = 90
+TIMEOUT = int(os.environ.get("PROBE_TIMEOUT", "180"))   # seconds; a loaded machine needs more
 
 
 def _cap():
@@ -119,6 +123,7 @@ def main():
     ap.add_argument("--repo", default=str(HERE), help="the clone to probe (default: this one)")
     ap.add_argument("--only", default=None, help="run only the groups whose name contains this")
     ap.add_argument("--json", default=None, help="also write every probe's result here")
+    ap.add_argument("--skip-dangerous", action="store_true", help="do not run the process-bomb probes (see above)")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="textcls-probes-"))
     p = Probes(Path(a.repo).resolve(), work)
@@ -211,13 +216,20 @@ def main():
 
     @group("5 count options")
     def g5(g):
-        p.bad_input(g, "train --workers 100000", ["train", "--model", "kim_cnn", "--data", "trec", "--workers",
-                                                  100000, "--out", p.work / "o_w", *tiny], must_name="--workers")
+        if a.skip_dangerous:
+            p.record(g, "train --workers 100000", False, "not run: spawns 100,000 workers (issue 28: 4.8 GB in 5 s)")
+        else:
+            p.bad_input(g, "train --workers 100000", ["train", "--model", "kim_cnn", "--data", "trec", "--workers",
+                                                      100000, "--out", p.work / "o_w", *tiny], must_name="--workers")
         for opt in ("--permutations", "--random-orders", "--steps"):
             p.bad_input(g, f"faithfulness {opt} 1000000000", ["faithfulness", kim, opt, 10**9, "--limit", 5,
                                                               "--quiet"], must_name=opt)
-        p.bad_input(g, "train --num-proc 100000", ["train", "--model", "kim_cnn", "--data", "trec", "--arrow",
-                                                   "--num-proc", 100000, "--out", p.work / "o_np", *tiny])
+        if a.skip_dangerous:
+            p.record(g, "train --arrow --num-proc 100000", False, "not run: may spawn 100,000 processes")
+        else:
+            p.bad_input(g, "train --arrow --num-proc 100000", ["train", "--model", "kim_cnn", "--data", "trec",
+                                                               "--arrow", "--num-proc", 100000, "--out",
+                                                               p.work / "o_np", *tiny])
         p.bad_input(g, "counterfactuals --examples -1", ["counterfactuals", kim, "--generator", "scrambler",
                                                          "--examples", -1, "--limit", 5])
         p.bad_input(g, "bench --seq-len 10**9", ["bench", "--seq-len", 10**9, "--quick"])
