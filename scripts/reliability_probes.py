@@ -36,8 +36,8 @@ def _cap():
 
 
 class Probes:
-    def __init__(self, repo: Path, work: Path):
-        self.repo, self.work, self.rows = repo, work, []
+    def __init__(self, repo: Path, work: Path, log: str | None = None):
+        self.repo, self.work, self.rows, self.log = repo, work, [], log
 
     def run(self, args, env=None, stdin=None, timeout=TIMEOUT, python=None):
         cmd = [sys.executable, "-c", python] if python else [sys.executable, "-m", "textcls", *map(str, args)]
@@ -53,6 +53,9 @@ class Probes:
 
     def record(self, group, name, ok, why):
         self.rows.append({"group": group, "probe": name, "ok": bool(ok), "why": "" if ok else why})
+        if self.log is not None:                               # one line per probe as it ends (partial runs)
+            with open(self.log, "a") as f:
+                f.write(json.dumps(self.rows[-1]) + "\n")
         print(f"{'ok  ' if ok else 'FAIL'} {group:<28} {name:<44} {'' if ok else why}", file=sys.stderr, flush=True)
 
     def bad_input(self, group, name, args, env=None, must_name=None, **kw):
@@ -61,7 +64,8 @@ class Probes:
         if rc is None:
             why = f"no answer in {TIMEOUT} s"
         elif rc != 2:
-            why = f"exit {rc}: {(lines[-1] if lines else out.strip()[-120:])[:140]}"
+            said = lines[-1] if lines else (out.strip().splitlines() or [""])[0]
+            why = f"exit {rc}: {said[:140]}"
         elif len(lines) != 1 or "Traceback" in err:
             why = f"exit 2 but {len(lines)} lines on stderr"
         elif must_name and must_name not in err:
@@ -123,10 +127,11 @@ def main():
     ap.add_argument("--repo", default=str(HERE), help="the clone to probe (default: this one)")
     ap.add_argument("--only", default=None, help="run only the groups whose name contains this")
     ap.add_argument("--json", default=None, help="also write every probe's result here")
+    ap.add_argument("--jsonl", default=None, help="append each probe's result to this file as it ends")
     ap.add_argument("--skip-dangerous", action="store_true", help="do not run the process-bomb probes (see above)")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="textcls-probes-"))
-    p = Probes(Path(a.repo).resolve(), work)
+    p = Probes(Path(a.repo).resolve(), work, a.jsonl)
     (work / "cks").mkdir()
     kim = p.repo / "checkpoints" / "kim_cnn-trec"
     tiny = ["--epochs", 1, "--limit", 40, "--preset", "small", "--embeddings", "random", "--quiet"]
