@@ -19,6 +19,12 @@ Listing (`list_checkpoints`, `checkpoint_info`, `read_config`) reads only JSON a
 never imports torch or the models, so it is fast; with `deep=True` (the CLI's `list`, the app's pages once torch
 is loaded) every folder is validated in full, in isolation, by `validate_checkpoint`: the model is built on
 torch's meta device (shapes, no memory) and compared with the header, so a folder that lists as usable loads.
+Every file of a folder is read as a regular file in it (no FIFO, device or symlink out of it) with a size cap;
+the safetensors header is parsed strictly; weights must be floating point and finite, labels unique, and
+history.json must fit History's schema.
+
+This file is longer than 600 lines because it is the one place that decides whether a folder is a checkpoint:
+listing and loading must give the same verdict, so every check of every file lives here.
 """
 from __future__ import annotations
 
@@ -29,7 +35,6 @@ import math
 import os
 import re
 import shutil
-import stat
 import struct
 import tempfile
 import uuid
@@ -37,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textcls.runtime.files import atomic_write, fsync_dir
+from textcls.runtime.files import atomic_write, fsync_dir, open_regular, read_regular
 from textcls.runtime.limits import MAX_JSON_BYTES, Limits
 from textcls.runtime.paths import checkpoint_roots, shipped_checkpoints
 from textcls.records import History
@@ -109,38 +114,24 @@ def _config_from_dict(config_cls, values: dict[str, Any]):
 # ones are refused before they are read, so a crafted folder cannot make listing read hundreds of MB.
 
 
-def _open_regular(path: Path) -> int:
-    """A file descriptor on `path`, which must be a regular file in its checkpoint folder: a FIFO, a device, a
-    socket, or a symlink leading out of the folder (to /dev/zero, say) is refused before a byte is read (opened
-    non-blocking, so a FIFO never hangs the reader)."""
+def read_capped(path: Path, cap: int, what: str) -> bytes:
+    """The bytes of a checkpoint file, which must be a regular file in its folder, at most `cap` of them
+    (files.read_regular); anything else is a CheckpointError."""
     try:
-        if path.is_symlink():
-            target, folder = path.resolve(), path.parent.resolve()
-            if target.parent != folder:
-                raise CheckpointError(f"{path}: a symlink out of the checkpoint folder (to {target}); not read")
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        return read_regular(path, cap, what)
     except FileNotFoundError:
         raise CheckpointError(f"{path.parent}: missing {path.name}") from None
-    except OSError as e:
-        raise CheckpointError(f"{path}: cannot read: {e.strerror or e}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise CheckpointError(f"{path}: not a regular file (a FIFO, device or socket); not read")
-    return fd
+    except (OSError, ValueError) as e:
+        raise CheckpointError(str(e)) from None
 
 
-def read_capped(path: Path, cap: int, what: str) -> bytes:
-    """The bytes of the regular file `path` (see `_open_regular`), at most `cap` of them: a bigger file (or one
-    that grows while it is read) is refused with CheckpointError."""
-    fd = _open_regular(path)
+def _open_regular(path: Path) -> int:
     try:
-        with os.fdopen(fd, "rb") as f:
-            data = f.read(cap + 1)
-    except OSError as e:
-        raise CheckpointError(f"{path}: cannot read {what}: {e}") from None
-    if len(data) > cap:
-        raise CheckpointError(f"{path}: {what} is over the {cap:,}-byte limit for this file")
-    return data
+        return open_regular(path)
+    except FileNotFoundError:
+        raise CheckpointError(f"{path.parent}: missing {path.name}") from None
+    except (OSError, ValueError) as e:
+        raise CheckpointError(str(e)) from None
 
 
 def _read_json(path: Path, what: str):
@@ -543,15 +534,6 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu", limits
     return Predictor(model, tokenizer, labels, name=path.name, info=cfg, path=path)
 
 
-_HISTORY_TYPES = {"epochs": list, "step_losses": list, "best_epoch": (int, type(None)),
-                  "best_dev_accuracy": (int, float, type(None)), "stopped_reason": str, "diverged": bool,
-                  "stopped_by_user": bool, "steps": int, "elapsed": (int, float), "device": str, "config": dict}
-
-
-def _number_or_none(v) -> bool:
-    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
-
-
 def load_history(path: str | Path):
     """The checkpoint's training History (empty History when history.json is absent). The file is read like
     every checkpoint file (regular, capped) and checked against History's schema: every field of its type,
@@ -560,25 +542,10 @@ def load_history(path: str | Path):
     if not p.exists() and not p.is_symlink():
         return History()
     d = _read_json(p, "history.json")
-    if not isinstance(d, dict):
-        raise CheckpointError(f"{p}: history.json is not an object")
-    for key, kind in _HISTORY_TYPES.items():
-        kinds = kind if isinstance(kind, tuple) else (kind,)
-        if key in d and (not isinstance(d[key], kinds) or isinstance(d[key], bool) and bool not in kinds):
-            raise CheckpointError(f"{p}: history.json field {key!r} has the wrong type "
-                                  f"({type(d[key]).__name__})")
-    for k, e in enumerate(d.get("epochs", [])):
-        if not isinstance(e, dict):
-            raise CheckpointError(f"{p}: history.json epoch {k + 1} is a {type(e).__name__}, not a table")
-        for name, v in e.items():
-            if not isinstance(v, (str, bool, dict, list)) and not _number_or_none(v):
-                raise CheckpointError(f"{p}: history.json epoch {k + 1}: {name!r} is not a number")
-            if name in ("epoch", "steps", "train_loss", "train_accuracy", "dev_accuracy", "dev_loss", "elapsed",
-                        "lr") and not _number_or_none(v):
-                raise CheckpointError(f"{p}: history.json epoch {k + 1}: {name!r} is not a number")
-    if not all(_number_or_none(v) for v in d.get("step_losses", [])):
-        raise CheckpointError(f"{p}: history.json 'step_losses' must be numbers")
-    return History.from_dict(d)
+    try:
+        return History.from_json(d)
+    except ValueError as e:
+        raise CheckpointError(f"{p}: history.json {e}") from None
 
 
 # ---------------------------------------------------------------- list

@@ -57,3 +57,34 @@ class History:
     def from_dict(cls, d: dict[str, Any]) -> "History":
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in known})
+
+    @classmethod
+    def from_json(cls, d: Any) -> "History":
+        """A History from a parsed history.json, checked against the schema first: every field of its type, each
+        epoch a table whose numbers are numbers. ValueError saying what is wrong otherwise."""
+        if not isinstance(d, dict):
+            raise ValueError("is not an object")
+        for key, kind in _TYPES.items():
+            kinds = kind if isinstance(kind, tuple) else (kind,)
+            if key in d and (not isinstance(d[key], kinds) or isinstance(d[key], bool) and bool not in kinds):
+                raise ValueError(f"field {key!r} has the wrong type ({type(d[key]).__name__})")
+        for k, e in enumerate(d.get("epochs", [])):
+            if not isinstance(e, dict):
+                raise ValueError(f"epoch {k + 1} is a {type(e).__name__}, not a table")
+            for name in _EPOCH_NUMBERS:
+                if name in e and not _number_or_none(e[name]):
+                    raise ValueError(f"epoch {k + 1}: {name!r} is not a number")
+        if not all(_number_or_none(v) for v in d.get("step_losses", [])):
+            raise ValueError("'step_losses' must be numbers")
+        return cls.from_dict(d)
+
+
+_TYPES = {"epochs": list, "step_losses": list, "best_epoch": (int, type(None)),
+          "best_dev_accuracy": (int, float, type(None)), "stopped_reason": str, "diverged": bool,
+          "stopped_by_user": bool, "steps": int, "elapsed": (int, float), "device": str, "config": dict}
+_EPOCH_NUMBERS = ("epoch", "steps", "train_loss", "train_accuracy", "dev_accuracy", "dev_loss", "dev_macro_f1",
+                  "elapsed", "seconds", "lr")
+
+
+def _number_or_none(v) -> bool:
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))

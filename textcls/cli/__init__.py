@@ -1,7 +1,8 @@
 """Command line: `python -m textcls {train,evaluate,predict,faithfulness,counterfactuals,list,limits,bench,reproduce,study}`.
 Other tools rely on these spellings.
 
-    python -m textcls train --model NAME --data DATA --epochs N --out DIR [--embeddings glove|random|FILE]
+    python -m textcls train --model NAME --data DATA --epochs N [--out DIR [--overwrite]]
+                            [--embeddings glove|random|FILE]
                             [--device auto|cpu|cuda[:N]|mps] [--amp [bf16|fp16]] [--workers N]
     torchrun --nproc_per_node N -m textcls train ...   (DistributedDataParallel; see textcls/runtime/distributed.py)
     python -m textcls evaluate DIR [--data DATA] [--split test] [--json]
@@ -19,14 +20,15 @@ Other tools rely on these spellings.
 
 Exit codes: 0 ok, 1 runtime failure (including a training run that diverged), 2 usage or bad input
 (unknown model/data set/option, invalid checkpoint folder). Errors are one line on stderr, no traceback
-(set TEXTCLS_DEBUG=1 to see one); text from the data or the user is printed with control characters
-escaped. Under torchrun each rank's message starts with "rank R of N"; a rank whose
-peer failed says so in one line, and only rank 0 prints results and writes the checkpoint. Training shows a tqdm progress bar on stderr; results go to stdout.
+(set TEXTCLS_DEBUG=1 to see one); text from the data or the user is printed with control characters escaped.
+Under torchrun each rank's message starts with "rank R of N"; a rank whose peer failed says so in one line, and
+only rank 0 prints results and writes the checkpoint. Training shows a tqdm progress bar on stderr; results go
+to stdout.
 
 One module per command (or small group): train, evaluate (+ predict), faithfulness, counterfactuals, listing
 (list + limits), bench, reproduce, study; `common` holds the parser class, the error style, the options several
-commands share (one help text each) and the numeric checks (every count against textcls.runtime.limits.COUNTS, at parse
-time). No module imports torch at import time; each command imports what it runs.
+commands share (one help text each) and the numeric checks (every count against textcls.runtime.limits.COUNTS, once
+the command line is parsed: exit 2). No module imports torch at import time; each command imports what it runs.
 """
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from typing import Any
 
 from textcls import models  # noqa: F401  (importing the package registers every model)
@@ -103,9 +104,15 @@ def check_config(name: str, config, limits=None) -> int:
     if problem:
         raise ValueError(f"{name}: {problem}")
     try:
-        n = sum(p.numel() for p in meta_model(entry.cls, config).parameters())
+        with warnings.catch_warnings():             # e.g. "Initializing zero-element tensors is a no-op"
+            warnings.simplefilter("ignore")
+            params = list(meta_model(entry.cls, config).parameters())
+        n = sum(p.numel() for p in params)
     except Exception as e:  # noqa: BLE001 - whatever the model's constructor rejects is a bad config
         msg = " ".join(str(e).split()) or type(e).__name__
         raise ValueError(f"{name}: the model cannot be built from this config ({msg})") from None
+    empty = next((tuple(p.shape) for p in params if p.numel() == 0), None)
+    if empty is not None:
+        raise ValueError(f"{name}: this config gives the model an empty weight of shape {list(empty)} (a size of 0)")
     check_parameters(n, limits, f"{name} with this config")
     return n

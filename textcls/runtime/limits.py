@@ -84,7 +84,7 @@ COUNTS: dict[str, tuple[int, int | None, str]] = {
     "num_proc": (1, 64, "tokenising processes"),
     "threads": (1, 1_024, "torch threads"),
     "load": (0, 64, "busy background processes"),
-    "steps": (1, 10_000, "integrated-gradients steps"),
+    "steps": (1, 2_000, "integrated-gradients steps"),
     "permutations": (1, 10_000, "attention permutations per text"),
     "random_orders": (0, 1_000, "random erasure orders per text"),
     "limit": (1, None, "texts per split"),
@@ -132,4 +132,5 @@ def fmt_mb(n_bytes: float) -> str:
     return f"{n_bytes / 2**20:,.0f} MB"
 
 
-__all__ = ["COUNTS", "Limits", "LimitError", "MAX_JSON_BYTES", "check_count", "count_problem", "current", "describe", "fmt_mb"]
+__all__ = ["COUNTS", "Limits", "LimitError", "MAX_JSON_BYTES", "check_count", "count_problem", "current", "describe",
+           "fmt_mb"]
