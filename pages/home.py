@@ -21,7 +21,7 @@ LINKS = [
     ("pages/train.py", "Train", ":material/model_training:", "train a model on a data set with live curves"),
     ("pages/evaluate.py", "Evaluate", ":material/fact_check:", "metrics and confusion matrices on a data set"),
     ("pages/lab.py", "Lab", ":material/science:", "small demos of gating, activations and attention"),
-    ("pages/lessons.py", "Lessons", ":material/school:", "guided lessons for a class, step by step, from attention to explanations"),
+    ("pages/lessons.py", "Lessons", ":material/school:", "guided lessons for a class, step by step"),
     ("pages/benchmarks.py", "Benchmarks", ":material/speed:", "parameters, speed and accuracy against the papers"),
 ]
 
