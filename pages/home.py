@@ -24,8 +24,9 @@ LINKS = [
     ("pages/explore.py", "Explore", ":material/scatter_plot:",
      "a whole data set through the models' eyes: projector, slices, calibration, confusions"),
     ("pages/lab.py", "Lab", ":material/science:", "small demos of gating, activations and attention"),
-    ("pages/lessons.py", "Lessons", ":material/school:", "guided lessons for a class, step by step, from attention to explanations"),
-    ("pages/studies.py", "Studies", ":material/insights:", "rerun a paper's sweep (many short trainings) and see whether its trend holds here"),
+    ("pages/lessons.py", "Lessons", ":material/school:", "guided lessons for a class, step by step"),
+    ("pages/studies.py", "Studies", ":material/insights:",
+     "rerun a paper's sweep (many short trainings) and see whether its trend holds here"),
     ("pages/benchmarks.py", "Benchmarks", ":material/speed:", "parameters, speed and accuracy against the papers"),
 ]
 

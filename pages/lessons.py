@@ -20,6 +20,7 @@ header [data-testid="stToolbar"] {display: none !important;}
 .stMainBlockContainer h1 {font-size: 3.2rem !important;}
 .stMainBlockContainer h3 {font-size: 2.2rem !important;}
 .st-key-lesson_figure [data-testid="stHtml"] {zoom: 1.6;}
+.stMainBlockContainer [data-baseweb="select"] div {font-size: 1.3rem !important;}
 </style>"""
 
 lesson, idx = lessons.locate(st.query_params)

@@ -47,7 +47,8 @@ def bench_library() -> list[dict]:
 IDLE_STEP_JS = """(want) => {
   const app = document.querySelector('[data-testid="stApp"]');
   const h = document.querySelector('[data-testid="stMainBlockContainer"] h3');
-  const fig = document.querySelector('.st-key-lesson_figure .js-plotly-plot .main-svg, .st-key-lesson_figure [data-testid="stHtml"] span');
+  const fig = document.querySelector('.st-key-lesson_figure .js-plotly-plot .main-svg, '
+                                     + '.st-key-lesson_figure [data-testid="stHtml"] span');
   return !!app && app.getAttribute('data-test-script-state') === 'notRunning' && !!h && h.textContent.startsWith(want)
     && !!fig && !document.querySelector('[data-stale="true"], [data-testid="stSkeleton"]');
 }"""

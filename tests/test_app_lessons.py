@@ -104,3 +104,11 @@ def test_the_hcan_comparison_takes_every_checkpoint_here_and_names_what_differs(
     for _, row in table.iterrows():                                       # the notes state the figure's values
         assert any(row["name"] in x and f"{row['word_entropy']:.2f}" in x for x in r.notes)
     assert table.loc[table["model"] == "can", "sentence_entropy"].isna().all()
+
+
+def test_without_the_shipped_checkpoints_a_step_says_what_is_missing(tmp_path, monkeypatch):
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(tmp_path))                # an empty checkpoint folder
+    at = open_page(PAGE, params={"lesson": "gates", "step": "1"})
+    assert any("agcnn" in x.value for x in at.warning) and "Question for the class" in page_text(at)
+    at = open_page(PAGE, params={"lesson": "attention", "step": "2"})     # the toy needs no checkpoint
+    assert not at.warning and len(at.get("plotly_chart")) == 1

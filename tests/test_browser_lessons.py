@@ -47,8 +47,9 @@ def _drawn(page) -> str:
     return page.evaluate(f"""() => {{
         const box = document.querySelector('{FIGURE}');
         if (!box) return '';
-        if (box.querySelector('.js-plotly-plot .main-svg .point, .js-plotly-plot .main-svg .hm, '
-                              + '.js-plotly-plot .main-svg image, .js-plotly-plot .main-svg .boxlayer path')) return 'plotly';
+        const drawn = '.js-plotly-plot .main-svg .point, .js-plotly-plot .main-svg .hm, '
+                      + '.js-plotly-plot .main-svg image, .js-plotly-plot .main-svg .boxlayer path';
+        if (box.querySelector(drawn)) return 'plotly';
         return box.querySelector('[data-testid="stHtml"] span[title]') ? 'words' : '';
     }}""")
 

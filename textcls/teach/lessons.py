@@ -98,7 +98,8 @@ GATES = Lesson("gates", "Gates that switch features off (AGCNN)",
          "lets it pass unchanged.",
          "gates", {"checkpoint": ("agcnn", "sst2"), "text": "a turgid little history lesson , humorless and dull",
                    "show": "profile"},
-         "Read each row left to right: which words sit under dark (open) gates, which under pale (closed) ones?",
+         "Read each row left to right: where is the gate darkest (most open), where palest? Then compare the top of "
+         "the colour bar with 1, the gate that lets a feature pass unchanged.",
          "Why would a sentiment model close its gates on 'history lesson' but not on 'dull'? Does it?"),
     Step("Open every gate",
          "What did the gates change? We force every gate to one, which turns AGCNN into a plain CNN with the same "

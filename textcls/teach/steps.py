@@ -254,10 +254,10 @@ def _gates(step: Step, lib: Library, value: float | None) -> StepResult:
         rows = [r for r in res["rows"] if not math.isnan(r["mean_gate"])]
         if rows:
             lo, hi = min(rows, key=lambda r: r["mean_gate"]), max(rows, key=lambda r: r["mean_gate"])
+            kept = [100 * r["kept_mass"] for r in rows]
             notes.append(f"The mean gate ranges from {lo['mean_gate']:.2f} ({lo['map']}) to {hi['mean_gate']:.2f} "
-                         f"({hi['map']}); after gating the features keep "
-                         f"{100 * min(r['kept_mass'] for r in rows):.0f}-{100 * max(r['kept_mass'] for r in rows):.0f} % "
-                         "of the convolution's activation.")
+                         f"({hi['map']}); after gating the features keep {min(kept):.0f}-{max(kept):.0f} % of the "
+                         "convolution's activation.")
         fig = gate_profile_figure(res, title=f"{info.name}: how far each gate opens at each position")
     else:
         after = res["probs_gates_open"] if show == "open" else res["probs_gates_closed"]

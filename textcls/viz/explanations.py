@@ -274,8 +274,9 @@ def permutation_figure(tests: dict[str, dict[str, Any]], uniform: dict[str, floa
     rows = []
     for i, (name, t) in enumerate(tests.items()):
         d = np.asarray(t["tvds"], float)
+        color = PALETTE[i % len(PALETTE)]
         fig.add_trace(go.Box(x=d, name=esc(name), boxpoints="all", jitter=0.4, pointpos=0,
-                             marker=dict(color=PALETTE[i % len(PALETTE)], size=5), line=dict(color=PALETTE[i % len(PALETTE)]),
+                             marker=dict(color=color, size=5), line=dict(color=color),
                              hovertemplate="TVD %{x:.3f}<extra></extra>", showlegend=False))
         rows += [{"model": name, "permutation": k, "tvd": float(x)} for k, x in enumerate(d)]
     for i, (name, u) in enumerate((uniform or {}).items()):
