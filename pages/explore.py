@@ -357,7 +357,7 @@ elif view == "Counterfactuals":
         lim = int(st.number_input("Rows at most", 1, len(rows), min(CF_DEFAULT_LIMIT, len(rows)), key="exp_cf_lim"))
         items = [texts[i] for i in rows[:lim]]
     gens = st.multiselect("Generators", list(cf.GENERATORS), default=["negation", "scrambler", "hotflip"],
-                          key="exp_cf_gens", format_func=lambda g: cf.GENERATOR_LABELS[g])
+                          key="exp_cf_gens", format_func=lambda g: cf.GENERATORS[g].label)
     rules = st.text_input("Word replacer rules", value="good -> bad, great -> awful", key="exp_cf_rules",
                           disabled="word_replacer" not in gens)
     if not gens:
@@ -367,11 +367,11 @@ elif view == "Counterfactuals":
     total = len(gens) * len(preds)
     for g in gens:
         for ck in preds:
-            bar.progress(len(reports) / total, text=f"{cf.GENERATOR_LABELS[g]} · {ck} on {len(items):,} text(s)…")
+            bar.progress(len(reports) / total, text=f"{cf.GENERATORS[g].label} · {ck} on {len(items):,} text(s)…")
             try:
                 reports.append(cache.flip_report(by_name[ck].path, tuple(items), g, rules=rules))
             except ValueError as e:           # CounterfactualError, or GloVe missing (DataError)
-                st.error(f"{cf.GENERATOR_LABELS[g]}: {w.md_escape(e)}")
+                st.error(f"{cf.GENERATORS[g].label}: {w.md_escape(e)}")
                 break
     bar.empty()
     if not reports:
@@ -381,7 +381,7 @@ elif view == "Counterfactuals":
     summary = cf.summary_table(reports)
     nothing = sorted({r.generator for r in reports if r.n == 0})
     for g in nothing:
-        st.info(f"{cf.GENERATOR_LABELS[g]} found nothing to change in "
+        st.info(f"{cf.GENERATORS[g].label} found nothing to change in "
                 f"{'this text' if len(items) == 1 else 'these texts'}.", icon=":material/info:")
     st.dataframe(summary, hide_index=True, width="stretch",
                  column_config={"flip_rate": st.column_config.NumberColumn("flip rate", format="percent"),
@@ -392,7 +392,7 @@ elif view == "Counterfactuals":
     opts = [k for k, r in enumerate(reports) if r.n]
     if opts:
         k = st.selectbox("Generator and checkpoint", opts, key="exp_cf_pick",
-                         format_func=lambda k: f"{cf.GENERATOR_LABELS[reports[k].generator]} · {reports[k].checkpoint}")
+                         format_func=lambda k: f"{cf.GENERATORS[reports[k].generator].label} · {reports[k].checkpoint}")
         r = reports[k]
         only = st.toggle("Only the edits that flip the decision", value=False, key="exp_cf_only")
         df = r.rows[r.rows["flipped"]] if only else r.rows

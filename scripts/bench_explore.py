@@ -65,7 +65,7 @@ def main(argv=None) -> int:
         print("\n| generator | " + " | ".join(f"{m}-sst2" for m in MODELS) + " |")
         print("|---|" + "---:|" * len(MODELS))
         for g in cf.GENERATORS:
-            shared = cf.generate(g, texts, rules=RULES) if g in cf.MODEL_FREE else None
+            shared = None if cf.GENERATORS[g].needs_model else cf.generate(g, texts, rules=RULES)
             cells = []
             for m in MODELS:
                 r = cf.run_generator(preds[m], texts, g, checkpoint=f"{m}-sst2", rules=RULES, edits=shared)

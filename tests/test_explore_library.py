@@ -257,3 +257,24 @@ def test_cli_counterfactuals_prints_one_json_object(tiny):
                           "sst2", "--generator", "nope", "--json"], capture_output=True, text=True, cwd=REPO,
                          env=env, timeout=120)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_a_registered_generator_is_offered_everywhere_from_one_place():
+    """Adding a generator is one decorator: generate(), compare_generators, the CLI's choices and the Explore page
+    (which lists cf.GENERATORS) all read the registry; a name is registered once."""
+    from textcls.cli import build_parser
+
+    @cf.register_generator("upper_test", "Upper case (test)", needs_model=False, help="every word in capitals")
+    def _upper(texts, predictor=None, **_):
+        return [cf.Edit(i, t, t.upper(), "upper") if t != t.upper() else None for i, t in enumerate(texts)]
+    try:
+        edits = cf.generate("upper_test", ["a film", "LOUD"])
+        assert edits[0].edited == "A FILM" and edits[1] is None
+        args = build_parser().parse_args(["counterfactuals", "checkpoints/act-sst2", "--generator", "upper_test"])
+        assert args.generator == "upper_test"
+        with pytest.raises(ValueError, match="twice"):
+            cf.register_generator("upper_test", "again", needs_model=False, help="")(_upper)
+    finally:
+        cf.GENERATORS.pop("upper_test", None)
+    with pytest.raises(cf.CounterfactualError, match="needs a checkpoint"):
+        cf.generate("hotflip", ["a film"])

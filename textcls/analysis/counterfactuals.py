@@ -1,6 +1,6 @@
 """Generated counterfactuals over one text or many, and how often they flip each model's decision.
 
-Generators (`GENERATORS`); each gives at most one edited text per input (None: it found nothing to change):
+Generators (`GENERATORS`, a registry: `@register_generator` adds one); each gives at most one edited text per input (None: it found nothing to change):
 - `word_replacer`: the user's rules, "good -> bad, great -> awful" (whole words, case-insensitive; every
   matching rule is applied);
 - `negation`: removes the negations when there are any ("not good" -> "good", "is n't" / "isn't" -> "is");
@@ -38,11 +38,30 @@ import pandas as pd
 
 from textcls.data.relation import OBJ, SUBJ, entity_roles
 
-GENERATORS = ("word_replacer", "negation", "scrambler", "glove", "hotflip", "ablation_flip")
-GENERATOR_LABELS = {"word_replacer": "Word replacer", "negation": "Negation", "scrambler": "Scrambler",
-                    "glove": "GloVe neighbour of the most important word", "hotflip": "HotFlip",
-                    "ablation_flip": "Ablation flip"}
-MODEL_FREE = ("word_replacer", "negation", "scrambler")
+
+
+@dataclass(frozen=True)
+class Generator:
+    """One counterfactual generator, registered once under its name (the CLI's choices and the Explore page read
+    the registry): `run(texts, predictor, *, rules, seed, max_delete)` gives one Edit or None per text."""
+    name: str
+    label: str
+    needs_model: bool
+    help: str
+    run: Callable[..., list]
+
+
+GENERATORS: dict[str, Generator] = {}       # in registration order: the order the CLI and the page list them
+
+
+def register_generator(name: str, label: str, *, needs_model: bool, help: str):
+    """Decorator: enrol a generator function under `name` (once)."""
+    def deco(fn):
+        if name in GENERATORS:
+            raise ValueError(f"counterfactual generator {name!r} registered twice")
+        GENERATORS[name] = Generator(name, label, needs_model, help, fn)
+        return fn
+    return deco
 HOTFLIP_CANDIDATES = 20000      # vocabulary ids searched by HotFlip (the most frequent words come first)
 HOTFLIP_CHECK = 3               # best first-order swaps per text checked exactly
 GLOVE_WORDS = 50000             # GloVe rows searched for neighbours (GloVe is ordered by frequency)
@@ -382,26 +401,53 @@ def _probs(predictor, texts: Sequence[str]) -> np.ndarray:
     return np.array([[p.probabilities[lab] for lab in predictor.labels] for p in preds])
 
 
+# ---------------------------------------------------------------- the registry (one entry per generator)
+
+@register_generator("word_replacer", "Word replacer", needs_model=False,
+                    help="the rules' words replaced, e.g. 'good -> bad, great -> awful'")
+def _word_replacer(texts, predictor=None, *, rules=None, seed=0, max_delete=MAX_DELETE):
+    parsed = parse_rules(rules) if isinstance(rules, str) or rules is None else list(rules)
+    return [Edit(i, t, *r) if (r := replace_words(t, parsed)) else None for i, t in enumerate(texts)]
+
+
+@register_generator("negation", "Negation", needs_model=False,
+                    help="negations removed, or 'not' after the first auxiliary")
+def _negation(texts, predictor=None, *, rules=None, seed=0, max_delete=MAX_DELETE):
+    return [Edit(i, t, *r) if (r := negate(t)) else None for i, t in enumerate(texts)]
+
+
+@register_generator("scrambler", "Scrambler", needs_model=False, help="the words in a seeded random order")
+def _scrambler(texts, predictor=None, *, rules=None, seed=0, max_delete=MAX_DELETE):
+    return [Edit(i, t, *r) if (r := scramble(t, seed + i)) else None for i, t in enumerate(texts)]
+
+
+@register_generator("glove", "GloVe neighbour of the most important word", needs_model=True,
+                    help="the model's most important word swapped for its nearest GloVe neighbour")
+def _glove(texts, predictor, *, rules=None, seed=0, max_delete=MAX_DELETE):
+    return glove_substitution(predictor, texts)
+
+
+@register_generator("hotflip", "HotFlip", needs_model=True,
+                    help="the one word swap that most lowers the predicted class (embedding gradients)")
+def _hotflip(texts, predictor, *, rules=None, seed=0, max_delete=MAX_DELETE):
+    return hotflip(predictor, texts)
+
+
+@register_generator("ablation_flip", "Ablation flip", needs_model=True,
+                    help=f"the fewest deleted words that flip the decision (at most {MAX_DELETE})")
+def _ablation_flip(texts, predictor, *, rules=None, seed=0, max_delete=MAX_DELETE):
+    return ablation_flip(predictor, texts, max_delete)
+
+
 def generate(generator: str, texts: Sequence[str], predictor=None, *, rules: str | Sequence | None = None,
              seed: int = 0, max_delete: int = MAX_DELETE) -> list[Edit | None]:
     """One Edit (or None: nothing to change) per text. Model-dependent generators need `predictor`."""
-    if generator not in GENERATORS:
+    gen = GENERATORS.get(generator)
+    if gen is None:
         raise CounterfactualError(f"unknown generator {generator!r}; choose one of {', '.join(GENERATORS)}")
-    texts = list(texts)
-    if generator == "word_replacer":
-        parsed = parse_rules(rules) if isinstance(rules, str) or rules is None else list(rules)
-        return [Edit(i, t, *r) if (r := replace_words(t, parsed)) else None for i, t in enumerate(texts)]
-    if generator == "negation":
-        return [Edit(i, t, *r) if (r := negate(t)) else None for i, t in enumerate(texts)]
-    if generator == "scrambler":
-        return [Edit(i, t, *r) if (r := scramble(t, seed + i)) else None for i, t in enumerate(texts)]
-    if predictor is None:
+    if gen.needs_model and predictor is None:
         raise CounterfactualError(f"the {generator} generator needs a checkpoint")
-    if generator == "glove":
-        return glove_substitution(predictor, texts)
-    if generator == "hotflip":
-        return hotflip(predictor, texts)
-    return ablation_flip(predictor, texts, max_delete)
+    return gen.run(list(texts), predictor, rules=rules, seed=seed, max_delete=max_delete)
 
 
 @dataclass
@@ -465,10 +511,10 @@ def compare_generators(predictors: dict, texts: Sequence[str], generators: Seque
     generator that cannot run (e.g. the word replacer without rules) raises CounterfactualError."""
     out, total, done = [], len(predictors) * len(generators), 0
     for g in generators:
-        shared = generate(g, texts, rules=rules, seed=seed) if g in MODEL_FREE else None
+        shared = None if GENERATORS[g].needs_model else generate(g, texts, rules=rules, seed=seed)
         for name, pred in predictors.items():
             if progress is not None:
-                progress(done, total, f"{GENERATOR_LABELS[g]} · {name}")
+                progress(done, total, f"{GENERATORS[g].label} · {name}")
             out.append(run_generator(pred, texts, g, checkpoint=name, rules=rules, seed=seed, edits=shared))
             done += 1
     if progress is not None:
@@ -482,6 +528,6 @@ def summary_table(reports: Sequence[FlipReport]) -> pd.DataFrame:
                                  "seconds"])
 
 
-__all__ = ["CounterfactualError", "Edit", "FlipReport", "GENERATORS", "GENERATOR_LABELS", "MODEL_FREE",
+__all__ = ["CounterfactualError", "Edit", "FlipReport", "GENERATORS", "Generator", "register_generator",
            "ablation_flip", "compare_generators", "flip_report", "generate", "glove_neighbours", "glove_substitution",
            "hotflip", "negate", "parse_rules", "replace_words", "run_generator", "scramble", "summary_table"]

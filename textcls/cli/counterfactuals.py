@@ -11,10 +11,8 @@ from textcls.cli.common import (UsageError, add_checkpoint, add_data_options, ad
 
 def cmd_counterfactuals(args) -> int:
     from textcls.checkpoint import load_checkpoint
-    from textcls.analysis.counterfactuals import GENERATORS, CounterfactualError, run_generator
+    from textcls.analysis.counterfactuals import CounterfactualError, run_generator
 
-    if args.generator not in GENERATORS:
-        raise UsageError(f"unknown generator {args.generator!r}; choose one of {', '.join(GENERATORS)}")
     predictor = load_checkpoint(args.checkpoint)
     bundle = data_of(args, predictor)
     texts = list(bundle.splits[args.split].texts)[:args.limit]
@@ -46,14 +44,16 @@ def cmd_counterfactuals(args) -> int:
 
 
 def add_parser(sub) -> None:
-    names = "word_replacer, negation, scrambler, glove, hotflip or ablation_flip"   # counterfactuals.GENERATORS
+    from textcls.analysis.counterfactuals import GENERATORS      # the registry (numpy and pandas, no torch)
+    names = ", ".join(GENERATORS)
     cf = sub.add_parser("counterfactuals", help="generated counterfactuals over a data split: flip rate per generator",
                         description=f"Edit every text of a split with one generator ({names}) and count how often "
                                     "the checkpoint's decision flips. --json prints one object: flip_rate, "
                                     "mean_prob_change, n, ...")
     add_checkpoint(cf)
     add_data_options(cf)
-    cf.add_argument("--generator", required=True, metavar="NAME", help=names)
+    cf.add_argument("--generator", required=True, metavar="NAME", choices=list(GENERATORS),
+                    help="; ".join(f"{g.name}: {g.help}" for g in GENERATORS.values()))
     cf.add_argument("--rules", default=None, help="word_replacer rules, e.g. 'good -> bad, great -> awful'")
     add_seed(cf)
     cf.add_argument("--examples", type=count("examples"), default=0, metavar="K", help="also show the first K edits")
