@@ -135,7 +135,7 @@ if not rows:
     st.stop()
 
 
-def explain(row: Row, prog: w.Progress | None = None) -> tuple[dict, list[str]]:
+def explain_row(row: Row, prog: w.Progress | None = None) -> tuple[dict, list[str]]:
     """{method: Attribution | vector} of one checkpoint (cached per checkpoint, text, method, settings), and the
     notes to show with it (unknown words, skipped or failed methods)."""
     expl, notes = {}, list(row.notes)
@@ -156,7 +156,7 @@ def explain(row: Row, prog: w.Progress | None = None) -> tuple[dict, list[str]]:
 
 def explain_all() -> list[tuple[Row, dict, list[str]]]:
     prog = w.Progress(len(rows) * len(methods))
-    out = [(r, *explain(r, prog)) for r in rows]
+    out = [(r, *explain_row(r, prog)) for r in rows]
     prog.close()
     return out
 
@@ -202,7 +202,7 @@ if tab_reasons.open:
         summary = []
         for row in rows:
             info, pred, inst = row.info, row.pred, row.inst
-            expl, notes = explain(row, prog)
+            expl, notes = explain_row(row, prog)
             groups[tuple(inst.tokens)].extend((row_name(info, m), scores_of(v)) for m, v in expl.items())
             with st.container(border=True):
                 probs = w.safe_predict(info, [text])
@@ -525,7 +525,7 @@ if tab_cf.open:
             st.text(f"Before: {cut(' '.join(toks))}\nAfter:  {cut(edited)}")
             try:
                 with st.spinner(f"Running the edit through {len(rows)} model(s)…"):
-                    cf = cache.counterfactual({r.info.name: r.info.path for r in rows}, " ".join(toks), edited)
+                    cf = cache.compare_edit({r.info.name: r.info.path for r in rows}, " ".join(toks), edited)
             except Exception as e:  # noqa: BLE001
                 st.error(f"{type(e).__name__}: {w.md_escape(e)}")
                 cf = []

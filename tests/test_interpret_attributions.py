@@ -8,7 +8,7 @@ from captum.attr import LayerIntegratedGradients
 
 import textcls
 from interpret_toys import ID, ToyAttention, ToyLinear, ids_of, toy_tokenizer
-from textcls.interpret import METHODS, attention_importance, attribute, explain
+from textcls.interpret import METHODS, attention_importance, attribute, attribute_texts
 from textcls.interpret._common import Instance
 from textcls.interpret import importance
 from textcls.models.outputs import MapSpec
@@ -173,7 +173,7 @@ def test_hcan_scores_follow_the_sentence_by_sentence_token_order():
     model = small("hcan", vocab=len(ID))
     tok = toy_tokenizer(hierarchical=True)
     texts = ["the good movie . not very bad", "a plot ."]
-    res = explain((model, tok), texts, method="grad_x_input")
+    res = attribute_texts((model, tok), texts, method="grad_x_input")
     enc = tok.encode(texts)
     for b, a in enumerate(res):
         assert a.tokens == enc.tokens[b]

@@ -8,7 +8,7 @@ import torch
 import textcls
 from interpret_toys import ID, ToyAttention, ids_of, sigmoid, toy_tokenizer
 from textcls.interpret import (AblateHead, Compose, ForceGate, PermuteAttention, SwapActivation, UniformAttention,
-    ZeroFilter, counterfactual, edit_tokens, intervene, intervene_texts)
+    ZeroFilter, compare_edit, edit_tokens, intervene, intervene_texts)
 from textcls.interpret._common import Instance
 
 
@@ -127,14 +127,14 @@ def test_clear_errors():
         intervene(kim, inst_of("good"), SwapActivation("relu"))
 
 
-def test_counterfactual_across_models():
+def test_compare_edit_across_models():
     tok = toy_tokenizer()
     toy = ToyAttention().eval()
     sources = {"toy": (toy, tok), "kim": (small("kim_cnn"), tok), "lama": (small("lama"), tok)}
     text = "the good movie"
     edited = edit_tokens(["the", "good", "movie"], 1, "bad")
     assert edited == "the bad movie" and edit_tokens(["the", "good", "movie"], 1) == "the movie"
-    res = counterfactual(sources, text, edited, return_maps=True)
+    res = compare_edit(sources, text, edited, return_maps=True)
     assert [r.model for r in res] == ["toy", "kim", "lama"]
     toy_r = res[0]
     assert toy_r.flipped and toy_r.label_before == 1 and toy_r.label_after == 0
@@ -143,7 +143,7 @@ def test_counterfactual_across_models():
     assert res[1].importance_before is not None and res[1].importance_before.shape == (3,)
     assert "attention" in res[2].maps_after
     hcan = small("hcan")
-    (r,) = counterfactual({"hcan": (hcan, toy_tokenizer(True))}, "good movie . the plot", "bad movie . the plot")
+    (r,) = compare_edit({"hcan": (hcan, toy_tokenizer(True))}, "good movie . the plot", "bad movie . the plot")
     assert r.tokens_before == ["good", "movie", ".", "the", "plot"] and r.importance_after.shape == (5,)
 
 

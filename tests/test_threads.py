@@ -290,12 +290,12 @@ def test_interpret_entry_points_are_interactive(monkeypatch):
         out = {}
         for name, fn in {
             "ig": lambda: I.attribute_instances(pred.model, [inst], "integrated_gradients", n_steps=4, max_steps=4),
-            "occlusion": lambda: I.explain(pred, ["a dull mess"], "occlusion"),
+            "occlusion": lambda: I.attribute_texts(pred, ["a dull mess"], "occlusion"),
             "attention": lambda: I.attention_importance_instances(pred.model, [inst]),
             "loo": lambda: I.leave_one_out(pred.model, inst),
             "erasure": lambda: I.erasure_curves(pred.model, inst, list(range(inst.n))),
             "intervene": lambda: I.intervene(pred.model, inst, I.ZeroFilter("conv_h2", filter=0)),
-            "counterfactual": lambda: I.counterfactual([pred], "a great film", "a dull film"),
+            "counterfactual": lambda: I.compare_edit([pred], "a great film", "a dull film"),
             "slice": lambda: I.evaluate_slice(pred, ["a great film", "a dull mess"], methods=("occlusion",),
                                               reference="random", attention_tests=False),
         }.items():

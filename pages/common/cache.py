@@ -164,9 +164,9 @@ def _instance(path: str, mtime: float, text: str):
 
 @st.cache_data(show_spinner=False, max_entries=4096)
 def _explanation(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str):
-    from textcls.interpret.faithfulness import explanation as explain
+    from textcls.interpret.faithfulness import explanation
     pred = _predictor(path, mtime)
-    return explain(pred.model, _instance(path, mtime, text), method, labels=pred.labels, baseline=baseline,
+    return explanation(pred.model, _instance(path, mtime, text), method, labels=pred.labels, baseline=baseline,
                    steps=steps, removal=removal)
 
 
@@ -232,16 +232,16 @@ def attention_tests(path: str | Path, text: str, *, n_permutations: int = 30) ->
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _counterfactual(ckpts: tuple[tuple[str, str, float], ...], text: str, edited: str):
+def _compare_edit(ckpts: tuple[tuple[str, str, float], ...], text: str, edited: str):
     from textcls.interpret import interventions
-    return interventions.counterfactual({name: _predictor(path, mtime) for name, path, mtime in ckpts}, text,
+    return interventions.compare_edit({name: _predictor(path, mtime) for name, path, mtime in ckpts}, text,
                                         edited)
 
 
-def counterfactual(ckpts: dict[str, str | Path], text: str, edited: str):
+def compare_edit(ckpts: dict[str, str | Path], text: str, edited: str):
     """`textcls.interpret.counterfactual` of {name: checkpoint folder} for text -> edited, cached per
     (checkpoints and their stamps, text, edited)."""
-    return _counterfactual(tuple((n, str(p), stamp(p)) for n, p in ckpts.items()), text, edited)
+    return _compare_edit(tuple((n, str(p), stamp(p)) for n, p in ckpts.items()), text, edited)
 
 
 def slice_run(path: str | Path, texts, *, removal: str = "delete", baseline: str = "pad", steps: int = 50,

@@ -13,7 +13,7 @@ import torch
 
 from textcls.runtime import threads
 from textcls.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
-from textcls.interpret import explain
+from textcls.interpret import attribute_texts
 from textcls.experiments.background import LATENCY_PATTERN, BusyLoad, cpu_seconds, others_cores
 from textcls.experiments.bench import text_table
 from textcls.experiments.measure import environment, time_call
@@ -32,7 +32,7 @@ def bench_latency(root: str | Path = "checkpoints", *, pattern: str = LATENCY_PA
                   warmup: int = 1, repeats: int = 7, ig: bool = True, ig_repeats: int = 3,
                   progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """What a user waits for on a busy machine: one sentence through every checkpoint matching `pattern`
-    (default the six shipped sst2 models; predict, ms) and their integrated gradients (explain(...,
+    (default the six shipped sst2 models; predict, ms) and their integrated gradients (attribute_texts(...,
     "integrated_gradients"), the Attribute page's default, ms), at each thread count, on an idle machine and -
     with `load` > 0 - with `load` busy background processes that this function starts and stops.
 
@@ -76,7 +76,7 @@ def bench_latency(root: str | Path = "checkpoints", *, pattern: str = LATENCY_PA
 
     def ig_all():
         for p in predictors.values():
-            explain(p, [sentence], "integrated_gradients")
+            attribute_texts(p, [sentence], "integrated_gradients")
 
     t0 = time.perf_counter()
     for n_busy in ([0, load] if load else [0]):

@@ -20,14 +20,14 @@ _LAZY = {
     **dict.fromkeys(("HOWS", "attention_importance", "attention_importance_instances", "explanation_source"),
                     "attention"),
     **dict.fromkeys(("ALIASES", "BASELINES", "METHOD_LABELS", "METHODS", "Attribution", "attribute",
-                     "attribute_instances", "explain"), "attributions"),
+                     "attribute_instances", "attribute_texts"), "attributions"),
     **dict.fromkeys(("SliceReport", "SliceRun", "evaluate_slice"), "batched"),
     **dict.fromkeys(("BINS", "agreement", "comprehensiveness", "erasure_curves", "erasure_flip",
                      "explanation_report", "infidelity", "kendall_tau", "leave_one_out", "permutation_test",
                      "sensitivity", "sufficiency", "topk_overlap", "uniform_attention_test"), "faithfulness"),
-    **dict.fromkeys(("AblateHead", "Compose", "CounterfactualResult", "ForceGate", "Intervention",
+    **dict.fromkeys(("AblateHead", "Compose", "EditComparison", "ForceGate", "Intervention",
                      "InterventionResult", "PermuteAttention", "SwapActivation", "UniformAttention", "ZeroFilter",
-                     "counterfactual", "edit_tokens", "intervene", "intervene_texts"), "interventions"),
+                     "compare_edit", "edit_tokens", "intervene", "intervene_texts"), "interventions"),
 }
 __all__ = sorted(_LAZY)
 

@@ -378,7 +378,7 @@ def attribute(model, ids: torch.Tensor, mask: torch.Tensor | None = None, method
     return attribute_instances(model, insts, method, **kw)
 
 
-def explain(source, texts: Sequence[str], method: str = "integrated_gradients", *, tokenizer=None,
+def attribute_texts(source, texts: Sequence[str], method: str = "integrated_gradients", *, tokenizer=None,
             **kw) -> list[Attribution]:
     """Attributions for texts. `source` is a Predictor or a model with `tokenizer=`; tokens and label names
     are filled in. Keyword arguments as `attribute_instances`."""
@@ -396,5 +396,5 @@ def ig_completeness_gap(a: Attribution) -> float:
 
 
 __all__ = ["METHODS", "BASELINES", "ALIASES", "METHOD_LABELS", "GRADIENT_METHODS", "Attribution", "WeightedRidge",
-           "attribute", "attribute_instances", "explain", "baseline_embedding", "canonical_method", "token_attributions",
+           "attribute", "attribute_instances", "attribute_texts", "baseline_embedding", "canonical_method", "token_attributions",
            "ig_completeness_gap"]

@@ -1,4 +1,5 @@
-"""Live interventions on any model, and counterfactual edits of the input.
+"""Live interventions on any model, and a hand-made edit of the input compared before and after (`compare_edit`;
+generated counterfactuals over many texts are textcls.analysis.counterfactuals).
 
 An intervention changes a model's computation for one call, never the model itself (cached models are shared):
 most act through the Probe's `edits` (a function replacing an exposed map on the way), one through a deep copy.
@@ -16,7 +17,7 @@ most act through the Probe's `edits` (a function replacing an exposed map on the
                                      NLReLU -> ReLU; the copy reads its activation from the config at forward time
   Compose(a, b, ...)                 several at once
 `intervene(model, instance, intervention)` returns probabilities and maps before and after.
-`counterfactual(sources, text, edited_text)` compares prediction, own-attention importance and maps before/after
+`compare_edit(sources, text, edited_text)` compares prediction, own-attention importance and maps before/after
 for several models at once; `edit_tokens` builds the edited text (replace or delete one word).
 """
 from __future__ import annotations
@@ -314,7 +315,7 @@ def edit_tokens(tokens: Sequence[str], index: int, replacement: str | None = Non
 
 
 @dataclass
-class CounterfactualResult:
+class EditComparison:
     model: str
     text_before: str
     text_after: str
@@ -346,8 +347,8 @@ class CounterfactualResult:
 
 
 @interactive_work
-def counterfactual(sources, text: str, edited_text: str, *, with_importance: bool = True,
-                   return_maps: bool = False) -> list[CounterfactualResult]:
+def compare_edit(sources, text: str, edited_text: str, *, with_importance: bool = True,
+                   return_maps: bool = False) -> list[EditComparison]:
     """Prediction (and own-attention importance, maps) before and after an edit, for each model.
 
     `sources`: a mapping name -> Predictor (or (model, tokenizer)), or a sequence of Predictors, or one."""
@@ -373,14 +374,14 @@ def counterfactual(sources, text: str, edited_text: str, *, with_importance: boo
                 ib, ia = (a.scores for a in attention_importance_instances(src.model, [before, after]))
             except ValueError:
                 pass
-        out.append(CounterfactualResult(str(name), text, edited_text, before.tokens, after.tokens, p0, p1,
+        out.append(EditComparison(str(name), text, edited_text, before.tokens, after.tokens, p0, p1,
                                         src.labels, ib, ia, m0, m1))
     return out
 
 
 __all__ = ["Intervention", "UniformAttention", "PermuteAttention", "AblateHead", "ZeroFilter", "ForceGate",
            "SwapActivation", "Compose", "InterventionResult", "intervene", "intervene_texts", "edit_tokens",
-           "CounterfactualResult", "counterfactual"]
+           "EditComparison", "compare_edit"]
 
 
 # ---------------------------------------------------------------- what a model offers (the interventions UI)
