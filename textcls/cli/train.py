@@ -45,17 +45,10 @@ class _Progress:
             self.bar.close()
 
 
-ARROW_AUTO_BYTES = 256 * 2 ** 20     # local files at least this big take the memory-mapped path by default
-
-
 def _use_arrow(args) -> bool:
-    """--arrow / --no-arrow, else automatic: hub data sets and local files of ARROW_AUTO_BYTES or more."""
-    if args.arrow is not None:
-        return bool(args.arrow)
-    if str(args.data).startswith("hf:"):
-        return True
-    p = Path(str(args.data)).expanduser()
-    return p.is_file() and p.stat().st_size >= ARROW_AUTO_BYTES
+    """--arrow / --no-arrow, else the library's rule (textcls.data.datasets.use_arrow)."""
+    from textcls.data.datasets import use_arrow
+    return use_arrow(args.data, args.arrow)
 
 
 def claim_file(out: Path) -> Path:

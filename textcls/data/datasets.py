@@ -60,6 +60,23 @@ HUB_TIMEOUT = 5.0            # seconds for the hub reachability check
 FILE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "json", ".ndjson": "json", ".json": "json",
                 ".parquet": "parquet"}
 HUB_DEV_SPLITS = ("validation", "dev", "valid", "val")
+ARROW_AUTO_BYTES = 256 * 2 ** 20   # local files at least this big take the memory-mapped Arrow path by default
+
+
+def use_arrow(spec, arrow: bool | None = None) -> bool:
+    """Whether a data spec is read as memory-mapped Arrow tables (textcls.data.arrow) - the one rule, for the CLI
+    and the library alike. `arrow` True / False decides; None: hub data sets (`hf:ID`) and local files of
+    ARROW_AUTO_BYTES or more. An already loaded DataBundle never is."""
+    if isinstance(spec, DataBundle):
+        return False
+    if arrow is not None:
+        return bool(arrow)
+    if not isinstance(spec, (str, os.PathLike)):
+        return False
+    if str(spec).startswith("hf:"):
+        return True
+    p = Path(str(spec)).expanduser()
+    return p.is_file() and p.stat().st_size >= ARROW_AUTO_BYTES
 _TRUE = ("1", "true", "yes", "on")
 
 

@@ -8,8 +8,8 @@ gathered, and only rank 0 writes the checkpoint (atomically, as always); the oth
 
 `arrow=True` reads the data as memory-mapped Arrow tables, builds the vocabulary in a streaming pass and
 tokenises with `map(batched=True, num_proc=...)` into a disk cache (textcls/data/arrow.py): for hub data sets
-and files too big for memory. `arrow=None` takes that path for `hf:` specs only; the default, False, is the
-in-memory path."""
+and files too big for memory. `arrow=None` follows the one rule (`data.datasets.use_arrow`: hub ids and files
+of 256 MB or more, as the CLI does); the default, False, is the in-memory path."""
 from __future__ import annotations
 
 import dataclasses
@@ -86,23 +86,24 @@ def extend_vocab(tokenizer, source, n: int):
 
 
 def relation_settings(model: str, preset: str | None, overrides: dict[str, Any],
-                      tokenizer_overrides: dict[str, Any] | None) -> tuple[str | None, dict[str, Any]]:
+                      tokenizer_overrides: dict[str, Any] | None, variant: str | None = None):
     """The task's settings on relation data (textcls/data/relation.py): a model with a "relation" preset (ACT, the
     Transformer) gets it unless a preset was named; a model with relative positions gets the tokenizer's
     entities="keep" (the tags carry the spans), any other model entities="drop" (plain text). Returns
-    (preset, tokenizer overrides); an explicit entities="none"/"drop" for a relative-position model is a
-    ValueError."""
+    (preset, tokenizer overrides, the model config with that preset); an explicit entities="none"/"drop" for a
+    relative-position model is a ValueError."""
     from textcls.models.registry import get_entry, make_config
     entry = get_entry(model)
     if preset is None and "relation" in entry.presets:
         preset = "relation"
     tok = dict(tokenizer_overrides or {})
-    relative = getattr(make_config(model, preset=preset, **overrides), "relative_positions", False)
+    config = make_config(model, preset=preset, variant=variant, **overrides)
+    relative = getattr(config, "relative_positions", False)
     mode = tok.setdefault("entities", "keep" if relative else "drop")
     if relative and mode not in ("keep", "mask"):
         raise ValueError(f"relative positions need the entity tags in the token stream: tokenizer entities "
                          f"must be 'keep' or 'mask', not {mode!r}")
-    return preset, tok
+    return preset, tok, config
 
 
 def train_from_spec(data, model: str, *, preset: str | None = None, variant: str | None = None,
@@ -156,8 +157,8 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
     tcfg = TrainConfig(epochs=epochs, seed=seed, **tcfg_values)
     tok_config = tokenizer_config_for(model_config, entry.input_kind, tokenizer_overrides)
 
-    use_arrow = (arrow if arrow is not None else isinstance(data, str) and data.startswith("hf:")) \
-        and not isinstance(data, DataBundle)
+    from textcls.data.datasets import use_arrow as arrow_rule
+    use_arrow = arrow_rule(data, arrow)
     if use_arrow:
         from textcls.data.arrow import (ArrowBundle, build_tokenizer, check_trainable_arrow, default_num_proc,
             encode_arrow, load_arrow)
@@ -180,8 +181,8 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
     labels = list(bundle.labels)
     from textcls.data.relation import is_relation_task
     if is_relation_task(getattr(bundle, "task", ""), labels):
-        preset, tokenizer_overrides = relation_settings(model, preset, overrides, tokenizer_overrides)
-        model_config = make_config(model, preset=preset, variant=variant, **overrides)
+        preset, tokenizer_overrides, model_config = relation_settings(model, preset, overrides, tokenizer_overrides,
+                                                                      variant)
         tok_config = tokenizer_config_for(model_config, entry.input_kind, tokenizer_overrides)
 
     if use_arrow:
