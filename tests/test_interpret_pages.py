@@ -112,7 +112,7 @@ def test_attribute_page_computes_only_the_open_view(run_page, monkeypatch):
 
     for module, name in ((faithfulness, "attribute_instances"), (faithfulness, "erasure_curves"),
                          (faithfulness, "erasure_flip"), (faithfulness, "permutation_test"),
-                         (interventions, "counterfactual"), (interpret, "intervene")):
+                         (interventions, "compare_edit"), (interpret, "intervene")):
         counted(module, name)
     at = run_page("pages/attribute.py")
     sentence = "the plot is dull , but the acting is not bad ."         # not asked before: no cached result
@@ -121,18 +121,18 @@ def test_attribute_page_computes_only_the_open_view(run_page, monkeypatch):
     at.button(key="FormSubmitter:attr_form-Explain").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert calls.get("attribute_instances", 0) >= len(MODELS)                 # Reasons: computed, shown
-    for name in ("erasure_curves", "erasure_flip", "permutation_test", "counterfactual", "intervene"):
+    for name in ("erasure_curves", "erasure_flip", "permutation_test", "compare_edit", "intervene"):
         assert name not in calls, (name, calls)                                 # the closed tabs: not run
     calls.clear()
     at.run()                                                                    # a rerun: everything cached
     assert not calls, calls
     open_view(at, "Faithfulness")
     assert calls.get("erasure_curves") and calls.get("erasure_flip") and calls.get("permutation_test")
-    assert "counterfactual" not in calls and "intervene" not in calls and "attribute_instances" not in calls
+    assert "compare_edit" not in calls and "intervene" not in calls and "attribute_instances" not in calls
     open_view(at, "Counterfactual")
-    assert "counterfactual" not in calls                                        # nothing until a word is picked
+    assert "compare_edit" not in calls                                          # nothing until a word is picked
     next(b for b in at.selectbox if b.key and b.key.startswith("attr_cf_idx_")).set_value(0).run()
-    assert calls.get("counterfactual") == 1 and "intervene" not in calls
+    assert calls.get("compare_edit") == 1 and "intervene" not in calls
     open_view(at, "Interventions")
     assert calls.get("intervene") == 1
     calls.clear()
