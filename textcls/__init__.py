@@ -1,7 +1,7 @@
 """textcls: small interpretable text classifiers and the library behind the dashboard.
 
 Public contract (see docs/architecture.md): list_models, create_model, ClassifierOutput, MapSpec,
-load_checkpoint, Predictor, Prediction.
+load_checkpoint, Predictor, Prediction; training: fit, TrainSpec, run_training / train_from_spec.
 
 The public names are resolved lazily (PEP 562): `import textcls` does not import torch, so torch-free code
 (listing checkpoints, the dashboard's Home page) starts fast. The first access to a name imports its module.
@@ -22,14 +22,15 @@ _LAZY = {
     **dict.fromkeys(("classification_report", "evaluate"), "analysis.metrics"),
     **dict.fromkeys(("EpochEvent", "History", "StepEvent"), "records"),
     **dict.fromkeys(("TrainConfig", "fit"), "train.fit"),
-    "train_from_spec": "train.pipeline",
+    **dict.fromkeys(("TrainSpec", "run_training", "train_from_spec"), "train.pipeline"),
 }
 
 __all__ = ["AXES", "KINDS", "ClassifierOutput", "MapSpec", "create_model", "get_entry", "list_models",
            "make_config", "register_model", "__version__",
            "CheckpointError", "CheckpointInfo", "list_checkpoints", "load_checkpoint", "save_checkpoint",
            "Prediction", "Predictor", "classification_report", "evaluate",
-           "EpochEvent", "History", "StepEvent", "TrainConfig", "fit", "train_from_spec"]
+           "EpochEvent", "History", "StepEvent", "TrainConfig", "TrainSpec", "fit", "run_training",
+           "train_from_spec"]
 
 
 def __getattr__(name: str):

@@ -155,7 +155,7 @@ def cmd_train(args) -> int:
 
 def _train(args, out: Path, overrides, tok, train_over, dev_name: str, use_arrow: bool) -> int:
     from textcls.data.datasets import check_trainable, load_data
-    from textcls.train.pipeline import train_from_spec
+    from textcls.train.pipeline import TrainSpec, run_training
 
     emb = args.embeddings
     ctx = join_group(args.device)              # before the data: the Arrow path lets rank 0 build caches first
@@ -186,13 +186,13 @@ def _train(args, out: Path, overrides, tok, train_over, dev_name: str, use_arrow
     where = "" if ctx is None else f" ({ctx.describe()})"
     progress = _Progress(f"{args.model} on {bundle.name}{where}", enabled=not args.quiet and main_rank)
     try:
-        result = train_from_spec(bundle, args.model, preset=args.preset, variant=args.variant, overrides=overrides,
-                                 embeddings=emb, epochs=args.epochs, out=out, callbacks=[progress],
-                                 min_freq=args.min_freq, max_vocab=args.max_vocab,
-                                 extra_vocab=args.extra_vocab, tokenizer_overrides=tok,
-                                 train_overrides=train_over, paper_training=args.paper_training, seed=args.seed,
-                                 float16=args.float16, limit=args.limit, data_spec=args.data, arrow=use_arrow,
-                                 num_proc=args.num_proc)
+        spec = TrainSpec(bundle, args.model, preset=args.preset, variant=args.variant, overrides=overrides,
+                         embeddings=emb, epochs=args.epochs, out=out, min_freq=args.min_freq,
+                         max_vocab=args.max_vocab, extra_vocab=args.extra_vocab, tokenizer_overrides=tok,
+                         train_overrides=train_over, paper_training=args.paper_training, seed=args.seed,
+                         float16=args.float16, limit=args.limit, data_spec=args.data, arrow=use_arrow,
+                         num_proc=args.num_proc)
+        result = run_training(spec, callbacks=[progress])
     finally:
         progress.close()
     if not main_rank:

@@ -17,7 +17,7 @@ import torch
 
 from textcls.runtime import distributed
 from textcls.runtime.devices import describe_device, resolve_device
-from textcls.train.pipeline import train_from_spec
+from textcls.train.pipeline import TrainSpec, run_training
 from textcls.experiments.cells import SUITES, Cell, all_cells
 from textcls.experiments.results import DEFAULT_OUT, load_results
 from textcls.experiments.results import update_results as _update_results
@@ -58,12 +58,12 @@ def run_cell(cell: Cell, seed: int, *, epochs: int, limit: int | None = None, da
     where = ctx.device if ctx.active else resolve_device(train.get("device", "auto"))
     if where.type != "cuda":
         train.pop("amp", None)               # a cell's amp is for CUDA; float32 elsewhere, without a warning
-    res = train_from_spec(cell.source or cell.data, cell.model, preset=cell.preset, variant=cell.variant,
-                          overrides=dict(cell.overrides), embeddings=cell.embeddings, epochs=epochs, out=None,
-                          callbacks=callbacks, stop_event=stop_event, data_root=data_root, limit=limit,
-                          tokenizer_overrides=dict(cell.tokenizer) or None, train_overrides=train,
-                          extra_vocab=cell.extra_vocab, seed=seed, text_column=cell.text_column,
-                          arrow=True if cell.source.startswith("hf:") else False)
+    spec = TrainSpec(cell.source or cell.data, cell.model, preset=cell.preset, variant=cell.variant,
+                     overrides=dict(cell.overrides), embeddings=cell.embeddings, epochs=epochs, data_root=data_root,
+                     limit=limit, tokenizer_overrides=dict(cell.tokenizer) or None, train_overrides=train,
+                     extra_vocab=cell.extra_vocab, seed=seed, text_column=cell.text_column,
+                     arrow=None)                              # the one rule: hub ids take the Arrow path
+    res = run_training(spec, callbacks=callbacks, stop_event=stop_event)
     h = res.history
     m = res.metrics
     if cell.metric_split not in m:

@@ -1,4 +1,4 @@
-"""Running a study (study_defs): every point x seed through `pipeline.train_from_spec` (the CLI's training
+"""Running a study (study_defs): every point x seed through `pipeline.run_training` (the CLI's training
 path), each finished run cached at once in the user folder (`<user home>/studies/<NAME>-<scale>.json`), so a
 stopped or crashed study resumes where it was and a second call reuses everything. One study at a time per user
 folder (a lock file naming the process). No Streamlit."""
@@ -103,15 +103,16 @@ def check_data(study: Study, scale: str, data_root=None) -> None:
 def run_point(point: StudyPoint, sc: Scale, seed: int, *, stop_event=None, data_root=None,
               device: str | None = None) -> dict[str, Any] | None:
     """Train one point once; its record, or None when it was stopped before finishing (nothing kept)."""
-    from textcls.train.pipeline import train_from_spec
+    from textcls.train.pipeline import TrainSpec, run_training
     train = dict(sc.train)
     if device:
         train["device"] = device
     t0 = time.perf_counter()
-    res = train_from_spec(sc.data, point.model, preset=sc.preset, variant=point.variant,
-                          overrides={**dict(point.overrides), **dict(sc.overrides)}, embeddings=sc.embeddings, epochs=sc.epochs, out=None,
-                          stop_event=stop_event, data_root=data_root, limit=sc.limit,
-                          tokenizer_overrides=dict(point.tokenizer) or None, train_overrides=train, seed=seed)
+    spec = TrainSpec(sc.data, point.model, preset=sc.preset, variant=point.variant,
+                     overrides={**dict(point.overrides), **dict(sc.overrides)}, embeddings=sc.embeddings,
+                     epochs=sc.epochs, data_root=data_root, limit=sc.limit,
+                     tokenizer_overrides=dict(point.tokenizer) or None, train_overrides=train, seed=seed)
+    res = run_training(spec, stop_event=stop_event)
     h = res.history
     if h.stopped_by_user:
         return None

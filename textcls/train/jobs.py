@@ -419,16 +419,17 @@ class _ChildError(RuntimeError):
 
 
 def _train_in_child(kwargs: dict[str, Any], events, stop_event, n_threads: int) -> None:
-    """The training process of a process-isolated job: train_from_spec at a lower priority on `n_threads`,
-    every event and the outcome sent back through `events`."""
+    """The training process of a process-isolated job: the run (`kwargs` are TrainSpec's fields) at a lower
+    priority on `n_threads`, every event and the outcome sent back through `events`."""
     try:
         os.nice(NICE)
     except (AttributeError, OSError):
         pass
     try:
-        from textcls.train.pipeline import train_from_spec
+        from textcls.train.pipeline import TrainSpec, run_training
         with threads.batch(n_threads):
-            r = train_from_spec(**kwargs, callbacks=[lambda e: events.put(("event", e))], stop_event=stop_event)
+            r = run_training(TrainSpec(**kwargs), callbacks=[lambda e: events.put(("event", e))],
+                             stop_event=stop_event)
         events.put(("result", {"path": None if r.path is None else str(r.path), "metrics": r.metrics,
                                "history": r.history.to_dict()}))
     except BaseException as e:  # noqa: BLE001 - reported to the parent, which ends the job with it
@@ -452,7 +453,7 @@ class JobRegistry:
 
     def submit(self, callbacks: Iterable[Callable[[Any], None]] = (), runner: Callable[..., Any] | None = None,
                owner: str = "", isolation: str | None = None, **kwargs: Any) -> str:
-        """Start a job with `train_from_spec(**kwargs)`; returns its id. Raises JobError when it cannot start.
+        """Start a job with `run_training(TrainSpec(**kwargs))`; returns its id. Raises JobError when it cannot start.
         The run's training memory is capped at `limits.job_max_memory_mb` (passed as train_from_spec's limits).
         isolation: "process" (default for train_from_spec) or "thread" (default when a `runner` is given)."""
         job_id = uuid.uuid4().hex[:12]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -25,7 +25,7 @@ from textcls.runtime import distributed
 from textcls.data.batching import encode_split, predict_sharded
 from textcls.runtime.limits import Limits
 from textcls.records import History
-from textcls.runtime.sizing import check_parameters, check_training, count_parameters, training_bytes
+from textcls.runtime.sizing import check_training, training_bytes
 from textcls.train.fit import PAPER_TRAINING, Callback, TrainConfig, fit
 
 
@@ -106,37 +106,66 @@ def relation_settings(model: str, preset: str | None, overrides: dict[str, Any],
     return preset, tok, config
 
 
-def train_from_spec(data, model: str, *, preset: str | None = None, variant: str | None = None,
-                    overrides: dict[str, Any] | None = None, embeddings: str | None = "glove",
-                    epochs: int = 5, out: str | Path | None = None, callbacks: Iterable[Callback] = (),
-                    stop_event: threading.Event | None = None, data_root=None, limit: int | None = None,
-                    min_freq: int = 1, max_vocab: int | None = None, extra_vocab: int = 0,
-                    tokenizer_overrides: dict[str, Any] | None = None,
-                    train_overrides: dict[str, Any] | None = None, paper_training: bool = False,
-                    seed: int = 0, float16: bool = False, evaluate_test: bool = True,
-                    text_column: str = "text", label_column: str = "label",
-                    data_spec: str | None = None, arrow: bool | None = False,
-                    num_proc: int | None = None, limits: Limits | None = None) -> TrainResult:
-    """Load data, build tokenizer + vocabulary + embeddings + model, fit, evaluate, and save a checkpoint.
+@dataclass
+class TrainSpec:
+    """One training run, as the CLI, the Train page (through textcls.train.jobs), the studies and the reproduction
+    suites describe it; `run_training(spec)` runs it."""
+    data: Any = field(metadata={"help": "a bundled name, a path, 'hf:ID' (see data.load_data), or a loaded "
+                                        "DataBundle / ArrowBundle (then `limit` still applies)"})
+    model: str = field(metadata={"help": "a registered model name"})
+    preset: str | None = field(default=None, metadata={"help": "a registered preset ('small', ...)"})
+    variant: str | None = field(default=None, metadata={"help": "a registered variant (the paper's switches)"})
+    overrides: dict[str, Any] = field(default_factory=dict, metadata={"help": "model config fields set"})
+    embeddings: str | None = field(default="glove", metadata={
+        "help": "glove (50-d GloVe 6B; sets embed_dim to 50), random (the model's own initialisation), or a "
+                "path to a vectors file (data.embeddings.build_embedding_matrix)"})
+    epochs: int = field(default=5, metadata={"help": "epochs at most (early stopping may end sooner)"})
+    out: str | Path | None = field(default=None, metadata={
+        "help": "the checkpoint folder to write (replaced atomically), or None to write nothing"})
+    data_root: Any = field(default=None, metadata={"help": "folder(s) searched for data set names"})
+    limit: int | None = field(default=None, metadata={"help": "at most this many examples per split (seeded)"})
+    min_freq: int = field(default=1, metadata={"help": "a word's count in training before it joins the vocabulary"})
+    max_vocab: int | None = field(default=None, metadata={"help": "largest vocabulary"})
+    extra_vocab: int = field(default=0, metadata={
+        "help": "also put this many of the pretrained vectors' most frequent words that the training texts lack "
+                "into the vocabulary (GloVe only): they keep their vectors, so unseen test words are not all "
+                "<unk> (Kim 2014 builds the vocabulary over all texts for this)"})
+    tokenizer_overrides: dict[str, Any] | None = field(default=None, metadata={"help": "TokenizerConfig fields"})
+    train_overrides: dict[str, Any] | None = field(default=None, metadata={
+        "help": "TrainConfig fields (batch_size, lr, optimizer, patience, ...), on top of the paper's settings "
+                "when paper_training"})
+    paper_training: bool = field(default=False, metadata={"help": "start from the paper's optimiser settings "
+                                                                  "(PAPER_TRAINING)"})
+    seed: int = field(default=0, metadata={"help": "the run's seed (data sample, initialisation, batches)"})
+    float16: bool = field(default=False, metadata={"help": "store the weights as float16"})
+    evaluate_test: bool = field(default=True, metadata={"help": "evaluate the test split at the end"})
+    text_column: str = field(default="text", metadata={"help": "a data file's text column"})
+    label_column: str = field(default="label", metadata={"help": "a data file's label column"})
+    data_spec: str | None = field(default=None, metadata={
+        "help": "what the checkpoint records as the data's spec (when `data` is a loaded bundle)"})
+    arrow: bool | None = field(default=False, metadata={
+        "help": "read the data as memory-mapped Arrow tables; None: the rule of data.datasets.use_arrow"})
+    num_proc: int | None = field(default=None, metadata={"help": "tokenising processes on the Arrow path"})
+    limits: Limits | None = field(default=None, metadata={
+        "help": "the machine-protecting limits (default: the environment's): the parameter count is checked on "
+                "the meta device before the model is built, the training memory before the first step"})
 
-    data: a bundled name, a path, "hf:ID" (see `data.load_data`), or an already loaded DataBundle (then
-        `limit` still applies, and `data_spec` is what the checkpoint records as the data's spec).
-    model: a registered model name; preset/variant/overrides as in `create_model`.
-    embeddings: "glove" (50-d GloVe 6B; sets embed_dim to 50), "random" (the model's own initialisation),
-        or a path to a vectors file (see `embeddings.build_embedding_matrix`).
-    train_overrides: TrainConfig fields (batch_size, lr, optimizer, patience, ...); with `paper_training` the
-        paper's settings (PAPER_TRAINING) come first and train_overrides on top.
-    extra_vocab: also put the `extra_vocab` most frequent words of the pretrained vectors that the training
-        texts lack into the vocabulary (GloVe only). They get no gradient, so (without weight decay) they keep
-        their pretrained vectors and unseen test words are not all `<unk>` (Kim 2014 builds the vocabulary over
-        all texts for this).
-    out: the checkpoint folder to write (replaced atomically), or None to write nothing.
-    limits: the machine-protecting limits (`textcls.runtime.limits`; default: the environment's): the parameter count
-        is checked on the meta device before the model is built, and the training memory (`sizing`) before
-        the first step; either raises LimitError.
+
+def train_from_spec(data, model: str, *, callbacks: Iterable[Callback] = (),
+                    stop_event: threading.Event | None = None, **fields: Any) -> TrainResult:
+    """`run_training(TrainSpec(data, model, **fields), callbacks, stop_event)`: the keyword form of one run (the public
+    name; TrainSpec documents every field)."""
+    return run_training(TrainSpec(data, model, **fields), callbacks, stop_event)
+
+
+def run_training(spec: TrainSpec, callbacks: Iterable[Callback] = (),
+          stop_event: threading.Event | None = None) -> TrainResult:
+    """Load data, build tokenizer + vocabulary + embeddings + model, fit, evaluate, and save a checkpoint.
     Returns a TrainResult; the checkpoint's config.json records data, metrics (test accuracy included),
-    training settings, tokenizer settings and the history's stop reason.
-    """
+    training settings, tokenizer settings and the history's stop reason."""
+    data, model, preset, variant, epochs, seed = (spec.data, spec.model, spec.preset, spec.variant, spec.epochs,
+                                                  spec.seed)
+    overrides, tokenizer_overrides, limits = dict(spec.overrides or {}), spec.tokenizer_overrides, spec.limits
     from textcls import __version__
     from textcls.data.datasets import DataBundle, check_trainable, load_data
     from textcls.analysis.metrics import classification_report, default_ignore_label
@@ -145,35 +174,37 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
 
     t0 = time.perf_counter()
     entry = get_entry(model)
-    overrides = dict(overrides or {})
     model_config = make_config(model, preset=preset, variant=variant, **overrides)  # fail early on bad input
-    emb_source = _resolve_embeddings(embeddings)
-    if out is not None:
+    emb_source = _resolve_embeddings(spec.embeddings)
+    if spec.out is not None:
         from textcls.checkpoint import check_target
-        check_target(out)  # fail before training, not after
-    tcfg_values = dict(train_overrides or {})
-    if paper_training:
+        check_target(spec.out)  # fail before training, not after
+    tcfg_values = dict(spec.train_overrides or {})
+    if spec.paper_training:
         tcfg_values = {**PAPER_TRAINING.get(model, {}), **tcfg_values}
     tcfg = TrainConfig(epochs=epochs, seed=seed, **tcfg_values)
     tok_config = tokenizer_config_for(model_config, entry.input_kind, tokenizer_overrides)
 
     from textcls.data.datasets import use_arrow as arrow_rule
-    use_arrow = arrow_rule(data, arrow)
+    use_arrow = arrow_rule(data, spec.arrow)
     if use_arrow:
         from textcls.data.arrow import (ArrowBundle, build_tokenizer, check_trainable_arrow, default_num_proc,
             encode_arrow, load_arrow)
         bundle = data if isinstance(data, ArrowBundle) else load_arrow(
-            data, root=data_root, text_column=text_column, label_column=label_column, limit=limit, seed=seed)
+            data, root=spec.data_root, text_column=spec.text_column, label_column=spec.label_column,
+            limit=spec.limit, seed=seed)
         check_trainable_arrow(bundle)
-        procs = num_proc or default_num_proc()
+        procs = spec.num_proc or default_num_proc()
 
         def encode(split):
             return encode_arrow(tokenizer, split, num_proc=procs)
     else:
         bundle = data if isinstance(data, DataBundle) else load_data(
-            data, root=data_root, text_column=text_column, label_column=label_column, limit=limit, seed=seed)
-        if isinstance(data, DataBundle) and limit is not None:
-            bundle = dataclasses.replace(bundle, splits={k: s.sample(limit, seed) for k, s in bundle.splits.items()})
+            data, root=spec.data_root, text_column=spec.text_column, label_column=spec.label_column,
+            limit=spec.limit, seed=seed)
+        if isinstance(data, DataBundle) and spec.limit is not None:
+            bundle = dataclasses.replace(bundle, splits={k: sp.sample(spec.limit, seed)
+                                                         for k, sp in bundle.splits.items()})
         check_trainable(bundle)
 
         def encode(split):
@@ -186,13 +217,14 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
         tok_config = tokenizer_config_for(model_config, entry.input_kind, tokenizer_overrides)
 
     if use_arrow:
-        tokenizer = build_tokenizer(bundle.splits["train"], tok_config, min_freq=min_freq, max_size=max_vocab)
+        tokenizer = build_tokenizer(bundle.splits["train"], tok_config, min_freq=spec.min_freq,
+                                    max_size=spec.max_vocab)
     else:
-        tokenizer = Tokenizer.build(bundle.splits["train"].texts, tok_config, min_freq=min_freq,
-                                    max_size=max_vocab)
+        tokenizer = Tokenizer.build(bundle.splits["train"].texts, tok_config, min_freq=spec.min_freq,
+                                    max_size=spec.max_vocab)
     added = 0
-    if extra_vocab:
-        tokenizer, added = extend_vocab(tokenizer, emb_source, int(extra_vocab))
+    if spec.extra_vocab:
+        tokenizer, added = extend_vocab(tokenizer, emb_source, int(spec.extra_vocab))
     if getattr(model_config, "relative_positions", False):      # the tags' ids, for the relative positions
         from textcls.models.relation import marker_overrides
         overrides = {**marker_overrides(tokenizer.vocab), **overrides}
@@ -202,11 +234,7 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
         from textcls.data.embeddings import build_embedding_matrix
         matrix, coverage = build_embedding_matrix(tokenizer.vocab, emb_source, seed=seed)
 
-    sizes = {"vocab_size": len(tokenizer.vocab), "num_labels": len(labels),
-             **({"embed_dim": int(matrix.shape[1])} if matrix is not None and "embed_dim" not in overrides else {})}
-    check_parameters(count_parameters(entry.cls, make_config(model, preset=preset, variant=variant,
-                                                             **{**overrides, **sizes})), limits)
-    torch.manual_seed(seed)
+    torch.manual_seed(seed)            # create_model checks the parameter limit on the meta device first
     net = create_model(model, vocab_size=len(tokenizer.vocab), num_labels=len(labels), preset=preset,
                        variant=variant, embeddings=matrix, limits=limits, **overrides)
 
@@ -222,7 +250,7 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
     metrics: dict[str, Any] = {}
     for split_name in ("dev", "test"):
         split = bundle.splits.get(split_name)
-        if split is None or not len(split) or (split_name == "test" and not evaluate_test):
+        if split is None or not len(split) or (split_name == "test" and not spec.evaluate_test):
             continue
         if history.stopped_by_user and split_name == "test":
             continue  # a stopped run is saved as is; evaluate it later with `textcls evaluate`
@@ -234,13 +262,13 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
 
     path = None
     ctx = distributed.context()
-    if out is not None and ctx.is_main:
+    if spec.out is not None and ctx.is_main:
         from textcls.checkpoint import save_checkpoint
         summary = {f"{s}_{k}": metrics[s][k] for s in metrics for k in ("accuracy", "macro_f1")}
         meta = {
-            "data": {"name": bundle.name, "spec": data_spec or (str(data) if isinstance(data, (str, Path))
+            "data": {"name": bundle.name, "spec": spec.data_spec or (str(data) if isinstance(data, (str, Path))
                                                                  else bundle.name),
-                     "task": bundle.task, "source": bundle.source, "limit": limit, "arrow": bool(use_arrow),
+                     "task": bundle.task, "source": bundle.source, "limit": spec.limit, "arrow": bool(use_arrow),
                      "splits": {k: len(v) for k, v in bundle.splits.items()}, "ignore_label": ignore},
             "metrics": {**summary, **metrics},
             "training": {**dataclasses.asdict(tcfg), "stopped_reason": history.stopped_reason,
@@ -248,11 +276,12 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
                          "seconds": history.elapsed, "device": history.device,
                          "world_size": ctx.world_size},
             "preset": preset, "variant": variant, "overrides": overrides,
-            "embeddings": {"source": embeddings or "random", "coverage": coverage},
-            "vocab": {"min_freq": min_freq, "max_size": max_vocab, "size": len(tokenizer.vocab),
-                      "extra_vocab": int(extra_vocab), "extra_added": added},
+            "embeddings": {"source": spec.embeddings or "random", "coverage": coverage},
+            "vocab": {"min_freq": spec.min_freq, "max_size": spec.max_vocab, "size": len(tokenizer.vocab),
+                      "extra_vocab": int(spec.extra_vocab), "extra_added": added},
             "library_version": __version__,
         }
-        path = save_checkpoint(out, net, tokenizer, labels, meta=meta, history=history, float16=float16)
+        path = save_checkpoint(spec.out, net, tokenizer, labels, meta=meta, history=history,
+                               float16=spec.float16)
     return TrainResult(net, tokenizer, labels, history, metrics, path, bundle.name, coverage,
                        time.perf_counter() - t0)
