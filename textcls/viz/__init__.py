@@ -42,7 +42,7 @@ from .maps import (REAL, Slice2D, attention_grid, find_spec, find_specs, grid_ta
 from .paper_views import reasons_figure  # importing paper_views registers the views in VIEWS
 from .reports import (CURVE_TITLES, confusion_figure, filter_ngrams_figure, label_cards_html, live_training_figure,
                       probabilities_figure, top_words_figure, training_curves, word_weight_figure)
-from .style import FONT, MONO, RUN_COLORS, FigureOut, esc, label_colors, safe_filename, short, two_label_scale
+from .style import FONT, MONO, RUN_COLORS, FigureOut, esc, fit_title, label_colors, safe_filename, short, two_label_scale
 from .tokens import (SHADE_NOTE, UNIFORM_DARKEST, esc_html, highlight_table, shade_weights, token_highlight,
                      token_highlight_html, token_highlight_rows, token_rows_html)
 from ..importance import token_weights
@@ -50,7 +50,7 @@ from .views import MODEL_VIEWS, VIEWS, Control, View, ViewInput, build_view, reg
 
 __all__ = [
     # style
-    "FONT", "MONO", "RUN_COLORS", "FigureOut", "esc", "label_colors", "safe_filename", "short", "two_label_scale",
+    "FONT", "MONO", "RUN_COLORS", "FigureOut", "esc", "fit_title", "label_colors", "safe_filename", "short", "two_label_scale",
     # axes
     "AXIS_TITLES", "MAX_GRID_TOKENS", "MAX_HIGHLIGHT_TOKENS", "MAX_TOKENS", "PAD_LABEL", "axis_labels",
     "is_sentence_axis", "is_sequence_axis", "is_token_axis", "is_word_axis",
