@@ -20,7 +20,6 @@ from textcls import data as tdata
 from textcls import viz
 from textcls.checkpoint import CheckpointError, CheckpointInfo
 from textcls.relation import MARKER_SYNTAX, EntitySpanError, has_markers
-from textcls.text import readable
 
 from . import cache
 
@@ -376,6 +375,7 @@ EXAMPLE_DATA = "imdb_sample"   # a sample of IMDB test reviews shipped in textcl
 def example_texts(n_per_label: int = 3) -> dict[str, str]:
     """{name: text}: the short restaurant review, then a few full movie reviews from the shipped IMDB sample
     (several sentences each: what HCAN's and CAN's views are made for), the longest first."""
+    from textcls.text import readable          # here: textcls.text imports torch, which Home does not need
     out = {"A short review (3 sentences)": EXAMPLE}
     try:
         bundle = cache.dataset(EXAMPLE_DATA)
