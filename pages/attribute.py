@@ -348,19 +348,11 @@ def slice_panel(results) -> None:
                f"{rep.seconds:.1f} s; reference = leave-one-out; erasure random fraction to flip: "
                f"{rep.settings['random_orders']} random order(s) a text, averaged over the texts. Brackets: bootstrap "
                "95% interval over texts.")
-    frame = rep.frame()
-    for key in ("aopc_comprehensiveness", "aopc_sufficiency"):
-        if key + "_ci" in frame.columns:
-            frame[key + "_ci"] = frame[key + "_ci"].map(lambda c: f"[{c[0]:.3f}, {c[1]:.3f}]"
-                                                        if isinstance(c, (list, tuple)) else "")
-    frame = frame.rename(columns=lambda c: c.replace("_ci", " 95% CI").replace("_", " "))
-    if "method" in frame.columns:
-        shown = {**LABELS, "random": "Random ranking"}
-        frame["method"] = frame["method"].map(lambda m: shown.get(m, m))
-    st.dataframe(frame, hide_index=True)
-    if rep.model_row:
-        st.dataframe(pd.DataFrame([{k: v for k, v in rep.model_row.items() if k != "attention_maps"}]),
-                     hide_index=True)
+    table, tests = F.slice_report_tables(rep.rows, rep.model_row, LABELS)
+    st.dataframe(table, hide_index=True, width="stretch")
+    if tests is not None:
+        st.caption("The model's own attention, permuted and made uniform (Jain & Wallace): how far the output moves.")
+        st.dataframe(tests, hide_index=True, width="stretch")
     for note in rep.settings["notes"]:
         st.caption(w.md_escape(note))
 

@@ -22,7 +22,8 @@ from textcls.experiments.measure import load_note
 from textcls.experiments.paper_bench import lama_f4
 from textcls.experiments.results import TARGET_POINTS, accuracy_targets, load_results, table_rows
 from textcls.experiments.specs import default_models
-from textcls.viz import accuracy_figure, act_t5_figure, lama_f4_figure, models_figure
+from textcls.experiments.tradeoffs import pareto_front, reading, time_checkpoints
+from textcls.viz import accuracy_figure, act_t5_figure, lama_f4_figure, models_figure, tradeoff_figure
 
 inside_app(__file__)
 
@@ -206,19 +207,68 @@ with t_acc:
 
 stored = _read_bench(BENCH)
 
+def _which_model(ck: dict | None) -> None:
+    """Per task: test accuracy against latency of every shipped and user checkpoint, the Pareto front, a reading."""
+    valid, _ = cache.checkpoints()
+    timed = {r["name"]: r for r in (ck or {}).get("checkpoints", [])}
+    here = st.session_state.setdefault("bench_timed_here", {})
+    tasks = [t for t in w.tasks(valid) if t]
+    if not tasks:
+        st.info("No checkpoint with a data set to compare.")
+        return
+    task = st.segmented_control("Task", tasks, default=tasks[0], key="bench_task") or tasks[0]
+    infos = [i for i in valid if i.data == task]
+    rows, untimed = [], []
+    for i in infos:
+        t = here.get(i.name) or timed.get(i.name)
+        if i.test_accuracy is None:
+            continue
+        if t is None:
+            untimed.append(i)
+            continue
+        rows.append({"name": i.name, "from": "shipped" if i.shipped else "yours", "accuracy": 100 * i.test_accuracy,
+                     "ms": t.get("ms", t.get("predict_ms")), "parameters": t.get("parameters")})
+    if untimed and st.button(f"Time {len(untimed)} checkpoint(s) not in the stored run on this machine",
+                             key=f"bench_time_{task}", icon=":material/timer:",
+                             help=", ".join(i.name for i in untimed)):
+        with st.spinner("Timing…"):
+            for r in time_checkpoints(untimed, bench.EXAMPLE_SENTENCE):
+                here[r["name"]] = r
+        st.rerun()
+    if not rows:
+        st.info("No checkpoint of this task has both a test accuracy and a latency yet.")
+        return
+    front = pareto_front(rows)
+    st.markdown(f"**{w.md_escape(reading(rows))}**")
+    w.show_figure(tradeoff_figure(rows, front, f"{task}: test accuracy against latency"), f"bench_tradeoff_{task}")
+    mine = [r["name"] for r in rows if r["name"] in here]
+    st.caption(w.md_escape("Latency: one sentence, median after a warm-up, "
+                           + (f"timed on this machine for {', '.join(mine)} and " if mine else "")
+                           + "from the stored run otherwise (times from another machine or load are not "
+                           f"comparable). Pareto front: {', '.join(front)}."))
+
+
 with t_speed:
     if stored is None:
         st.info(f"No stored benchmark in {w.md_escape(BENCH)}. Make one with "
                 "`python -m textcls bench --json docs/bench.json`, or use the last tab.")
-    else:
+    st.subheader("Which checkpoint to pick")
+    st.caption("The checkpoints this app ships and the ones you trained, as they are: trained weights, the sizes "
+               "we chose for a laptop (about 1-2 M parameters).")
+    _which_model(stored.get("checkpoints") if stored else None)
+    if stored is not None:
         _env_caption(stored)
+        if "checkpoints" in stored:
+            with st.expander("Every shipped checkpoint's timings"):
+                _checkpoints(stored["checkpoints"])
+        st.subheader("The papers' configurations")
+        st.caption("Not the shipped checkpoints: each model at the size its paper describes (e.g. the Transformer "
+                   "at 18.9 M parameters), with random weights - how the published designs compare in size and "
+                   "speed.")
         _models_table(stored)
         if stored.get("models"):
             w.show_figure(models_figure(bench.model_rows(stored), batch_size=stored["settings"]["batch_size"],
                                         caption=load_note(stored["environment"])), "bench_models")
-        if "checkpoints" in stored:
-            st.subheader("Shipped checkpoints")
-            _checkpoints(stored["checkpoints"])
 
 with t_act:
     st.markdown("ACT's Table 5: 1.49M vs 3.38M parameters, 0.07 s vs 0.19 s per batch of 100 on a GPU (2.7x). "

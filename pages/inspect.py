@@ -150,7 +150,10 @@ def render(slot: int, info, pred, r, specs) -> None:
     st.caption(w.md_escape(viz.VIEWS[vid].description_for(info.model)))
     vi = viz.ViewInput(info.model, specs, r.maps, list(r.tokens), r.sentences, title=info.name, label=r.label,
                        config=dict(info.info.get("model_config", {})))
-    opts: dict = {"window": window, "chars_per_line": 90 if len(loaded) == 1 else 44}
+    # the column's room: a side-by-side column is about 470 px (44 shaded words' characters, 52 title characters)
+    opts: dict = {"window": window, "chars_per_line": 90 if len(loaded) == 1 else 44,
+                  "max_width": 900 if len(loaded) == 1 else 470}
+    title_chars = 110 if len(loaded) == 1 else 52
     controls = viz.view_controls(vid, vi)
     if controls:
         cols = st.columns(min(3, len(controls)))
@@ -175,7 +178,8 @@ def render(slot: int, info, pred, r, specs) -> None:
         st.info("This view has nothing to draw for this input.")
         return
     for k, item in enumerate(figs):
-        w.show_figure(item, f"{slot}_{info.name}_{item.key}_{k}", filename=f"{info.name}_{item.key}")
+        w.show_figure(item, f"{slot}_{info.name}_{item.key}_{k}", filename=f"{info.name}_{item.key}",
+                      title_chars=title_chars)
     if any("concentration" in f.meta for f in figs):       # an attention view: how far to trust it on this text
         faithfulness_line(info, text)
     w.zip_button(figs, f"{info.name}_{vid}", label="All figures of this view (ZIP)")

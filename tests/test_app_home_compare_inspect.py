@@ -515,3 +515,28 @@ def test_unknown_word_warning_names_the_words_and_entity_tags_are_no_words(app, 
     table = at.dataframe[-1].value
     assert (table["tokens"] == 4).all() and (table["unknown words"] == 0).all()
     assert not any("unknown" in x.value for x in at.warning)
+
+
+def test_inspect_side_by_side_figures_fit_their_column(app):
+    """Issue 27.5: side by side (a ~470 px column), the all-heads grid is no wider than its column (its token labels
+    were cut), every title wraps to the column (no "- layer 2," cut at the edge), and a legend above the plot sits
+    below the title's lines."""
+    import json
+    at = app("pages/inspect.py")
+    at.selectbox(key="insp_ckpt").set_value("transformer_tiny").run()
+    at.toggle(key="insp_two").set_value(True).run()
+    at.selectbox(key="insp_ckpt2").set_value("act_tiny").run()
+    assert not at.exception
+    figs = [json.loads(c.proto.spec) for c in charts(at)]
+    assert len(figs) >= 3                                     # matrix, head view, grid of the Transformer
+    for f in figs:
+        lay = f["layout"]
+        title = lay.get("title", {})
+        if "all layers x heads" in str(title.get("text", "")):
+            assert lay["width"] <= 470, lay["width"]
+        lines = [x for x in str(title.get("text", "")).split("<br>") if not x.startswith("<sup>")]
+        assert all(len(x) <= 52 for x in lines), lines
+        legend = lay.get("legend", {})
+        if legend.get("orientation") == "h" and legend.get("y", 0) >= 1:          # legend above the plot
+            assert title.get("yref") == "container" and title.get("yanchor") == "top"
+            assert lay["margin"]["t"] >= 10 + 19 * len(lines) + 30

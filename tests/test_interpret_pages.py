@@ -158,6 +158,9 @@ def test_attribute_page_interventions(run_page):
     assert not at.exception and "head 1 (every layer) ablated" in texts(at)
 
 
+COMP = "AOPC comprehensiveness (higher = faithful)"
+
+
 def test_attribute_page_counterfactual_and_slice(run_page):
     at = run_page("pages/attribute.py")
     open_view(at, "Counterfactual")
@@ -187,8 +190,8 @@ def test_attribute_page_counterfactual_and_slice(run_page):
     at.selectbox(key="attr_slice_ckpt").set_value("kim_cnn_tiny")
     at.button(key="FormSubmitter:attr_slice-Run").click().run()
     assert not at.exception
-    frame = next(d.value for d in at.dataframe if "aopc comprehensiveness" in d.value.columns)
-    assert {"Random ranking", "Leave-one-out"} <= set(frame["method"]) and (frame["n"] == 5).all()
+    frame = next(d.value for d in at.dataframe if COMP in d.value.columns)
+    assert {"Random ranking", "Leave-one-out"} <= set(frame["method"]) and (frame["texts"] == "5").all()
 
 
 def test_attribute_page_data_set_panel_runs_a_whole_split_and_stops(run_page, tmp_path, monkeypatch):
@@ -222,13 +225,21 @@ def test_attribute_page_data_set_panel_runs_a_whole_split_and_stops(run_page, tm
     at.button(key="FormSubmitter:attr_slice-Run").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert "Stopped after 10 of 24 texts" in texts(at)
-    frame = next(d.value for d in at.dataframe if "aopc comprehensiveness" in d.value.columns)
-    assert (frame["n"] == 10).all() and "aopc comprehensiveness 95% CI" in frame.columns
+    frame = next(d.value for d in at.dataframe if COMP in d.value.columns)
+    assert (frame["texts"] == "10").all() and "comprehensiveness 95% CI" in frame.columns
     at.button(key="attr_slice_continue").click().run()
     assert not at.exception and "Stopped" not in texts(at)
-    frame = next(d.value for d in at.dataframe if "aopc comprehensiveness" in d.value.columns)
-    assert (frame["n"] == 24).all() and "24 texts of tinyset/test" in texts(at)
-    assert any("permutation" in c for d in at.dataframe for c in d.value.columns)
+    frame = next(d.value for d in at.dataframe if COMP in d.value.columns)
+    assert (frame["texts"] == "24").all() and "24 texts of tinyset/test" in texts(at)
+    assert any("permuted attention" in c for d in at.dataframe for c in d.value.columns)
+    # issue 27.9: each interval beside its mean (not off-screen at the end), no "None" cell, no snake_case header
+    cols = list(frame.columns)
+    assert cols[2:6] == [COMP, "comprehensiveness 95% CI", "AOPC sufficiency (lower = faithful)",
+                         "sufficiency 95% CI"], cols
+    for d in at.dataframe:
+        t = d.value
+        assert not any("_" in c for c in t.columns), list(t.columns)
+        assert not t.isna().any().any() and not t.astype(str).isin(["None", "nan"]).any().any()
 
 
 def test_attribute_page_hostile_and_long_input(run_page):
@@ -306,3 +317,12 @@ def test_figures_carry_their_numbers():
     neg = F.negation_figure(long)
     assert len(neg.fig.data[0].x) == 2 and max(len(t) for t in neg.fig.layout.xaxis.ticktext) <= 28
     assert list(neg.table["sentence"]) == [r["sentence"] for r in long]          # the table keeps every word
+
+
+def test_erasure_curves_of_many_methods_all_look_different():
+    """Issue 27.9: with eight or more methods no two erasure curves share colour and line style."""
+    from textcls.viz.explanations import erasure_figure
+    c = {"bins": [0, 10, 20], "k_tokens": [0, 1, 2], "comprehensiveness": [0, .1, .2], "sufficiency": [.2, .1, 0]}
+    fig = erasure_figure({f"method {k}": c for k in range(12)}).fig
+    looks = {(t.line.color, t.line.dash, t.marker.symbol) for t in fig.data if t.showlegend}
+    assert len(looks) == 12

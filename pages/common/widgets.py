@@ -20,7 +20,6 @@ from textcls.data import datasets as tdata
 from textcls import viz
 from textcls.checkpoint import CheckpointError, CheckpointInfo
 from textcls.data.relation import MARKER_SYNTAX, EntitySpanError, has_markers
-from textcls.data.text import readable
 
 from . import cache
 
@@ -299,15 +298,17 @@ def export_buttons(item: viz.FigureOut, key: str, filename: str | None = None) -
                         key=f"json_{key}", on_click="ignore", icon=":material/data_object:")
 
 
-def show_figure(item: viz.FigureOut, key: str, *, export: bool = True, filename: str | None = None) -> None:
+def show_figure(item: viz.FigureOut, key: str, *, export: bool = True, filename: str | None = None,
+                title_chars: int | None = None) -> None:
     """One figure with its caption and export buttons. A figure with an HTML rendering (shaded words that wrap to
     the column's width, Compare's probability bars) shows that (escaped) HTML; its PNG/SVG export renders the
-    Plotly twin."""
+    Plotly twin. `title_chars`: the column's width in title characters (the title wraps to it, above any legend)."""
     if item.html is not None:
         st.html(item.html)
     else:
-        width = "content" if item.fig.layout.width else "stretch"
-        st.plotly_chart(item.fig, theme=None, config=chart_config(filename or item.key), key=f"fig_{key}",
+        fig = viz.fit_title(item.fig, title_chars) if title_chars else item.fig
+        width = "content" if fig.layout.width else "stretch"
+        st.plotly_chart(fig, theme=None, config=chart_config(filename or item.key), key=f"fig_{key}",
                         width=width)
     if item.caption:
         st.caption(md_escape(item.caption))
@@ -374,6 +375,7 @@ EXAMPLE_DATA = "imdb_sample"   # a sample of IMDB test reviews shipped in textcl
 def example_texts(n_per_label: int = 3) -> dict[str, str]:
     """{name: text}: the short restaurant review, then a few full movie reviews from the shipped IMDB sample
     (several sentences each: what HCAN's and CAN's views are made for), the longest first."""
+    from textcls.data.text import readable  # here: textcls.text imports torch, which Home does not need
     out = {"A short review (3 sentences)": EXAMPLE}
     try:
         bundle = cache.dataset(EXAMPLE_DATA)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from textcls.viz.axes import (AXIS_TITLES, MAX_GRID_TOKENS, MAX_HIGHLIGHT_TOKENS, MAX_TOKENS, PAD_LABEL, axis_labels,
     is_sentence_axis, is_sequence_axis, is_token_axis, is_word_axis)
-from textcls.viz.benchmarks import accuracy_figure, act_t5_figure, lama_f4_figure, models_figure
+from textcls.viz.benchmarks import accuracy_figure, act_t5_figure, lama_f4_figure, models_figure, tradeoff_figure
 from textcls.viz.studies import study_figure
 from textcls.viz.dataset import (flip_rates_figure, projector_figure, reliability_figure, roc_pr_figure,
     slice_metrics_figure)
@@ -43,7 +43,7 @@ from textcls.viz.maps import (REAL, Slice2D, attention_grid, find_spec, find_spe
 from textcls.viz.paper_views import reasons_figure  # importing paper_views registers the views in VIEWS
 from textcls.viz.reports import (CURVE_TITLES, confusion_figure, filter_ngrams_figure, label_cards_html,
     live_training_figure, probabilities_figure, top_words_figure, training_curves, word_weight_figure)
-from textcls.viz.style import (FONT, MONO, RUN_COLORS, FigureOut, esc, label_colors, safe_filename, short,
+from textcls.viz.style import (FONT, MONO, RUN_COLORS, FigureOut, esc, fit_title, label_colors, safe_filename, short,
     two_label_scale)
 from textcls.viz.tokens import (SHADE_NOTE, UNIFORM_DARKEST, esc_html, highlight_table, shade_weights,
     token_highlight, token_highlight_html, token_highlight_rows, token_rows_html)
@@ -53,7 +53,7 @@ from textcls.viz.views import (MODEL_VIEWS, VIEWS, Control, View, ViewInput, bui
 
 __all__ = [
     # style
-    "FONT", "MONO", "RUN_COLORS", "FigureOut", "esc", "label_colors", "safe_filename", "short", "two_label_scale",
+    "FONT", "MONO", "RUN_COLORS", "FigureOut", "esc", "fit_title", "label_colors", "safe_filename", "short", "two_label_scale",
     # axes
     "AXIS_TITLES", "MAX_GRID_TOKENS", "MAX_HIGHLIGHT_TOKENS", "MAX_TOKENS", "PAD_LABEL", "axis_labels",
     "is_sentence_axis", "is_sequence_axis", "is_token_axis", "is_word_axis",
@@ -76,7 +76,7 @@ __all__ = [
     # dataset (Explore)
     "flip_rates_figure", "projector_figure", "reliability_figure", "roc_pr_figure", "slice_metrics_figure",
     # benchmarks
-    "accuracy_figure", "act_t5_figure", "lama_f4_figure", "models_figure", "study_figure",
+    "accuracy_figure", "act_t5_figure", "lama_f4_figure", "models_figure", "study_figure", "tradeoff_figure",
     # export
     "CHROME_NAMES", "export_size", "export_zip", "figure_html", "figure_image", "find_chrome",
     "image_export_status",

@@ -84,3 +84,33 @@ def accuracy_figure(rows: Sequence[dict[str, Any]], title: str = "Accuracy: ours
                           for r in rows])
     return FigureOut("accuracy-" + "-".join(sorted({r["suite"] for r in rows}))[:60], title, fig, table,
                      "error bars: sd over runs, or the binomial s.e. of a single run")
+
+
+def tradeoff_figure(rows: Sequence[dict[str, Any]], front: Sequence[str], title: str) -> FigureOut:
+    """Test accuracy against milliseconds per sentence (log scale), one point per checkpoint (its area grows with
+    its parameters; shipped and the user's own in two colours), the Pareto front joined by a line."""
+    fig = go.Figure()
+    big = max((r.get("parameters") or 0 for r in rows), default=0) or 1
+    for k, (who, name) in enumerate((("shipped", "shipped"), ("yours", "yours"))):
+        part = [r for r in rows if r.get("from", "shipped") == who]
+        if not part:
+            continue
+        fig.add_trace(go.Scatter(
+            x=[r["ms"] for r in part], y=[r["accuracy"] for r in part], mode="markers+text", name=name,
+            text=[esc(r["name"]) for r in part], textposition="top center", textfont=dict(size=10),
+            marker=dict(size=[10 + 22 * ((r.get("parameters") or 0) / big) ** 0.5 for r in part],
+                        color=RUN_COLORS[k + 1], opacity=0.75, line=dict(width=1, color="#333")),
+            customdata=[[(r.get("parameters") or 0) / 1e6] for r in part],
+            hovertemplate="%{text}<br>%{y:.1f} %<br>%{x:.2f} ms per sentence<br>%{customdata[0]:.2f} M parameters"
+                          "<extra></extra>"))
+    pts = sorted((r for r in rows if r["name"] in set(front)), key=lambda r: r["ms"])
+    if len(pts) > 1:
+        fig.add_trace(go.Scatter(x=[r["ms"] for r in pts], y=[r["accuracy"] for r in pts], mode="lines",
+                                 name="Pareto front", line=dict(color="#555", dash="dash"), hoverinfo="skip"))
+    style_figure(fig, title, 440, legend=dict(orientation="h", y=-0.2))
+    fig.update_xaxes(title="ms per sentence (log scale; left = faster)", type="log")
+    fig.update_yaxes(title="test accuracy (%)")
+    table = pd.DataFrame([{k: r.get(k) for k in ("name", "from", "accuracy", "ms", "parameters")} for r in rows])
+    table["pareto"] = table["name"].isin(list(front))
+    return FigureOut("tradeoff", title, fig, table, caption="Up and to the left is better; the dashed line joins the "
+                     "checkpoints no other beats on both accuracy and speed (the Pareto front).")

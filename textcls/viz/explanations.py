@@ -98,16 +98,25 @@ def agreement_heatmap(agr: dict[str, Any], metric: str = "kendall_tau", title: s
                      caption="Blank cells: the two explanations cover different token lists (different tokenisers).")
 
 
+DASHES = ("solid", "dash", "dot", "dashdot")
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star", "cross", "triangle-down", "pentagon",
+           "hexagon")
+
+
 def erasure_figure(curves: dict[str, dict[str, Any]], title: str = "Removing the top-k% tokens") -> FigureOut:
     """Comprehensiveness and sufficiency against k for several explanations (faithfulness.erasure_curves)."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("comprehensiveness (higher = faithful)",
                                                         "sufficiency (lower = faithful)"))
     rows = []
     for i, (name, c) in enumerate(curves.items()):
+        # colour and line style together: no two of up to 40 curves look alike (the palette's 10 colours alone
+        # repeat, and its reds and oranges are close)
         color = PALETTE[i % len(PALETTE)]
+        style = dict(color=color, dash=DASHES[(i // 2) % len(DASHES)] if i >= 2 else "solid")
         for col, key in ((1, "comprehensiveness"), (2, "sufficiency")):
             fig.add_trace(go.Scatter(x=c["bins"], y=c[key], mode="lines+markers", name=esc(name),
-                                     legendgroup=esc(name), showlegend=col == 1, line=dict(color=color)),
+                                     legendgroup=esc(name), showlegend=col == 1, line=style,
+                                     marker=dict(symbol=SYMBOLS[i % len(SYMBOLS)], size=7)),
                           row=1, col=col)
         rows += [{"explanation": name, "k_percent": b, "k_tokens": k, "comprehensiveness": cp, "sufficiency": sf}
                  for b, k, cp, sf in zip(c["bins"], c["k_tokens"], c["comprehensiveness"], c["sufficiency"])]
@@ -319,3 +328,53 @@ def concentration_compare_figure(rows: Sequence[dict[str, Any]],
 __all__ = ["reasons_grid", "agreement_heatmap", "erasure_figure", "probability_shift", "activation_figure",
            "negation_figure", "branches_figure", "branch_rows_figure", "gate_profile_figure", "normalise_row",
            "toy_attention_figure", "permutation_figure", "concentration_compare_figure"]
+
+
+# readable headers of a faithfulness-over-a-split report (interpret.batched.SliceReport), in the order shown
+SLICE_COLUMNS = {
+    "method": "method", "n": "texts",
+    "aopc_comprehensiveness": "AOPC comprehensiveness (higher = faithful)",
+    "aopc_comprehensiveness_ci": "comprehensiveness 95% CI",
+    "aopc_sufficiency": "AOPC sufficiency (lower = faithful)", "aopc_sufficiency_ci": "sufficiency 95% CI",
+    "kendall_tau_ref": "Kendall tau vs reference", "topk_overlap_ref": "top-k overlap vs reference",
+    "erasure_top_flip": "top-k erasure flips", "erasure_random_flip": "random erasure flips",
+    "erasure_fraction_to_flip": "fraction removed to flip", "erasure_random_fraction_to_flip":
+    "random: fraction to flip", "ig_delta": "IG completeness gap", "ig_converged": "IG converged",
+    "ig_steps": "IG steps", "infidelity": "infidelity", "sensitivity_max": "max sensitivity", "seconds": "seconds"}
+MODEL_TEST_COLUMNS = {"permutation_median_tvd": "permuted attention: median TVD of the output",
+                      "permutation_flip_rate": "permuted attention: decisions flipped",
+                      "uniform_tvd": "uniform attention: TVD of the output",
+                      "uniform_flip_rate": "uniform attention: decisions flipped", "seconds": "seconds"}
+MISSING = "—"                     # a metric that does not apply to a method (shown instead of "None")
+
+
+def _cell(v: Any) -> str:
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return MISSING
+    if isinstance(v, (list, tuple)) and len(v) == 2:
+        return f"[{float(v[0]):.3f}, {float(v[1]):.3f}]"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, (int, np.integer)):
+        return f"{int(v):,}"
+    if isinstance(v, (float, np.floating)):
+        return f"{float(v):.3f}"
+    return str(v)
+
+
+def slice_report_tables(rows: Sequence[dict], model_row: dict, labels: dict[str, str] | None = None
+                        ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The per-method table and the attention-test row of a faithfulness report, ready to show: readable column
+    names, each interval beside its mean, every cell text (a metric that does not apply reads "—"), methods by
+    their readable names (`labels`)."""
+    keys = [k for k in SLICE_COLUMNS if any(k in r for r in rows)]
+    keys += [k for r in rows for k in r if k not in keys]
+    shown = {**(labels or {}), "random": "Random ranking"}
+    table = pd.DataFrame([{SLICE_COLUMNS.get(k, k.replace("_", " ")):
+                           (shown.get(r.get(k), r.get(k)) if k == "method" else _cell(r.get(k))) for k in keys}
+                          for r in rows])
+    tests = None
+    if model_row:
+        tests = pd.DataFrame([{MODEL_TEST_COLUMNS.get(k, k.replace("_", " ")): _cell(v)
+                               for k, v in model_row.items() if k != "attention_maps"}])
+    return table, tests

@@ -272,10 +272,12 @@ def heatmap_item(key: str, map_array: Any, spec: MapSpec, tokens: Sequence[str] 
 def attention_grid(att: Any, tokens: Sequence[str] | None = None, *, window: tuple[int, int] | None = None,
                    max_tokens: int = MAX_GRID_TOKENS, title: str = "Attention, all layers x heads",
                    axes: tuple[str, str] = ("query_token", "key_token"), row_label: str = "layer",
-                   col_label: str = "head") -> go.Figure:
+                   col_label: str = "head", max_width: int = 900) -> go.Figure:
     """All layers x heads of a (layer, head, query, key) attention tensor as a grid of small heatmaps.
 
-    Query and key axes are windowed together (the same tokens on both), so a long input stays small.
+    Query and key axes are windowed together (the same tokens on both), so a long input stays small. The grid is
+    at most `max_width` px wide (a side-by-side column is narrower than a page): tokens label the axes only where
+    each gets 9 px, and the labels' room is counted in the width (none is cut at the figure's edge).
     """
     a = np.asarray(att, dtype=float)
     if a.ndim != 4:
@@ -297,9 +299,12 @@ def attention_grid(att: Any, tokens: Sequence[str] | None = None, *, window: tup
                 z=a[l, h], x=cats, y=cats, coloraxis="coloraxis",
                 hovertemplate=(f"{row_label} {l + 1}, {col_label} {h + 1}<br>query: %{{y}}<br>"
                                "key: %{x}<br>weight: %{z:.6g}<extra></extra>")), row=l + 1, col=h + 1)
-    cell = int(min(220, max(70, 900 / max(nh, nl))))       # square cells, the grid at most ~900 px wide
-    # the tokens name the rows of the first column and the columns of the last row while each gets >= 9 px
+    # square cells, the grid (with its colour bar, 150 px, and token labels, 60 px) at most max_width px wide; the
+    # tokens name the rows of the first column and the columns of the last row while each gets >= 9 px
+    cell = int(min(220, max(40, (max_width - 150 - 60) / max(nh, nl))))
     labelled = (hi - lo) * 9 <= cell
+    if not labelled:
+        cell = int(min(220, max(40, (max_width - 150) / max(nh, nl))))
     ticks = [esc(short(x, 10)) for x in labels]
     fig.update_xaxes(showticklabels=False, showgrid=False)
     fig.update_yaxes(showticklabels=False, showgrid=False, autorange="reversed")

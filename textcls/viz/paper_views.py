@@ -250,7 +250,7 @@ def _tr_att(vi: ViewInput) -> list[FigureOut]:
     q = int(vi.opts.get("query", -1))
     out.append(head_view(A[l], vi.tokens, query=None if q < 0 else q, window=vi.window,
                          title=f"{vi.title} · head view, layer {l + 1}", key=f"{vi.model}_tr-headview_l{l + 1}"))
-    grid = attention_grid(A, vi.tokens, window=vi.window,
+    grid = attention_grid(A, vi.tokens, window=vi.window, max_width=int(vi.opts.get("max_width", 900)),
                           title=f"{vi.title} · all layers x heads (rows: queries, columns: keys)")
     out.append(_trust(FigureOut(f"{vi.model}_tr-grid", "all layers x heads", grid,
                                 grid_table(A, vi.tokens, window=vi.window),

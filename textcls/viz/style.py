@@ -57,6 +57,33 @@ def style_figure(fig: go.Figure, title: str, height: int, top: int = 50, **kw) -
     fig.update_yaxes(showgrid=True, gridcolor="#eee", zeroline=False)
 
 
+def fit_title(fig: go.Figure, chars: int) -> go.Figure:
+    """A copy of `fig` whose title fits a column `chars` characters wide: wrapped at spaces into lines, anchored
+    at the top of the figure, and a legend laid out above the plot kept below the title (room made for both)."""
+    text = str(fig.layout.title.text or "")
+    if not text:
+        return fig
+    head, _, sub = text.partition("<br>")                  # a "<br><sup>note</sup>" line stays as it is
+    lines, line = [], ""
+    for word in head.split(" "):
+        if line and len(html.unescape(line + " " + word)) > chars:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    lines.append(line)
+    n = len(lines) + (1 if sub else 0)
+    out = go.Figure(fig)
+    legend_on_top = bool(out.layout.legend.orientation == "h" and (out.layout.legend.y or 0) >= 1)
+    top = 10 + 19 * n + (30 if legend_on_top else 0) + 8
+    out.update_layout(title=dict(text="<br>".join(lines) + (("<br>" + sub) if sub else ""), yref="container",
+                                 y=1, yanchor="top", pad=dict(t=10)),
+                      margin=dict(t=max(top, out.layout.margin.t or 0)))
+    if out.layout.height:
+        out.update_layout(height=int(out.layout.height + max(0, top - (fig.layout.margin.t or 0))))
+    return out
+
+
 # ---------------------------------------------------------------- figure + numbers
 
 @dataclass

@@ -1,0 +1,59 @@
+"""Which checkpoint to pick: test accuracy against latency (and size) per task, the Pareto front, and a one-line
+reading derived from the numbers ("fastest within 1 point of the best: ...").
+
+A row is a dict with at least `name`, `accuracy` (test accuracy in %) and `ms` (milliseconds per sentence);
+`parameters` is optional. Used by the Benchmarks page; the figure is `viz.tradeoff_figure`.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+def pareto_front(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The names of the rows no other row beats: none is at least as accurate and at least as fast, and strictly
+    better in one. Ordered fastest first."""
+    front = []
+    for r in rows:
+        dominated = any(o is not r and o["accuracy"] >= r["accuracy"] and o["ms"] <= r["ms"]
+                        and (o["accuracy"] > r["accuracy"] or o["ms"] < r["ms"]) for o in rows)
+        if not dominated:
+            front.append(r)
+    return [r["name"] for r in sorted(front, key=lambda r: (r["ms"], -r["accuracy"]))]
+
+
+def reading(rows: Sequence[dict[str, Any]], within: float = 1.0) -> str:
+    """One sentence from the numbers: the most accurate checkpoint, and the fastest (and the smallest) within
+    `within` points of it, with what choosing them costs and saves."""
+    rows = [r for r in rows if r.get("accuracy") is not None and r.get("ms") is not None]
+    if not rows:
+        return "No checkpoint here has both a test accuracy and a measured latency."
+    best = max(rows, key=lambda r: (r["accuracy"], -r["ms"]))
+    near = [r for r in rows if r["accuracy"] >= best["accuracy"] - within]
+    fast = min(near, key=lambda r: (r["ms"], -r["accuracy"]))
+    head = f"Most accurate: {best['name']} ({best['accuracy']:.1f} %, {best['ms']:.1f} ms per sentence)"
+    if fast is best:
+        out = head + f"; nothing within {within:g} point of it is faster"
+    else:
+        out = (f"Fastest within {within:g} point of the best: {fast['name']} ({fast['accuracy']:.1f} %, "
+               f"{fast['ms']:.1f} ms per sentence, {best['ms'] / max(fast['ms'], 1e-9):.1f}x faster than "
+               f"{best['name']} at {best['accuracy'] - fast['accuracy']:.1f} points less)")
+    sized = [r for r in near if r.get("parameters")]
+    if sized:
+        small = min(sized, key=lambda r: r["parameters"])
+        if small is not fast and small is not best:
+            out += f"; smallest within {within:g} point: {small['name']} ({small['parameters'] / 1e6:.2f} M parameters)"
+    return out + "."
+
+
+def time_checkpoints(infos: Sequence[Any], sentence: str, *, warmup: int = 1, repeats: int = 5) -> list[dict]:
+    """Milliseconds per sentence (median, after a warm-up) and parameters of each checkpoint (CheckpointInfo) on
+    this machine: the latency of checkpoints the stored benchmark has not timed (the user's own)."""
+    from textcls.checkpoint import load_checkpoint
+    from textcls.experiments.measure import time_call
+    out = []
+    for info in infos:
+        p = load_checkpoint(info.path)
+        t = time_call(lambda p=p: p.predict([sentence]), warmup=warmup, repeats=repeats)
+        out.append({"name": info.name, "ms": 1000 * t["median"],
+                    "parameters": p.model.num_parameters(include_embeddings=True)})
+    return out
