@@ -122,6 +122,20 @@ def usable_loads(p: Probes, group: str, folder: Path):
         p.record(group, folder.name, True, "")
 
 
+def print_table(rows) -> None:
+    table = {}
+    for r in rows:
+        t = table.setdefault(r["group"], {"tries": 0, "failures": 0, "worst": ""})
+        t["tries"] += 1
+        if not r["ok"]:
+            t["failures"] += 1
+            t["worst"] = t["worst"] or f"{r['probe']}: {r['why']}"
+    print("| group | tries | failures | worst case |\n|---|---:|---:|---|")
+    for gname, t in table.items():
+        print(f"| {gname} | {t['tries']} | {t['failures']} | {t['worst'][:150] or '-'} |")
+    print(f"| all | {sum(t['tries'] for t in table.values())} | {sum(t['failures'] for t in table.values())} | |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repo", default=str(HERE), help="the clone to probe (default: this one)")
@@ -129,7 +143,11 @@ def main():
     ap.add_argument("--json", default=None, help="also write every probe's result here")
     ap.add_argument("--jsonl", default=None, help="append each probe's result to this file as it ends")
     ap.add_argument("--skip-dangerous", action="store_true", help="do not run the process-bomb probes (see above)")
+    ap.add_argument("--table", default=None, metavar="JSONL", help="only print the table of a --jsonl log")
     a = ap.parse_args()
+    if a.table:
+        print_table([json.loads(x) for x in Path(a.table).read_text().splitlines() if x.strip()])
+        return
     work = Path(tempfile.mkdtemp(prefix="textcls-probes-"))
     p = Probes(Path(a.repo).resolve(), work, a.jsonl)
     (work / "cks").mkdir()
@@ -362,17 +380,7 @@ def main():
         if a.only and a.only not in name:
             continue
         fn(name)
-    table = {}
-    for r in p.rows:
-        t = table.setdefault(r["group"], {"tries": 0, "failures": 0, "worst": ""})
-        t["tries"] += 1
-        if not r["ok"]:
-            t["failures"] += 1
-            t["worst"] = t["worst"] or f"{r['probe']}: {r['why']}"
-    print("| group | tries | failures | worst case |\n|---|---:|---:|---|")
-    for gname, t in table.items():
-        print(f"| {gname} | {t['tries']} | {t['failures']} | {t['worst'][:150] or '-'} |")
-    print(f"| all | {sum(t['tries'] for t in table.values())} | {sum(t['failures'] for t in table.values())} | |")
+    print_table(p.rows)
     if a.json:
         Path(a.json).write_text(json.dumps(p.rows, indent=1))
     shutil.rmtree(work, ignore_errors=True)
