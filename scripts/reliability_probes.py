@@ -122,6 +122,20 @@ def usable_loads(p: Probes, group: str, folder: Path):
         p.record(group, folder.name, True, "")
 
 
+def print_table(rows) -> None:
+    table = {}
+    for r in rows:
+        t = table.setdefault(r["group"], {"tries": 0, "failures": 0, "worst": ""})
+        t["tries"] += 1
+        if not r["ok"]:
+            t["failures"] += 1
+            t["worst"] = t["worst"] or f"{r['probe']}: {r['why']}"
+    print("| group | tries | failures | worst case |\n|---|---:|---:|---|")
+    for gname, t in table.items():
+        print(f"| {gname} | {t['tries']} | {t['failures']} | {t['worst'][:150] or '-'} |")
+    print(f"| all | {sum(t['tries'] for t in table.values())} | {sum(t['failures'] for t in table.values())} | |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repo", default=str(HERE), help="the clone to probe (default: this one)")
@@ -129,7 +143,11 @@ def main():
     ap.add_argument("--json", default=None, help="also write every probe's result here")
     ap.add_argument("--jsonl", default=None, help="append each probe's result to this file as it ends")
     ap.add_argument("--skip-dangerous", action="store_true", help="do not run the process-bomb probes (see above)")
+    ap.add_argument("--table", default=None, metavar="JSONL", help="only print the table of a --jsonl log")
     a = ap.parse_args()
+    if a.table:
+        print_table([json.loads(x) for x in Path(a.table).read_text().splitlines() if x.strip()])
+        return
     work = Path(tempfile.mkdtemp(prefix="textcls-probes-"))
     p = Probes(Path(a.repo).resolve(), work, a.jsonl)
     (work / "cks").mkdir()
@@ -156,7 +174,9 @@ def main():
         cfg = json.loads((d / "config.json").read_text())
         cfg["labels"][1] = cfg["labels"][0]
         (d / "config.json").write_text(json.dumps(cfg))
-        usable_loads(p, g, d)
+        rc, out, err, _ = p.run(["list", "--checkpoints", d.parent, "--json"])
+        valid = {c["name"]: c["valid"] for c in json.loads(out)["checkpoints"]}.get(d.name) if rc == 0 else None
+        p.record(g, "duplicated label names listed invalid", valid is False, f"listed valid={valid}")
         import torch
         for name, dt in (("int64", torch.int64), ("bool", torch.bool), ("int32", torch.int32), ("uint8", torch.uint8)):
             d = copy_ck(p, "kim_cnn-trec", f"{name}_weights")
@@ -172,17 +192,16 @@ def main():
         bomb = p.work / "bomb.csv.gz"
         with gzip.open(bomb, "wt", compresslevel=9) as f:
             f.write("text,label\n")
-            row = "what is " + "a" * 2000 + ",DESC\n"
-            for _ in range(20_000):                          # 40 MB of CSV, tens of KB compressed
-                f.write(row)
+            for i in range(20_000):                          # 40 MB of CSV, tens of KB compressed
+                f.write("what is " + "a" * 2000 + (",DESC\n" if i % 2 else ",ENTY\n"))
         env = {"TEXTCLS_MAX_FILE_MB": "5"}
         p.bad_input(g, "train on a 40 MB CSV in 0.1 MB of gzip (limit 5 MB)",
                     ["train", "--model", "kim_cnn", "--data", bomb, "--out", p.work / "o_bomb", *tiny], env=env)
         p.bad_input(g, "evaluate on the same", ["evaluate", kim, "--data", bomb], env=env)
         jb = p.work / "bomb.jsonl.gz"
         with gzip.open(jb, "wt", compresslevel=9) as f:
-            for _ in range(20_000):
-                f.write(json.dumps({"text": "b" * 2000, "label": "x"}) + "\n")
+            for i in range(20_000):
+                f.write(json.dumps({"text": "b" * 2000, "label": "xy"[i % 2]}) + "\n")
         p.bad_input(g, "train on a JSONL gzip bomb", ["train", "--model", "kim_cnn", "--data", jb, "--out",
                                                       p.work / "o_jb", *tiny], env=env)
         many = p.work / "many.csv"
@@ -198,6 +217,11 @@ def main():
             (d / fname).unlink()
             os.mkfifo(d / fname)
             usable_loads(p, g, d)
+            if fname == "history.json":                      # what the Evaluate page's training curves read
+                code = f"from textcls.checkpoint import load_history\nload_history({str(d)!r})"
+                rc, _, err, _ = p.run([], python=code, timeout=30)
+                p.record(g, "load_history of a FIFO", rc == 1 and "CheckpointError" in err,
+                         "no answer in 30 s" if rc is None else f"exit {rc}: {err.strip()[-100:]}")
             shutil.rmtree(d)
         for target in ("/dev/zero", "/etc/hostname"):
             d = copy_ck(p, "kim_cnn-trec", f"link_{Path(target).name}")
@@ -362,17 +386,7 @@ def main():
         if a.only and a.only not in name:
             continue
         fn(name)
-    table = {}
-    for r in p.rows:
-        t = table.setdefault(r["group"], {"tries": 0, "failures": 0, "worst": ""})
-        t["tries"] += 1
-        if not r["ok"]:
-            t["failures"] += 1
-            t["worst"] = t["worst"] or f"{r['probe']}: {r['why']}"
-    print("| group | tries | failures | worst case |\n|---|---:|---:|---|")
-    for gname, t in table.items():
-        print(f"| {gname} | {t['tries']} | {t['failures']} | {t['worst'][:150] or '-'} |")
-    print(f"| all | {sum(t['tries'] for t in table.values())} | {sum(t['failures'] for t in table.values())} | |")
+    print_table(p.rows)
     if a.json:
         Path(a.json).write_text(json.dumps(p.rows, indent=1))
     shutil.rmtree(work, ignore_errors=True)
