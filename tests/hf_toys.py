@@ -15,7 +15,11 @@ def vocab() -> list[str]:
     return SPECIALS + WORDS + PIECES + letters + ["##" + c for c in letters if "##" + c not in PIECES]
 
 
-def tiny_folder(root: str | Path, arch: str = "bert", labels=("negative", "positive"), seed: int = 0) -> Path:
+def tiny_folder(root: str | Path, arch: str = "bert", labels=("negative", "positive"), seed: int = 0,
+                meta: dict | None = None) -> Path:
+    """A save_pretrained folder ROOT/tiny-ARCH; `meta` is written as textcls.json (data set, metrics)."""
+    import json
+
     import torch
     from transformers import (BertConfig, BertForSequenceClassification, BertTokenizerFast, DistilBertConfig,
                               DistilBertForSequenceClassification)
@@ -36,4 +40,6 @@ def tiny_folder(root: str | Path, arch: str = "bert", labels=("negative", "posit
         model = DistilBertForSequenceClassification(cfg)
     model.save_pretrained(root, safe_serialization=True)
     tok.save_pretrained(root)
+    if meta is not None:
+        (root / "textcls.json").write_text(json.dumps(meta), encoding="utf-8")
     return root

@@ -226,6 +226,9 @@ def _use_arrow(args) -> bool:
 
 
 def cmd_train(args) -> int:
+    if str(args.model).startswith("hf:"):        # a Hugging Face encoder: textcls.cli_hf
+        from .cli_hf import train_hf_cli
+        return train_hf_cli(args, _Progress, UsageError)
     from .checkpoint import check_target
     from .data import check_trainable, load_data
     from .registry import get_entry, make_config
@@ -832,7 +835,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="train a model and save a checkpoint folder",
                        description="Train a model on a data set, evaluate it on dev/test, save a checkpoint.")
-    t.add_argument("--model", required=True, help="registered model name (see `list`)")
+    t.add_argument("--model", required=True, help="registered model name (see `list`), or hf:PATH_OR_ID to "
+                   "fine-tune a Hugging Face encoder (e.g. hf:all-MiniLM-L6-v2 when installed)")
     t.add_argument("--data", required=True, help="bundled data set name, a data folder/file, or hf:ID")
     t.add_argument("--epochs", type=int, required=True, help="number of epochs")
     t.add_argument("--out", default=None,
@@ -871,6 +875,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--num-proc", type=int, default=None,
                    help="tokenising processes for --arrow (default: the usable cores, at most 8)")
     t.add_argument("--float16", action="store_true", help="store the weights as float16")
+    t.add_argument("--freeze-word-embeddings", action=argparse.BooleanOptionalAction, default=None,
+                   help="--model hf:...: keep the word-piece embeddings fixed (default: frozen)")
     t.add_argument("--device", default=None,
                    help="auto (default: cuda when there is one, under torchrun cuda:LOCAL_RANK), cpu, cuda, "
                         "cuda:N or mps")

@@ -230,6 +230,8 @@ def _check_base_hash(path: Path, base: dict, folder: Path) -> None:
 
 def _hf_modules():
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+    hf_logging.disable_progress_bar()             # no "Loading weights" bars in the CLI's or the server's output
     return AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
 

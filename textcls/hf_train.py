@@ -50,8 +50,11 @@ def resolve_base(spec: str) -> tuple[str | Path, dict | None]:
             raise HFError(f"the installed {name} has sha256 {got[:12]}..., expected {base['sha256'][:12]}...; "
                           f"refused (reinstall: {install_command(base)})")
         return folder, base
-    if Path(name).is_dir():
-        return Path(name), None
+    if Path(name).expanduser().is_dir():
+        return Path(name).expanduser(), None
+    if name.startswith(("/", ".", "~")) or "\\" in name or name.count("/") > 1:
+        raise HFError(f"{name}: no such folder (a save_pretrained folder, an installed base such as "
+                      f"{', '.join(BASES)}, or a hub id)")
     return name, None
 
 
@@ -218,6 +221,7 @@ def train_hf(data, model: str, *, epochs: float = 1.0, out: str | Path | None = 
     bundle = data if hasattr(data, "splits") else load_data(data, root=data_root, limit=limit, seed=seed)
     labels = list(bundle.labels)
     opts = {**DEFAULTS, **(train_overrides or {})}
+    max_steps = max_steps if max_steps is not None else opts.get("max_steps")
     where, base = resolve_base(model)
     net, tokenizer = _load_base(where, labels, int(opts["max_len"]), seed)
     train = bundle.splits.get("train")

@@ -142,6 +142,13 @@ def train_from_spec(data, model: str, *, preset: str | None = None, variant: str
     from .registry import create_model, get_entry, make_config
     from .text import Tokenizer
 
+    if str(model).startswith("hf:"):  # a Hugging Face encoder with a fresh head (textcls.hf_train's recipe)
+        from .hf_train import train_hf
+        r = train_hf(data, model, epochs=epochs, out=out, callbacks=callbacks, stop_event=stop_event, limit=limit,
+                     data_root=data_root, seed=seed, evaluate_test=evaluate_test,
+                     train_overrides={**(train_overrides or {}), **(tokenizer_overrides or {})})
+        return TrainResult(r["model"], r["tokenizer"], r["labels"], r["history"], r["metrics"], r["path"],
+                           r["data_name"], None, r["seconds"])
     t0 = time.perf_counter()
     entry = get_entry(model)
     overrides = dict(overrides or {})
