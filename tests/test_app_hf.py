@@ -66,3 +66,37 @@ def test_inspect_draws_layer_and_head_attention_with_the_rule(app, ckpts):
     assert "a key word sums its pieces' weights" in text                # the aggregation rule is stated
     assert "Faithful on this text?" in text
     assert any(c.key and "tr-grid" in str(c.key) for c in at.get("plotly_chart")) or len(at.get("plotly_chart")) >= 3
+
+
+def _open_view(at, view):
+    at.session_state["attr_view"] = view
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_attribute_every_method_faithfulness_and_head_ablation(app):
+    at = app("pages/attribute.py")
+    at.multiselect(key="attr_ckpts").set_value(["tiny-bert"])
+    at.multiselect(key="attr_methods").set_value(["attention", "integrated_gradients", "saliency", "grad_x_input",
+                                                  "occlusion", "shapley", "lime"])
+    at.text_input(key="attr_text").input("the food was unbelievable")
+    at.button(key="FormSubmitter:attr_form-Explain").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    text = page_text(at, unescape=True)
+    assert "unbelievable" in text or at.get("plotly_chart")
+    _open_view(at, "Faithfulness")
+    _open_view(at, "Interventions")
+    at.selectbox(key="attr_int_ckpt").set_value("tiny-bert").run()
+    at.radio(key="attr_int_kind").set_value("Ablate a head").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "ablated" in page_text(at, unescape=True)
+
+
+@pytest.mark.parametrize("page, key", [("pages/evaluate.py", "eval_ckpts"), ("pages/explore.py", "exp_ckpts")])
+def test_evaluate_and_explore_open_with_it(app, page, key):
+    at = app(page)
+    at.multiselect(key=key).set_value(["tiny-bert", "kim_cnn_tiny"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
