@@ -297,7 +297,8 @@ def load_hf(path: str | Path, device: str = "cpu", max_len: int | None = None):
     if hf_model.config.num_labels != len(labels):
         raise HFError(f"{path}: {len(labels)} labels but the classification head has {hf_model.config.num_labels}")
     _check_finite(path, hf_model)
-    model, tokenizer, labels = _wrap(hf_model, hf_tok, labels, max_len or info.get("max_len"), info)
+    # inference reads up to the position table (a text fine-tuned at 64 pieces still reads whole paragraphs)
+    model, tokenizer, labels = _wrap(hf_model, hf_tok, labels, max_len, info)
     from .devices import resolve_device
     model.to(resolve_device(device)).eval()
     return model, tokenizer, labels, info
@@ -410,6 +411,7 @@ def save_hf(path: str | Path, model, tokenizer, labels, meta: dict | None = None
     hf = model.hf
     hf.config.id2label = dict(enumerate(labels))
     hf.config.label2id = {v: i for i, v in enumerate(labels)}
+    hf.config.architectures = [type(hf).__name__]            # the base's config names the bare encoder
     extra = dict(meta or {})
     extra.update({"labels": labels, "max_len": tokenizer.config.max_len, "library_version": __version__,
                   "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -442,6 +444,7 @@ def save_delta(path: str | Path, model, labels, base: dict, meta: dict | None = 
     hf = model.hf
     hf.config.id2label = dict(enumerate(labels))
     hf.config.label2id = {v: i for i, v in enumerate(labels)}
+    hf.config.architectures = [type(hf).__name__]            # the base's config names the bare encoder
     hf_cfg = hf.config.to_dict()
     for k in list(hf_cfg):
         if k.startswith("_") or k in ("attn_implementation", "transformers_version", "dtype", "torch_dtype"):
@@ -457,6 +460,7 @@ def save_delta(path: str | Path, model, labels, base: dict, meta: dict | None = 
 
     def write(tmp: Path) -> None:
         save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt", "textcls": DELTA_FORMAT})
+        os.chmod(tmp / "model.safetensors", 0o644)
         (tmp / "config.json").write_text(_meta_text(cfg), encoding="utf-8")
         (tmp / "history.json").write_text(_meta_text(hist), encoding="utf-8")
     return _atomic_folder(Path(path), write)

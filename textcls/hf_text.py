@@ -35,7 +35,9 @@ class HFTokenizerConfig:
 
 
 class WordVocab:
-    """The word table seen as a vocabulary: pad_id 0, unk_id 1; `itos` are the words' piece strings joined."""
+    """The word table seen as a vocabulary: pad_id 0, unk_id 1. `itos` (HotFlip's candidates) first registers every
+    whole-word piece of the model's vocabulary (not "##..."-continuations, not specials) as a word, so a search over
+    the vocabulary sees the model's own words, then names each table entry by its pieces joined."""
 
     pad_id = 0
     unk_id = 1
@@ -43,13 +45,24 @@ class WordVocab:
     def __init__(self, table: WordTable, hf_tokenizer):
         self.table = table
         self.hf = hf_tokenizer
+        self._itos: list[str] = []
 
     def __len__(self) -> int:
         return len(self.table)
 
     @property
     def itos(self) -> list[str]:
-        return [self.hf.decode(list(self.table.pieces(i))).replace(" ", "") for i in range(len(self.table))]
+        if not self._itos:
+            specials = set(self.hf.all_special_ids)
+            for token, pid in sorted(self.hf.get_vocab().items(), key=lambda kv: kv[1]):
+                if pid not in specials and not token.startswith("##"):
+                    self.table.id((pid,))
+        n = len(self.table)
+        if len(self._itos) < n:
+            extra = [self.hf.convert_tokens_to_string(self.hf.convert_ids_to_tokens(list(self.table.pieces(i))))
+                     .strip() for i in range(len(self._itos), n)]
+            self._itos = self._itos + extra
+        return self._itos[:n]
 
 
 class HFWordTokenizer:
