@@ -1,5 +1,6 @@
 """Model look-ups (timm style): list, describe, configure and build the registered models. Models enrol with
-`@register_model` (textcls.models.registration); tests enrol by registration."""
+`@register_model` (textcls.models.registration); tests enrol by registration; installed packages through the
+entry-point group textcls.models (textcls.plugins)."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,12 +8,17 @@ from typing import Any
 
 from . import models  # noqa: F401  (importing the package registers every model)
 from .models.registration import _REGISTRY, ModelEntry, register_model
+from .plugins import load_plugins
+
 
 def list_models() -> list[str]:
+    load_plugins()                 # families of installed packages (entry-point group textcls.models)
     return sorted(_REGISTRY)
 
 
 def get_entry(name: str) -> ModelEntry:
+    if name not in _REGISTRY:
+        load_plugins()
     if name not in _REGISTRY:
         raise KeyError(f"unknown model {name!r}; known: {', '.join(sorted(_REGISTRY))}")
     return _REGISTRY[name]
