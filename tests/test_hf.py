@@ -234,3 +234,19 @@ def test_bad_folders_are_refused_with_one_line(folder, tmp_path, how, words):
     assert words in str(e.value) and "\n" not in str(e.value) and str(bad) in str(e.value)
     (info,) = [i for i in list_checkpoints(tmp_path, include_invalid=True) if i.name == bad.name]
     assert not info.valid and words in info.error
+
+
+def test_fine_tune_as_a_background_job_with_progress(folder, tmp_path):
+    """The Train page's path: JobRegistry -> train_from_spec(model="hf:...") in its own process, step events,
+    the checkpoint written to the user folder."""
+    if folder.name != "tiny-bert":
+        pytest.skip("the job path is the same for every architecture; one is enough")
+    from textcls.jobs import JobRegistry
+    reg = JobRegistry()
+    job = reg.submit(data="sst2", model=f"hf:{folder}", epochs=1, out=tmp_path / "job", limit=24,
+                     train_overrides={"max_steps": 2})
+    assert reg.get(job).wait(timeout=600)
+    state = reg.snapshot(job)
+    assert state.status == "done", (state.status, state.error, state.message)
+    assert any(e["kind"] == "step" for e in state.events) and state.step == 2
+    assert textcls.load_checkpoint(tmp_path / "job").predict("good film")[0].label in ("negative", "positive")
