@@ -250,3 +250,21 @@ def test_fine_tune_as_a_background_job_with_progress(folder, tmp_path):
     assert state.status == "done", (state.status, state.error, state.message)
     assert any(e["kind"] == "step" for e in state.events) and state.step == 2
     assert textcls.load_checkpoint(tmp_path / "job").predict("good film")[0].label in ("negative", "positive")
+
+
+def test_batched_faithfulness_equals_the_per_text_path(predictor):
+    """The data-set path (batched across texts, padded) gives each text's own-attention and leave-one-out
+    numbers as the per-text functions do (textcls.interpret.batched's contract, as for the six)."""
+    from textcls.interpret import batched as B
+    from textcls.interpret import faithfulness as FF
+    from textcls.interpret.attention import attention_importance_instances
+    texts = [t for t in TEXTS if t.strip()]
+    run = B.SliceRun(predictor, texts, ("attention", "leave_one_out"), attention_tests=False)
+    run.run()
+    for i, inst in enumerate(run.insts):
+        alone = attention_importance_instances(predictor.model, [inst])[0].scores
+        np.testing.assert_allclose(np.asarray(getattr(run.importances["attention"][i], "scores",
+                                                      run.importances["attention"][i])), alone, atol=1e-5)
+        np.testing.assert_allclose(np.asarray(getattr(run.importances["leave_one_out"][i], "scores",
+                                                      run.importances["leave_one_out"][i])),
+                                   FF.leave_one_out(predictor.model, inst), atol=1e-5)
