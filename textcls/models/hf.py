@@ -70,8 +70,9 @@ class WordTable:
         self._lock = threading.Lock()
         self._ids: dict[tuple[int, ...], int] = {}
         self._pieces: list[tuple[int, ...]] = []
-        self._grid: torch.Tensor | None = None      # (N, P) pieces, [PAD]-filled
-        self._count: torch.Tensor | None = None     # (N,)
+        self._grid: torch.Tensor | None = None      # (capacity, K) pieces, [PAD]-filled
+        self._count: torch.Tensor | None = None     # (capacity,)
+        self._filled = 0                            # rows of _grid written
         self.id((int(pad_piece),))
         self.id((int(unk_piece),))
 
@@ -95,16 +96,26 @@ class WordTable:
         return self._pieces[int(word_id)]
 
     def _tables(self) -> tuple[torch.Tensor, torch.Tensor]:
-        grid, count = self._grid, self._count
-        if grid is None or grid.shape[0] != len(self._pieces):
+        """(N, K) piece ids and (N,) counts; new words are appended to a buffer with spare rows (no rebuild)."""
+        n = len(self._pieces)
+        if self._grid is None or self._filled < n:
             with self._lock:
-                rows = list(self._pieces)
-            grid = torch.full((len(rows), MAX_PIECES_PER_WORD), self.pad_piece, dtype=torch.long)   # (N, K)
-            for i, r in enumerate(rows):
-                grid[i, :len(r)] = torch.tensor(r, dtype=torch.long)
-            count = torch.tensor([len(r) for r in rows], dtype=torch.long)               # (N,)
-            self._grid, self._count = grid, count
-        return grid, count
+                rows = self._pieces[self._filled if self._grid is not None else 0:]
+                start = self._filled if self._grid is not None else 0
+                need = start + len(rows)
+                if self._grid is None or self._grid.shape[0] < need:
+                    cap = max(1024, 2 * need)
+                    grid = torch.full((cap, MAX_PIECES_PER_WORD), self.pad_piece, dtype=torch.long)   # (cap, K)
+                    count = torch.zeros(cap, dtype=torch.long)                                         # (cap,)
+                    if self._grid is not None:
+                        grid[:start], count[:start] = self._grid[:start], self._count[:start]
+                else:
+                    grid, count = self._grid, self._count
+                for i, r in enumerate(rows, start):
+                    grid[i, :len(r)] = torch.tensor(r, dtype=torch.long)
+                    count[i] = len(r)
+                self._grid, self._count, self._filled = grid, count, need
+        return self._grid[:n], self._count[:n]
 
     def lookup(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """ids (B, W) -> piece ids (B, W, K) ([PAD] past each word's end; K = MAX_PIECES_PER_WORD whatever the
