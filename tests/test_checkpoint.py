@@ -133,7 +133,8 @@ CORRUPTIONS = {
     "config not JSON": (lambda p: (p / "config.json").write_text("{\"model\": "), "config.json is not valid JSON"),
     "vocab not JSON": (lambda p: (p / "vocab.json").write_text("[[["), "vocab.json is not valid JSON"),
     "vocab not a vocabulary": (lambda p: (p / "vocab.json").write_text('{"words": 3}'), "vocab.json is not a voc"),
-    "foreign config": (lambda p: (p / "config.json").write_text('{"architectures": ["Bert"]}'), "format marker"),
+    # a Hugging Face config is read as a Hugging Face folder (textcls.hf_checkpoint): refused for what it lacks
+    "foreign config": (lambda p: (p / "config.json").write_text('{"architectures": ["Bert"]}'), "no classification head"),
     "unknown model": (lambda p: _edit_json(p, "config.json", lambda d: d.update(model="gpt9")), "unknown model"),
     "unknown config field": (lambda p: _edit_json(p, "config.json",
                                                   lambda d: d["model_config"].update(wings=2)), "wings"),

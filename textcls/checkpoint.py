@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textcls.runtime.files import atomic_write, fsync_dir, open_regular, read_regular
+from textcls.hf_checkpoint import CheckpointError, hf_summary, is_hf_folder
 from textcls.runtime.limits import MAX_JSON_BYTES, Limits
 from textcls.runtime.paths import checkpoint_roots, shipped_checkpoints
 from textcls.records import History
@@ -56,10 +57,6 @@ FILES = ("config.json", "vocab.json", "model.safetensors", "history.json")
 REQUIRED = ("config.json", "vocab.json", "model.safetensors")
 RESERVED = ("format", "format_version", "model", "model_config", "labels", "tokenizer", "weights_dtype",
             "num_parameters", "created", "library_version")
-
-
-class CheckpointError(ValueError):
-    """A folder is not a valid checkpoint (or cannot be written as one); the message says why."""
 
 
 @dataclass
@@ -510,6 +507,8 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu", limits
     from textcls.inference import Predictor
 
     path = Path(path)
+    if str(path).startswith("hf:") or is_hf_folder(path):
+        return _load_hf(path, device)
     checked = validate_checkpoint(path, limits)
     cfg, config, tokenizer, labels = checked.cfg, checked.config, checked.tokenizer, checked.cfg["labels"]
     try:
@@ -532,6 +531,14 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu", limits
         raise CheckpointError(f"{path}: weights do not fit the model: {e}") from None
     model.to(resolve_device(device)).eval()
     return Predictor(model, tokenizer, labels, name=path.name, info=cfg, path=path)
+
+
+def _load_hf(path: Path, device):  # textcls.hf_checkpoint: a Hugging Face folder, a shipped delta, or hf:ID
+    from textcls.hf_checkpoint import load_hf
+    from textcls.inference import Predictor
+    model, tokenizer, labels, info = load_hf(path, device)
+    hub = str(path).startswith("hf:")
+    return Predictor(model, tokenizer, labels, name=Path(str(path)[3 * hub:]).name, info=info, path=None if hub else path)
 
 
 def load_history(path: str | Path):
@@ -571,7 +578,9 @@ def checkpoint_info(path: str | Path, deep: bool = False) -> CheckpointInfo:
     complete safetensors file, label and vocabulary counts); deep=True validates in full (`validate_checkpoint`:
     model name, config types, tokenizer, parameter limit, every tensor shape), which imports torch."""
     path = Path(path)
-    if deep:
+    if is_hf_folder(path):
+        cfg = hf_summary(path, deep=deep)
+    elif deep:
         cfg = validate_checkpoint(path).cfg
     else:
         cfg = read_config(path)

@@ -144,6 +144,17 @@ def _check_input(args):
 
 
 def cmd_train(args) -> int:
+    if str(args.model).startswith("hf:"):        # a Hugging Face encoder: textcls.cli.hf
+        from textcls.cli.hf import train_hf_cli
+        if args.out is None:
+            from textcls.runtime.paths import new_run_dir
+            args.out = str(new_run_dir(args.model.replace(":", "-").replace("/", "-"), args.data))
+        out, claim = _claim_out(args)
+        try:
+            return train_hf_cli(args, _Progress, UsageError)
+        finally:
+            if claim is not None:
+                claim.unlink(missing_ok=True)
     overrides, tok, train_over, dev_name, use_arrow = _check_input(args)
     out, claim = _claim_out(args)
     try:
@@ -220,7 +231,8 @@ def _train(args, out: Path, overrides, tok, train_over, dev_name: str, use_arrow
 def add_parser(sub) -> None:
     t = sub.add_parser("train", help="train a model and save a checkpoint folder",
                        description="Train a model on a data set, evaluate it on dev/test, save a checkpoint.")
-    t.add_argument("--model", required=True, help="registered model name (see `list`)")
+    t.add_argument("--model", required=True, help="registered model name (see `list`), or hf:PATH_OR_ID to "
+                   "fine-tune a Hugging Face encoder (e.g. hf:all-MiniLM-L6-v2 when installed)")
     add_data(t, required=True)
     t.add_argument("--epochs", type=count("epochs"), required=True, help="number of epochs")
     t.add_argument("--out", default=None,
@@ -264,6 +276,8 @@ def add_parser(sub) -> None:
     t.add_argument("--num-proc", type=count("num_proc"), default=None,
                    help="tokenising processes for --arrow (default: the usable cores, at most 8)")
     t.add_argument("--float16", action="store_true", help="store the weights as float16")
+    t.add_argument("--freeze-word-embeddings", action=argparse.BooleanOptionalAction, default=None,
+                   help="--model hf:...: keep the word-piece embeddings fixed (default: frozen)")
     add_device(t, None, "cuda when there is one, under torchrun cuda:LOCAL_RANK")
     t.add_argument("--amp", nargs="?", const="auto", default=None, choices=("off", "auto", "bf16", "fp16"),
                    help="mixed precision on CUDA: bf16 (no scaler) or fp16 (with a grad scaler); --amp alone picks "

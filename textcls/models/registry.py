@@ -1,5 +1,6 @@
 """Model look-ups (timm style): list, describe, configure and build the registered models. Models enrol with
-`@register_model` (textcls.models.registration); tests enrol by registration."""
+`@register_model` (textcls.models.registration); tests enrol by registration; installed packages through the
+entry-point group textcls.models (textcls.models.plugins)."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,14 +9,19 @@ import warnings
 from typing import Any
 
 from textcls import models  # noqa: F401  (importing the package registers every model)
+from textcls.models.plugins import load_plugins
 from textcls.models.registration import ModelEntry, lookup, register_model, registered_names
 
 def list_models() -> list[str]:
+    load_plugins()                 # families of installed packages (entry-point group textcls.models)
     return registered_names()
 
 
 def get_entry(name: str) -> ModelEntry:
     entry = lookup(name)
+    if entry is None:
+        load_plugins()
+        entry = lookup(name)
     if entry is None:
         raise KeyError(f"unknown model {name!r}; known: {', '.join(registered_names())}")
     return entry

@@ -163,6 +163,14 @@ def run_training(spec: TrainSpec, callbacks: Iterable[Callback] = (),
     """Load data, build tokenizer + vocabulary + embeddings + model, fit, evaluate, and save a checkpoint.
     Returns a TrainResult; the checkpoint's config.json records data, metrics (test accuracy included),
     training settings, tokenizer settings and the history's stop reason."""
+    if str(spec.model).startswith("hf:"):  # a Hugging Face encoder with a fresh head (textcls.train.hf's recipe)
+        from textcls.train.hf import train_hf
+        r = train_hf(spec.data, spec.model, epochs=spec.epochs, out=spec.out, callbacks=callbacks,
+                     stop_event=stop_event, limit=spec.limit, data_root=spec.data_root, seed=spec.seed,
+                     evaluate_test=spec.evaluate_test,
+                     train_overrides={**(spec.train_overrides or {}), **(spec.tokenizer_overrides or {})})
+        return TrainResult(r["model"], r["tokenizer"], r["labels"], r["history"], r["metrics"], r["path"],
+                           r["data_name"], None, r["seconds"])
     data, model, preset, variant, epochs, seed = (spec.data, spec.model, spec.preset, spec.variant, spec.epochs,
                                                   spec.seed)
     overrides, tokenizer_overrides, limits = dict(spec.overrides or {}), spec.tokenizer_overrides, spec.limits

@@ -231,7 +231,7 @@ def _tr_controls(vi: ViewInput) -> list[Control]:
 @register_view("TR-ATT", "Transformer self-attention: one layer and head, and the grid of all heads",
                "Self-attention weights (query x key) for one layer and head; the grid of every layer and head "
                "(bertviz's model view); with cls pooling also the classification token's row per layer and head.",
-               models=("transformer",), needs=lambda specs: _tr_specs(specs)[0] is not None,
+               models=("transformer", "hf"), needs=lambda specs: _tr_specs(specs)[0] is not None,
                controls=_tr_controls)
 def _tr_att(vi: ViewInput) -> list[FigureOut]:
     from textcls.models.outputs import MapSpec

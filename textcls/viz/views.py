@@ -89,6 +89,7 @@ def views_for(model: str, specs: dict[str, MapSpec] | Sequence[MapSpec]) -> list
     registers in `paper_views`, which the package imports)."""
     if not isinstance(specs, dict):
         specs = {s.name: s for s in specs}
+    model = "hf" if model.startswith("hf:") else model          # Hugging Face checkpoints list as hf:ARCHITECTURE
     out = [VIEWS[v] for v in MODEL_VIEWS.get(model, []) if VIEWS[v].needs(specs)]
     out.sort(key=lambda v: v.models[0] != model)      # the model's own paper views first (stable), then shared ones
     return out + [VIEWS["generic"]]

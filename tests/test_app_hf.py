@@ -1,0 +1,102 @@
+"""AppTest of every page with a Hugging Face checkpoint (a tiny random BERT saved with save_pretrained) beside a
+tiny textcls checkpoint: the pages list it with its architecture, predict with it word by word and draw its
+attention per layer and head."""
+from __future__ import annotations
+
+import html
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from hf_toys import tiny_folder  # noqa: E402
+
+from app_pages import open_page, page_text  # noqa: E402
+from test_app_home_compare_inspect import SENTENCE, build_checkpoints  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def ckpts(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hfckpts")
+    names = build_checkpoints(root, ("kim_cnn",))
+    hf = tiny_folder(root, "bert", meta={"data": {"name": "tiny"}, "metrics": {"test_accuracy": 0.55}})
+    return root, names + [hf.name]
+
+
+@pytest.fixture
+def app(ckpts, monkeypatch, tmp_path):
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(ckpts[0]))
+    monkeypatch.setenv("TEXTCLS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("TEXTCLS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    return open_page
+
+
+def test_home_lists_it_with_its_architecture_and_predicts(app, ckpts):
+    at = app()
+    table = at.dataframe[0].value
+    assert "tiny-bert" in set(table["checkpoint"])
+    assert "hf:BertForSequenceClassification" in set(table["model"])
+    at.text_input(key="home_text").input(SENTENCE)
+    at.button[0].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "tiny-bert" in set(at.dataframe[-1].value["checkpoint"])
+
+
+def test_compare_shows_it_beside_the_others_word_by_word(app, ckpts):
+    at = app("pages/compare.py")
+    at.text_area(key="cmp_text").input("the food was unbelievable")
+    at.button[0].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    cards, probs, reasons = [html.unescape(h.proto.body) for h in at.get("html")]
+    for name in ckpts[1]:
+        assert f">{name}<" in cards and f"{name} → " in reasons
+    assert "unbelievable" in reasons and "##" not in reasons            # words, not word pieces
+
+
+def test_inspect_draws_layer_and_head_attention_with_the_rule(app, ckpts):
+    at = app("pages/inspect.py")
+    at.selectbox(key="insp_ckpt").set_value("tiny-bert").run()
+    at.text_area(key="insp_text").input("the food was unbelievable").run()
+    assert not at.exception, [e.value for e in at.exception]
+    text = page_text(at, unescape=True)
+    assert "hf:BertForSequenceClassification" in text
+    views = [s for s in at.selectbox if s.key and s.key.startswith("insp_view_")]
+    assert views and views[0].value == "TR-ATT"                          # layer x head, head view, all-heads grid
+    assert "a key word sums its pieces' weights" in text                # the aggregation rule is stated
+    assert "Faithful on this text?" in text
+    assert any(c.key and "tr-grid" in str(c.key) for c in at.get("plotly_chart")) or len(at.get("plotly_chart")) >= 3
+
+
+def _open_view(at, view):
+    at.session_state["attr_view"] = view
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_attribute_every_method_faithfulness_and_head_ablation(app):
+    at = app("pages/attribute.py")
+    at.multiselect(key="attr_ckpts").set_value(["tiny-bert"])
+    at.multiselect(key="attr_methods").set_value(["attention", "integrated_gradients", "saliency", "grad_x_input",
+                                                  "occlusion", "shapley", "lime"])
+    at.text_input(key="attr_text").input("the food was unbelievable")
+    at.button(key="FormSubmitter:attr_form-Explain").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    text = page_text(at, unescape=True)
+    assert "unbelievable" in text or at.get("plotly_chart")
+    _open_view(at, "Faithfulness")
+    _open_view(at, "Interventions")
+    at.selectbox(key="attr_int_ckpt").set_value("tiny-bert").run()
+    at.radio(key="attr_int_kind").set_value("Ablate a head").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "ablated" in page_text(at, unescape=True)
+
+
+@pytest.mark.parametrize("page, key", [("pages/evaluate.py", "eval_ckpts"), ("pages/explore.py", "exp_ckpts")])
+def test_evaluate_and_explore_open_with_it(app, page, key):
+    at = app(page)
+    at.multiselect(key=key).set_value(["tiny-bert", "kim_cnn_tiny"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
