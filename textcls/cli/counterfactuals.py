@@ -44,7 +44,7 @@ def cmd_counterfactuals(args) -> int:
 
 
 def add_parser(sub) -> None:
-    from textcls.analysis.counterfactuals import GENERATORS      # the registry (numpy and pandas, no torch)
+    from textcls.analysis.counterfactuals import GENERATORS  # the registry (numpy and pandas, no torch)
     names = ", ".join(GENERATORS)
     cf = sub.add_parser("counterfactuals", help="generated counterfactuals over a data split: flip rate per generator",
                         description=f"Edit every text of a split with one generator ({names}) and count how often "

@@ -48,8 +48,8 @@ import torch.nn.functional as F
 
 from textcls.models.outputs import InterventionSpec, MapSpec
 from textcls.models.base import BaseConfig, Probe, TextClassifier, param
-from textcls.models.layers import (ACTIVATIONS, EMBEDDING_MODES, WordEmbedding, make_activation, masked_max, rezero, to_length,
-    window_mask)
+from textcls.models.layers import (ACTIVATIONS, EMBEDDING_MODES, WordEmbedding, make_activation, masked_max, rezero,
+    to_length, window_mask)
 from textcls.models.registration import register_model
 
 # The activations of the paper's Table 5 that base.ACTIVATIONS provides (PReLU is learned; see docstring).
