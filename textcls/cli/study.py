@@ -14,7 +14,8 @@ def add_parser(sub) -> None:
                                    "finished runs are cached in $TEXTCLS_HOME/studies and reused.")
     s.add_argument("name", nargs="?", help="study name (see --list)")
     s.add_argument("--list", action="store_true", help="list the studies and their scales")
-    s.add_argument("--scale", default="quick", choices=("quick", "full"), help="quick: minutes on a CPU")
+    s.add_argument("--scale", default="quick", choices=("quick", "medium", "full"),
+                   help="quick: minutes on a CPU; medium: about an hour per study (results ship); full: hours")
     add_device(s, None, "the training default")
     add_data_root(s)
     s.add_argument("--yes", action="store_true", help="start even when the estimate is over 6 hours")
