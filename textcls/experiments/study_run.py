@@ -37,8 +37,17 @@ _OPTIONAL = ("overrides", "base", "tokenizer")      # left out of the signature 
 def signature(point: StudyPoint, sc: Scale) -> dict[str, Any]:
     """What a run's result depends on besides its seed: a cached run with another signature is stale."""
     return json.loads(json.dumps({"point": asdict(point), "scale": {
-        k: v for k, v in asdict(sc).items() if k not in ("seconds_per_run", "help") and (k not in _OPTIONAL or v)}},
-        default=list))
+        k: v for k, v in asdict(sc).items() if k not in ("seconds_per_run", "help", "seeds")
+        and (k not in _OPTIONAL or v)}}, default=list))
+
+
+def matches(stored: dict[str, Any] | None, point: StudyPoint, sc: Scale) -> bool:
+    """Whether a cached run's signature is current. How many seeds the scale has does not change one run (older
+    caches recorded it: ignored), so a scale can gain seeds and keep its runs."""
+    if not isinstance(stored, dict):
+        return False
+    stored = {**stored, "scale": {k: v for k, v in stored.get("scale", {}).items() if k != "seeds"}}
+    return stored == signature(point, sc)
 
 
 def config_signature(point: StudyPoint, sc: Scale) -> dict[str, Any]:
@@ -83,10 +92,10 @@ def plan(study: Study, scale: str) -> tuple[list[tuple[StudyPoint, int]], int]:
     sc = study.scales[scale]
     runs = load_cache(study, scale)["runs"]
     todo, have = [], 0
-    for pt in study.points:
-        for seed in range(sc.seeds):
+    for seed in range(sc.seeds):                        # seed by seed: a stopped study has whole grids
+        for pt in study.points:
             r = runs.get(run_key(pt, seed))
-            if r is not None and r.get("signature") == signature(pt, sc):
+            if r is not None and matches(r.get("signature"), pt, sc):
                 have += 1
             else:
                 todo.append((pt, seed))
@@ -199,7 +208,7 @@ def _same_config_run(study: Study, scale: str, point: StudyPoint, seed: int) -> 
     runs = load_cache(study, scale)["runs"]
     for other in study.points:
         r = runs.get(run_key(other, seed))
-        if other.key != point.key and r is not None and r.get("signature") == signature(other, sc) \
+        if other.key != point.key and r is not None and matches(r.get("signature"), other, sc) \
                 and config_signature(other, sc) == want:
             return r
     return None

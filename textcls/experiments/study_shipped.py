@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from textcls.experiments.study_defs import Study
-from textcls.experiments.study_run import StudyError, load_cache, run_key, signature
+from textcls.experiments.study_run import StudyError, cache_path, load_cache, matches, run_key, signature
 
 SHIPPED_DIR = Path(__file__).with_name("shipped_studies")
 MIN_SEEDS = 3           # a shipped study has every point at >= this many seeds
@@ -33,7 +33,7 @@ def _current_runs(study: Study, scale: str, runs: dict[str, Any]) -> dict[str, l
     out = {}
     for pt in study.points:
         rs = [runs[k] for k in (run_key(pt, s) for s in range(sc.seeds))
-              if k in runs and runs[k].get("signature") == signature(pt, sc)]
+              if k in runs and matches(runs[k].get("signature"), pt, sc)]
         if rs:
             out[pt.key] = rs
     return out
