@@ -155,3 +155,49 @@ def reading(study: Study, scale: str) -> str:
 
 def verdicts(study: Study, scale: str) -> list[dict[str, Any]]:
     return series_readings(study, rows(study, scale))
+
+
+def shipped_summary(scale: str = "medium") -> list[dict[str, Any]]:
+    """Per paper study with that scale: its shipped results' verdicts (or why there are none), for results.md
+    and the Benchmarks page. Reads only the package's shipped files, never the user folder."""
+    from textcls.experiments.study_defs import STUDIES
+    from textcls.experiments.study_shipped import load_shipped
+    out = []
+    for st in STUDIES.values():
+        if scale not in st.scales:
+            continue
+        sc = st.scales[scale]
+        cache = load_shipped(st, scale)
+        d: dict[str, Any] = {"study": st.name, "figure": st.figure, "title": st.title, "scale": scale,
+                             "runs": len(st.points) * sc.seeds, "describe": sc.describe(),
+                             "minutes_estimate": round(len(st.points) * sc.seeds * sc.seconds_per_run / 60)}
+        if cache is None:
+            d["shipped"] = False
+        else:
+            rs = rows_from(st, scale, cache)
+            d.update({"shipped": True, "date": cache.get("date"), "machine": cache.get("machine"),
+                      "torch": cache.get("torch"), "minutes": cache.get("minutes"),
+                      "verdicts": series_readings(st, rs), "reading": reading_from(st, scale, rs)})
+        out.append(d)
+    return out
+
+
+def summary_markdown(scale: str = "medium") -> list[str]:
+    """The results.md section on the paper studies at this scale."""
+    lines = [f"## Paper studies ({scale} scale)", "",
+             "The papers' sweeps (`python -m textcls study`, the Studies page; docs/studies.md). Measured here, one "
+             "torch thread, shipped in `textcls/experiments/shipped_studies/`; per series: the paper's claim, our "
+             "difference with its 95 % Welch interval over seeds, and the verdict.", ""]
+    for d in shipped_summary(scale):
+        if not d["shipped"]:
+            lines.append(f"- **{d['study']}** ({d['figure']}): not measured at this scale yet - {d['runs']} runs, "
+                         f"about {d['minutes_estimate']} min on a quiet 2-core CPU "
+                         f"(`sh scripts/run_medium_studies.sh {d['study']}`, then "
+                         f"`python -m textcls study {d['study']} --scale {scale} --ship`).")
+            continue
+        lines.append(f"- **{d['study']}** ({d['figure']}; {d['describe']}; {d['date']}, {d['minutes']} min, "
+                     f"torch {d['torch']}):")
+        for it in d["verdicts"]:
+            lines.append(f"  - {describe_item(it)}")
+    lines.append("")
+    return lines
