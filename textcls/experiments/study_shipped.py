@@ -78,8 +78,14 @@ def completeness(study: Study, scale: str, cache: dict[str, Any]) -> tuple[int, 
 
 
 def machine() -> str:
-    cpus = os.cpu_count()
-    return f"{platform.system()} {platform.machine()}, {cpus} CPU core(s), {platform.processor() or 'cpu'}".strip()
+    """e.g. 'Linux x86_64, 2 CPU core(s), AMD EPYC 7B13'."""
+    model = platform.processor()
+    try:
+        model = next(ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                     if ln.startswith("model name")) or model
+    except (OSError, StopIteration):
+        pass
+    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU core(s)" + (f", {model}" if model else "")
 
 
 def ship(study: Study, scale: str, root: Path | None = None) -> Path:
