@@ -136,7 +136,7 @@ def run_point(point: StudyPoint, sc: Scale, seed: int, *, stop_event=None, data_
     train = dict(sc.train)
     if device:
         train["device"] = device
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     res = train_from_spec(sc.data, point.model, preset=sc.preset, variant=point.variant,
                           overrides=point_overrides(point, sc), embeddings=sc.embeddings, epochs=sc.epochs, out=None,
                           stop_event=stop_event, data_root=data_root, limit=sc.limit,
@@ -150,6 +150,7 @@ def run_point(point: StudyPoint, sc: Scale, seed: int, *, stop_event=None, data_
             "curve": [{"epoch": e["epoch"], "dev_accuracy": e["dev_accuracy"], "elapsed": round(e["elapsed"], 3)}
                       for e in h.epochs],
             "seconds": round(time.perf_counter() - t0, 2), "train_seconds": round(h.elapsed, 2),
+            "cpu_seconds": round(time.process_time() - c0, 2),      # what a quiet machine would take (1 thread)
             "seconds_per_epoch": round(statistics.median(e["seconds"] for e in h.epochs), 3) if h.epochs else None,
             "parameters": res.model.num_parameters(include_embeddings=False), "device": h.device,
             "finished": _dt.datetime.now().isoformat(timespec="seconds")}

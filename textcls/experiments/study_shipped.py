@@ -19,7 +19,8 @@ from textcls.experiments.study_run import StudyError, cache_path, load_cache, ma
 
 SHIPPED_DIR = Path(__file__).with_name("shipped_studies")
 MIN_SEEDS = 3           # a shipped study has every point at >= this many seeds
-_RUN_FIELDS = ("seed", "dev_accuracy", "test_accuracy", "curve", "seconds", "train_seconds", "seconds_per_epoch",
+_RUN_FIELDS = ("seed", "dev_accuracy", "test_accuracy", "curve", "seconds", "train_seconds", "cpu_seconds",
+               "seconds_per_epoch",
                "parameters", "device", "finished")
 
 
@@ -108,6 +109,7 @@ def ship(study: Study, scale: str, root: Path | None = None) -> Path:
            "machine": machine(), "torch": torch.__version__, "python": platform.python_version(),
            "date": _dt.date.today().isoformat(), "threads": 1,
            "minutes": round(seconds / 60, 1),
+           "cpu_minutes": round(sum(r.get("cpu_seconds") or 0 for rs in cur.values() for r in rs) / 60, 1) or None,
            "note": "measured here at medium scale: one torch thread, nice 19, on a 2-core CPU shared with other "
                    "jobs (seconds are wall-clock under that load)" if scale == "medium" else "",
            "distinct_runs": len(shared),
