@@ -157,3 +157,29 @@ def test_every_shipped_file_is_complete_and_current():
             assert study_shipped.completeness(st, scale, cache) == (len(st.points), st.scales[scale].seeds)
             data = json.loads(path.read_text())
             assert {"machine", "torch", "date", "scale"} <= set(data)
+
+
+def test_cli_shows_shipped_points_without_training(tmp_path, monkeypatch, capsys):
+    from textcls.experiments import study_run
+    from textcls.experiments.study_defs import get_study
+    st = get_study("ACT-T3")
+    sc = st.scales["medium"]
+    monkeypatch.setattr(study_shipped, "SHIPPED_DIR", tmp_path / "shipped")
+    runs = {}
+    for i, pt in enumerate(st.points):
+        for seed in range(sc.seeds):
+            runs[run_key(pt, seed)] = {"seed": seed, "dev_accuracy": 0.80 + 0.01 * i + 0.001 * seed,
+                                       "curve": [], "seconds": 1.0, "signature": signature(pt, sc), "point": pt.key}
+    _save(st, "medium", {"study": st.name, "scale": "medium", "runs": runs})
+    assert main(["study", "ACT-T3", "--scale", "medium", "--ship"]) == 0
+    capsys.readouterr()
+    study_shipped.cache_path(st, "medium").unlink()
+    monkeypatch.setattr(study_run, "run_point", lambda *a, **k: pytest.fail("trained"))
+    assert main(["study", "ACT-T3", "--json"]) == 0                 # medium is the default where results ship
+    res = json.loads(capsys.readouterr().out)
+    assert res["scale"] == "medium" and res["source"] == "shipped" and "measured here at medium scale" in res["label"]
+    assert [p["n"] for p in res["points"]] == [3] * 5
+    v = res["verdicts"][0]
+    assert v["series"] == "ablation" and v["verdict"] == NOT_HOLDS      # ACT is the worst here by construction
+    assert main(["study", "ACT-T3", "--scale", "quick", "--ship"]) == 2    # nothing finished: refused
+    assert "not finished" in capsys.readouterr().err
