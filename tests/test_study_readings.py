@@ -181,5 +181,7 @@ def test_cli_shows_shipped_points_without_training(tmp_path, monkeypatch, capsys
     assert [p["n"] for p in res["points"]] == [3] * 5
     v = res["verdicts"][0]
     assert v["series"] == "ablation" and v["verdict"] == NOT_HOLDS      # ACT is the worst here by construction
+    assert main(["study", "ACT-T3", "--scale", "quick", "--show", "--json"]) == 0   # --show never trains
+    assert json.loads(capsys.readouterr().out)["source"] == "none"
     assert main(["study", "ACT-T3", "--scale", "quick", "--ship"]) == 2    # nothing finished: refused
     assert "not finished" in capsys.readouterr().err

@@ -25,6 +25,8 @@ def add_parser(sub) -> None:
     s.add_argument("--run", action="store_true",
                    help="train the study on this machine even when results ship (they go to the user folder "
                         "and replace the shipped ones there only)")
+    s.add_argument("--show", action="store_true",
+                   help="print what is measured so far (user folder, else shipped) without training")
     s.add_argument("--ship", action="store_true",
                    help="copy this user folder's finished runs into the package's shipped results (maintainers; "
                         "refused unless every point has >= 3 seeds)")
@@ -95,7 +97,7 @@ def cmd_study(args) -> int:
     from textcls.experiments.study_results import reading_from, rows_from, series_readings
     log = (lambda m: print(m, file=sys.stderr)) if args.json else print
     cache, source = results(st, scale)
-    if source != "shipped" or args.run:
+    if (source != "shipped" or args.run) and not args.show:
         from textcls.runtime import threads
         log(f"{st.name} ({scale}): estimate {estimate_seconds(st, scale) / 60:.0f} min for the uncached runs")
         try:
@@ -107,7 +109,8 @@ def cmd_study(args) -> int:
     rs = rows_from(st, scale, cache)
     label = (f"measured here at {scale} scale ({cache.get('date')}, {cache.get('machine')}, torch "
              f"{cache.get('torch')}; shipped with textcls - `--run` trains it again on this machine)"
-             if source == "shipped" else f"run on this machine ({scale} scale, user folder)")
+             if source == "shipped" else f"run on this machine ({scale} scale, user folder)" if source == "user"
+             else f"nothing measured yet at {scale} scale")
     text = reading_from(st, scale, rs)
     if args.json:
         print(json.dumps({"study": st.name, "scale": scale, "source": source, "label": label,
