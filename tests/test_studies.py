@@ -109,3 +109,22 @@ def test_results_markdown_says_why_a_suite_was_not_run():
     md = render_markdown({"cells": {}, "sessions": []})
     line = next(ln for ln in md.splitlines() if ln.startswith("- `hcan_imdb`"))
     assert "estimated ~50 h here" in line
+
+
+@pytest.mark.parametrize("name", [n for n in STUDIES if n != "SMOKE"])
+def test_a_points_variant_and_own_knob_survive_the_scales_base(name):
+    """The medium scales set a base configuration: a point's variant (an ablation) and the knob it moves must still
+    reach the model, at every scale (ACT-T3's '- multi-head' once trained 4 heads under the base's n_heads)."""
+    from textcls.models.registry import get_entry, make_config
+    from textcls.experiments.study_run import point_overrides
+    st = get_study(name)
+    for scale, sc in st.scales.items():
+        for pt in st.points:
+            cfg = make_config(pt.model, preset=sc.preset, variant=pt.variant, **point_overrides(pt, sc))
+            want = {**(get_entry(pt.model).variants.get(pt.variant, {}) if pt.variant else {}), **dict(pt.overrides)}
+            for k, v in want.items():
+                if k in dict(sc.overrides):
+                    continue                       # a scale's overrides win on purpose (AGCNN-T5 quick: rand)
+                got = getattr(cfg, k)
+                assert (list(got) if isinstance(got, tuple) else got) == (list(v) if isinstance(v, tuple) else v), \
+                    (name, scale, pt.key, k)

@@ -59,8 +59,14 @@ def config_signature(point: StudyPoint, sc: Scale) -> dict[str, Any]:
 
 
 def point_overrides(point: StudyPoint, sc: Scale) -> dict[str, Any]:
-    """Model config fields of one run: the scale's base for the model, the point's own, the scale's overrides."""
-    return {**sc.base_for(point.model), **dict(point.overrides), **dict(sc.overrides)}
+    """Model config fields of one run: the scale's base for the model (less what the point's variant sets: an
+    ablation must stay an ablation), the point's own, the scale's overrides."""
+    base = sc.base_for(point.model)
+    if point.variant and base:
+        from textcls.models.registry import get_entry
+        for k in get_entry(point.model).variants.get(point.variant, {}):
+            base.pop(k, None)
+    return {**base, **dict(point.overrides), **dict(sc.overrides)}
 
 
 def point_tokenizer(point: StudyPoint, sc: Scale) -> dict[str, Any] | None:
