@@ -109,7 +109,8 @@ def ship(study: Study, scale: str, root: Path | None = None) -> Path:
            "machine": machine(), "torch": torch.__version__, "python": platform.python_version(),
            "date": _dt.date.today().isoformat(), "threads": 1,
            "minutes": round(seconds / 60, 1),
-           "cpu_minutes": round(sum(r.get("cpu_seconds") or 0 for rs in cur.values() for r in rs) / 60, 1) or None,
+           "cpu_minutes": (round(sum(r["cpu_seconds"] for rs in cur.values() for r in rs) / 60, 1)
+                           if all(r.get("cpu_seconds") for rs in cur.values() for r in rs) else None),
            "note": "measured here at medium scale: one torch thread, nice 19, on a 2-core CPU shared with other "
                    "jobs (seconds are wall-clock under that load)" if scale == "medium" else "",
            "distinct_runs": len(shared),
