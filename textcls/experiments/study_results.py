@@ -195,8 +195,8 @@ def summary_markdown(scale: str = "medium") -> list[str]:
                          f"(`sh scripts/run_medium_studies.sh {d['study']}`, then "
                          f"`python -m textcls study {d['study']} --scale {scale} --ship`).")
             continue
-        lines.append(f"- **{d['study']}** ({d['figure']}; {d['describe']}; {d['date']}, {d['minutes']} min of runs on a shared CPU, "
-                     f"torch {d['torch']}):")
+        lines.append(f"- **{d['study']}** ({d['figure']}; {d['describe']}; {d['date']}, {d['minutes']} min of runs "
+                     f"on a shared CPU, torch {d['torch']}):")
         for it in d["verdicts"]:
             lines.append(f"  - {describe_item(it)}")
     lines.append("")
