@@ -40,8 +40,8 @@ cache0, source0 = results(study, scale)
 if source0 == "shipped" and not prog.this_running:
     st.success(f"Measured here at {scale} scale: {len(cache0['runs'])} runs shipped with textcls "
                f"({cache0.get('date')}; {cache0.get('machine')}; torch {cache0.get('torch')}; "
-               f"{cache0.get('minutes')} min of runs on a shared CPU). Running it again on this machine keeps its results in your user "
-               "folder, where they replace these.")
+               f"{cache0.get('minutes')} min of runs on a shared CPU). Running it again on this machine keeps "
+               "its results in your user folder, where they replace these.")
 else:
     st.progress(prog.done / max(prog.total, 1), text=f"{prog.done} of {prog.total} runs finished on this machine"
                 + (" - running" if prog.this_running else ""))
