@@ -317,8 +317,8 @@ SUITES: dict[str, tuple[str, Callable[[], list[Cell]]]] = {
 NOT_RUN_NOTES: dict[str, str] = {
     "matton_sst5": "the full scale: estimated ~17 h here (one epoch on 200 texts: cls 43 s, decoder 61 s -> ~30 "
                    "min (cls, max) and ~45 min (decoder, 41 M parameters) per epoch on SST-5's 8,544, 10 epochs "
-                   "each) - does not fit; the decoder cell also needs --max-parameters 50000000 (default limit 20 M); a GPU runs it "
-                   "(`--device cuda`). Here: `matton_sst5_medium`",
+                   "each) - does not fit; the decoder cell also needs --max-parameters 50000000 (default limit "
+                   "20 M); a GPU runs it (`--device cuda`). Here: `matton_sst5_medium`",
     "hcan_imdb": "the full scale: estimated ~50 h here (HCAN 191 s, CAN 123 s per epoch on 200 reviews -> ~6 h "
                  "and ~4 h per epoch on IMDB's 22,500, 5 epochs each) - does not fit; a GPU run (--device cuda) "
                  "is the way. Here: `hcan_imdb_medium`",
