@@ -21,6 +21,7 @@ from textcls.experiments import bench
 from textcls.experiments.measure import load_note
 from textcls.experiments.paper_bench import lama_f4
 from textcls.experiments.results import TARGET_POINTS, accuracy_targets, load_results, table_rows
+from textcls.experiments.study_results import shipped_summary
 from textcls.experiments.specs import default_models
 from textcls.experiments.tradeoffs import pareto_front, reading, time_checkpoints
 from textcls.viz import accuracy_figure, act_t5_figure, lama_f4_figure, models_figure, tradeoff_figure
@@ -155,6 +156,28 @@ def _checkpoints(ck: dict) -> None:
                 "`python -m textcls bench --json docs/bench.json`.", icon=":material/update:")
 
 
+def _studies() -> None:
+    """The papers' sweeps at medium scale: per study and series, the verdict its shipped results give."""
+    st.subheader("Paper studies (medium scale)")
+    table = []
+    for d in shipped_summary("medium"):
+        if not d["shipped"]:
+            table.append({"study": d["study"], "figure": d["figure"], "series": "-", "paper's claim": "-",
+                          "verdict here": "not measured yet", "difference (points)": None, "95 % interval": "",
+                          "measured": f"~{d['minutes_estimate']} min: sh scripts/run_medium_studies.sh {d['study']}"})
+            continue
+        for it in d["verdicts"]:
+            table.append({"study": d["study"], "figure": d["figure"], "series": it["series"],
+                          "paper's claim": it["claim"] or "-", "verdict here": it["verdict"],
+                          "difference (points)": it.get("diff"),
+                          "95 % interval": f"[{it['lo']:+.1f}, {it['hi']:+.1f}]" if "lo" in it else it.get("why", ""),
+                          "measured": f"{d['date']}, {d['minutes']} min"})
+    st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")
+    st.caption("Each study's grid measured here with 3 or more seeds per point (shipped with textcls); the difference "
+               "is the paper's best setting minus the best other one, with the Welch 95 % interval over seeds. The "
+               "Studies page draws every point and runs a study again on this machine.")
+
+
 st.title("Benchmarks")
 st.markdown("Accuracy next to the papers' figures, model size and speed, and the two size/speed figures of "
             "the papers (ACT Table 5, LAMA Fig. 4). The stored numbers come from the command line; the last "
@@ -204,6 +227,8 @@ with t_acc:
         if md.is_file():
             st.download_button("results.md", data=md.read_bytes(), file_name="results.md", mime="text/markdown",
                                icon=":material/download:", key="dl_results_md")
+
+    _studies()
 
 stored = _read_bench(BENCH)
 

@@ -108,3 +108,12 @@ def test_stored_checkpoint_timings_name_checkpoints_saved_since(monkeypatch, sto
     table = next(f for f in _frames(at) if "ms / sentence" in f.columns and "checkpoint" in f.columns)
     assert list(table["checkpoint"]) == ["older"] and list(table["test accuracy"]) == [80.0]
     assert any("newer_tiny" in i.value.replace("\\", "") and "textcls bench" in i.value for i in at.info)
+
+
+def test_page_lists_the_paper_studies_at_medium_scale(monkeypatch, stored):
+    at = _app(monkeypatch, stored / "results.json", stored / "bench.json")
+    assert not at.exception, [e.value for e in at.exception]
+    df = next(d.value for d in at.dataframe if "verdict here" in d.value.columns)
+    assert {"ACT-F3", "TR-CMP", "LAMA-F3", "HCAN-F3", "AGCNN-T5", "ACT-T3"} <= set(df["study"])
+    assert set(df["verdict here"]) <= {"holds", "does not hold", "cannot be resolved", "no claim to check",
+                                       "not measured yet"}

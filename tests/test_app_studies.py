@@ -38,3 +38,33 @@ def test_studies_page_starts_shows_progress_and_stops():
     assert running_study() is None and plan(study, "quick")[1] >= 1                 # the finished point is kept
     assert at.button(key="study_stop").disabled
     assert "running" not in _progress(at)
+
+
+def test_studies_page_shows_shipped_results_on_a_bare_user_folder(tmp_path, monkeypatch):
+    """Hand-made per-seed numbers shipped for ACT-T3 (medium): the page draws them at once, labelled as measured
+    here, with the per-series verdict, and offers to run the study again on this machine."""
+    from textcls.experiments import study_shipped
+    from textcls.experiments.study_run import _save, cache_path, run_key, signature
+    study = get_study("ACT-T3")
+    sc = study.scales["medium"]
+    runs = {}
+    for i, pt in enumerate(study.points):
+        for seed in range(sc.seeds):
+            acc = (0.9 if i == 0 else 0.85) + 0.002 * seed
+            runs[run_key(pt, seed)] = {"seed": seed, "dev_accuracy": acc, "test_accuracy": acc, "seconds": 60.0,
+                                       "curve": [{"epoch": 1, "dev_accuracy": acc, "elapsed": 50.0}],
+                                       "seconds_per_epoch": 5.0, "parameters": 1000, "finished": "x",
+                                       "signature": signature(pt, sc), "point": pt.key}
+    monkeypatch.setattr(study_shipped, "SHIPPED_DIR", tmp_path / "shipped")
+    _save(study, "medium", {"study": study.name, "scale": "medium", "runs": runs})
+    study_shipped.ship(study, "medium")
+    cache_path(study, "medium").unlink()                 # a bare clone: nothing of its own
+    at = open_page("pages/studies.py")
+    at.selectbox(key="study_name").set_value("ACT-T3").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.radio(key="study_scale").value == "medium"
+    assert any("Measured here at medium scale" in m.value for m in at.success)
+    assert at.button(key="study_start").label == "Run it again on this machine"
+    assert len(at.get("plotly_chart")) == 1
+    reading_md = next(m.value for m in at.markdown if "Reading:" in m.value)
+    assert "ablation: paper: ACT is best" in reading_md and "- holds" in reading_md

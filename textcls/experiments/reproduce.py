@@ -121,7 +121,7 @@ def reproduce(cells: Sequence[Cell], *, out: str | Path = DEFAULT_OUT, markdown:
     plan = []
     for cell in cells:
         e = epochs or cell.epochs
-        sig = cell.signature(e, limit)
+        sig = cell.signature(e, limit or cell.limit)
         want = list(range(seed, seed + (runs or cell.runs)))
         have = set() if force else done_seeds(results["cells"].get(cell.key), sig)
         todo = [s for s in want if s not in have]
@@ -134,7 +134,8 @@ def reproduce(cells: Sequence[Cell], *, out: str | Path = DEFAULT_OUT, markdown:
 
         def item(key: str, seed_: int):
             c = cell_of[key]
-            return by.get((key, seed_)) or (c, seed_, epochs or c.epochs, c.signature(epochs or c.epochs, limit))
+            return by.get((key, seed_)) or (c, seed_, epochs or c.epochs,
+                                            c.signature(epochs or c.epochs, limit or c.limit))
         plan = [item(k, sd) for k, sd in keys]
     log(f"{len(plan)} run(s) to do, {session['skipped']} already in {out}")
     if dry_run:
@@ -152,9 +153,9 @@ def reproduce(cells: Sequence[Cell], *, out: str | Path = DEFAULT_OUT, markdown:
     results = update_results(out, md, put_session)
     for i, (cell, s, e, sig) in enumerate(plan, 1):
         log(f"[{i}/{len(plan)}] {cell.key} seed {s}: {cell.model} {e} epoch(s) on {cell.data}"
-            + (f" (limit {limit})" if limit else ""))
+            + (f" (limit {limit or cell.limit})" if limit or cell.limit else ""))
         try:
-            record = run_cell(cell, s, epochs=e, limit=limit, data_root=data_root, callbacks=callbacks,
+            record = run_cell(cell, s, epochs=e, limit=limit or cell.limit, data_root=data_root, callbacks=callbacks,
                               device=device, amp=amp)
         except KeyboardInterrupt:
             session["interrupted"] = True

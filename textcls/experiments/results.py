@@ -256,6 +256,8 @@ def render_markdown(results: dict[str, Any]) -> str:
                          f"{_md(paper)} | {fmt_number(r['delta'], signed=True)} | {ep} | {_md(r['measured'])} | "
                          f"{_md(r['gap'])} |")
         lines.append("")
+    from textcls.experiments.study_results import summary_markdown
+    lines += summary_markdown("medium")
     # what is still missing, per suite
     lines.append("## Not run yet")
     lines.append("")

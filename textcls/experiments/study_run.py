@@ -31,11 +31,46 @@ def cache_path(study: Study, scale: str) -> Path:
     return studies_dir() / f"{study.name}-{scale}.json"
 
 
+_OPTIONAL = ("overrides", "base", "tokenizer")      # left out of the signature when empty (older caches stay valid)
+
+
 def signature(point: StudyPoint, sc: Scale) -> dict[str, Any]:
     """What a run's result depends on besides its seed: a cached run with another signature is stale."""
-    return json.loads(json.dumps({"point": asdict(point), "scale": {k: v for k, v in asdict(sc).items()
-                                                                    if k != "seconds_per_run"
-                                                                    and (k != "overrides" or v)}}, default=list))
+    return json.loads(json.dumps({"point": asdict(point), "scale": {
+        k: v for k, v in asdict(sc).items() if k not in ("seconds_per_run", "help", "seeds")
+        and (k not in _OPTIONAL or v)}}, default=list))
+
+
+def matches(stored: dict[str, Any] | None, point: StudyPoint, sc: Scale) -> bool:
+    """Whether a cached run's signature is current. How many seeds the scale has does not change one run (older
+    caches recorded it: ignored), so a scale can gain seeds and keep its runs."""
+    if not isinstance(stored, dict):
+        return False
+    stored = {**stored, "scale": {k: v for k, v in stored.get("scale", {}).items() if k != "seeds"}}
+    return stored == signature(point, sc)
+
+
+def config_signature(point: StudyPoint, sc: Scale) -> dict[str, Any]:
+    """The signature without where the point is drawn (series, x, the paper's number): two points of a study
+    with the same configuration train the same model, so one run serves both."""
+    sig = signature(point, sc)
+    sig["point"] = {k: v for k, v in sig["point"].items() if k not in ("series", "x", "paper")}
+    return sig
+
+
+def point_overrides(point: StudyPoint, sc: Scale) -> dict[str, Any]:
+    """Model config fields of one run: the scale's base for the model (less what the point's variant sets: an
+    ablation must stay an ablation), the point's own, the scale's overrides."""
+    base = sc.base_for(point.model)
+    if point.variant and base:
+        from textcls.models.registry import get_entry
+        for k in get_entry(point.model).variants.get(point.variant, {}):
+            base.pop(k, None)
+    return {**base, **dict(point.overrides), **dict(sc.overrides)}
+
+
+def point_tokenizer(point: StudyPoint, sc: Scale) -> dict[str, Any] | None:
+    return {**sc.tokenizer_for(point.model), **dict(point.tokenizer)} or None
 
 
 def load_cache(study: Study, scale: str) -> dict[str, Any]:
@@ -63,10 +98,10 @@ def plan(study: Study, scale: str) -> tuple[list[tuple[StudyPoint, int]], int]:
     sc = study.scales[scale]
     runs = load_cache(study, scale)["runs"]
     todo, have = [], 0
-    for pt in study.points:
-        for seed in range(sc.seeds):
+    for seed in range(sc.seeds):                        # seed by seed: a stopped study has whole grids
+        for pt in study.points:
             r = runs.get(run_key(pt, seed))
-            if r is not None and r.get("signature") == signature(pt, sc):
+            if r is not None and matches(r.get("signature"), pt, sc):
                 have += 1
             else:
                 todo.append((pt, seed))
@@ -107,11 +142,11 @@ def run_point(point: StudyPoint, sc: Scale, seed: int, *, stop_event=None, data_
     train = dict(sc.train)
     if device:
         train["device"] = device
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     spec = TrainSpec(sc.data, point.model, preset=sc.preset, variant=point.variant,
-                     overrides={**dict(point.overrides), **dict(sc.overrides)}, embeddings=sc.embeddings,
-                     epochs=sc.epochs, data_root=data_root, limit=sc.limit,
-                     tokenizer_overrides=dict(point.tokenizer) or None, train_overrides=train, seed=seed)
+                     overrides=point_overrides(point, sc), embeddings=sc.embeddings, epochs=sc.epochs,
+                     data_root=data_root, limit=sc.limit, tokenizer_overrides=point_tokenizer(point, sc),
+                     train_overrides=train, seed=seed)
     res = run_training(spec, stop_event=stop_event)
     h = res.history
     if h.stopped_by_user:
@@ -122,6 +157,7 @@ def run_point(point: StudyPoint, sc: Scale, seed: int, *, stop_event=None, data_
             "curve": [{"epoch": e["epoch"], "dev_accuracy": e["dev_accuracy"], "elapsed": round(e["elapsed"], 3)}
                       for e in h.epochs],
             "seconds": round(time.perf_counter() - t0, 2), "train_seconds": round(h.elapsed, 2),
+            "cpu_seconds": round(time.process_time() - c0, 2),      # what a quiet machine would take (1 thread)
             "seconds_per_epoch": round(statistics.median(e["seconds"] for e in h.epochs), 3) if h.epochs else None,
             "parameters": res.model.num_parameters(include_embeddings=False), "device": h.device,
             "finished": _dt.datetime.now().isoformat(timespec="seconds")}
@@ -173,6 +209,19 @@ def _release_lock() -> None:
 # ---------------------------------------------------------------- the study
 
 
+def _same_config_run(study: Study, scale: str, point: StudyPoint, seed: int) -> dict[str, Any] | None:
+    """A cached run of another point of the study with the same configuration and seed, or None."""
+    sc = study.scales[scale]
+    want = config_signature(point, sc)
+    runs = load_cache(study, scale)["runs"]
+    for other in study.points:
+        r = runs.get(run_key(other, seed))
+        if other.key != point.key and r is not None and matches(r.get("signature"), other, sc) \
+                and config_signature(other, sc) == want:
+            return r
+    return None
+
+
 def run_study(study: Study, scale: str = "quick", *, stop_event=None, data_root=None, device: str | None = None,
               confirm_long: bool = False, on_run: Callable[[dict[str, Any]], None] | None = None,
               log: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
@@ -195,12 +244,15 @@ def run_study(study: Study, scale: str = "quick", *, stop_event=None, data_root=
             if stop_event is not None and stop_event.is_set():
                 break
             log(f"[{i}/{len(todo)}] {pt.key} seed {seed}")
-            rec = run_point(pt, sc, seed, stop_event=stop_event, data_root=data_root, device=device)
+            rec = _same_config_run(study, scale, pt, seed)
+            if rec is not None:
+                log(f"  the same configuration as {rec['point']}: its run is shared")
+            else:
+                rec = run_point(pt, sc, seed, stop_event=stop_event, data_root=data_root, device=device)
             if rec is None:
                 log("  stopped; the run in progress is discarded, finished runs are kept")
                 break
-            rec["signature"] = signature(pt, sc)
-            rec["point"] = pt.key
+            rec = {**rec, "signature": signature(pt, sc), "point": pt.key}
             cache = load_cache(study, scale)
             cache["runs"][run_key(pt, seed)] = rec
             _save(study, scale, cache)
