@@ -75,6 +75,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default=",".join(DATASETS), help="comma-separated data sets")
     ap.add_argument("--models", default=",".join(RECIPES), help="comma-separated models")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--overrides", default="{}", help="JSON model-config fields on top of every recipe's, e.g. "
+                    "'{\"target_scale\": \"fixed\", \"target_scale_value\": 4}'")
     ap.add_argument("--keep-better", action="store_true",
                     help="replace an existing checkpoint only when the new one is at least as good on DEV")
     args = ap.parse_args(argv)
@@ -95,6 +97,7 @@ def main(argv=None) -> int:
             if model not in MODELS_OF.get(data_name, SIX):
                 continue
             preset, overrides, train_over, epochs = RECIPES[model]
+            overrides = {**overrides, **json.loads(args.overrides)}
             tuning = dict(tuning_all)
             extra = tuning.pop("extra_vocab", 0)
             epochs = tuning.pop("epochs", epochs)

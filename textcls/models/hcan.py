@@ -100,7 +100,7 @@ from .registration import register_model
 
 # ---------------------------------------------------------------- config
 
-TARGET_SCALES = ("keras", "learned", "head")
+TARGET_SCALES = ("keras", "learned", "head", "fixed")
 
 @dataclass
 class ConvAttentionConfig(BaseConfig):
@@ -119,11 +119,13 @@ class ConvAttentionConfig(BaseConfig):
                              "orthogonal 1 x d row)", choices=("uniform", "normal"))
     target_scale: str = param("keras", "target-attention score scale: keras = one learned scalar per level, init 1 "
                               "(Keras Attention(use_scale=True), the reference code); learned = the same, init "
-                              "1/sqrt(d) (the reference code's later scaled_attention); head = fixed 1/sqrt(d_h)",
-                              choices=TARGET_SCALES)
+                              "1/sqrt(d) (the reference code's later scaled_attention); head = fixed 1/sqrt(d_h); "
+                              "fixed = target_scale_value, not learned", choices=TARGET_SCALES)
+    target_scale_value: float = param(1.0, "the scale with target_scale='fixed' (1 = Keras Attention without "
+                                      "use_scale); larger = sharper target attention")
 
     # what a stored config that predates a field meant (checkpoint loading fills these in when absent)
-    LEGACY_DEFAULTS: ClassVar[dict] = {"target_init": "normal", "target_scale": "head"}
+    LEGACY_DEFAULTS: ClassVar[dict] = {"target_init": "normal", "target_scale": "head", "target_scale_value": 1.0}
 
 
 @dataclass
@@ -154,6 +156,8 @@ def _validate(c: ConvAttentionConfig) -> None:
         raise ValueError(f"dropout must be in [0, 1), got {c.dropout}")
     if c.target_init not in ("uniform", "normal"):
         raise ValueError(f"target_init must be 'uniform' or 'normal', got {c.target_init!r}")
+    if not (c.target_scale_value > 0 and math.isfinite(c.target_scale_value)):
+        raise ValueError(f"target_scale_value must be a positive number, got {c.target_scale_value}")
     if c.target_scale not in TARGET_SCALES:
         raise ValueError(f"target_scale must be one of {', '.join(TARGET_SCALES)}, got {c.target_scale!r}")
 
@@ -223,7 +227,7 @@ class TargetAttention(nn.Module):
     s * T_h . K_h with one learned scalar s (init 1 / 1/sqrt(d)); "head": scores = T_h . K_h / sqrt(d_h)."""
 
     def __init__(self, d: int, heads: int, kernel: int, value_conv: bool, dropout: float,
-                 init: str = "normal", scale: str = "head"):
+                 init: str = "normal", scale: str = "head", scale_value: float = 1.0):
         super().__init__()
         self.d, self.heads = d, heads
         self.key = nn.Conv1d(d, d, kernel, padding=kernel // 2)
@@ -233,10 +237,11 @@ class TargetAttention(nn.Module):
             self.scale = nn.Parameter(torch.tensor(1.0 if scale == "keras" else 1.0 / math.sqrt(d)))
         else:
             self.register_parameter("scale", None)
+        self.fixed_scale = float(scale_value) if scale == "fixed" else 1.0 / math.sqrt(d // heads)
         self.dropout = nn.Dropout(dropout)
 
     def score_scale(self) -> torch.Tensor | float:
-        return self.scale if self.scale is not None else 1.0 / math.sqrt(self.d // self.heads)
+        return self.scale if self.scale is not None else self.fixed_scale
 
     def forward(self, z: torch.Tensor, mask: torch.Tensor, hook: MapHook | None = None
                 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -272,7 +277,7 @@ class ConvAttentionLevel(nn.Module):
                          if c.self_attentions == 2 else None)
         self.norm = nn.LayerNorm(d)
         self.pool = (TargetAttention(d, c.heads, c.kernel_size, c.target_value_conv, c.dropout,
-                                     c.target_init, c.target_scale)
+                                     c.target_init, c.target_scale, c.target_scale_value)
                      if c.pooling == "target" else None)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, hooks: dict[str, MapHook] | None = None
