@@ -38,7 +38,7 @@ def report(root: Path, n: int, models: set[str] | None = None) -> tuple[list[dic
     rows, t0 = [], time.perf_counter()
     for info in list_checkpoints(root):
         views = VIEWS.get(info.model)
-        if views is None or (models and info.model not in models):
+        if views is None or (models and info.model not in models and info.name not in models):
             continue
         pred = load_checkpoint(info.path)
         try:
@@ -122,8 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--checkpoints", default=str(REPO / "checkpoints"), help="folder of checkpoints")
     ap.add_argument("--out", default=str(REPO / "docs" / "attention.md"), help="markdown file to write ('-': print)")
     ap.add_argument("--before", default=None, help="folder of the checkpoints these replaced (adds before columns)")
-    ap.add_argument("--models", default=None, help="comma-separated models to measure; the other rows of --out "
-                    "are carried over")
+    ap.add_argument("--models", default=None, help="comma-separated models or checkpoint names to measure; the "
+                    "other rows of --out are carried over")
     args = ap.parse_args(argv)
     models = set(args.models.split(",")) if args.models else None
     rows, seconds = report(Path(args.checkpoints), args.n, models)

@@ -79,13 +79,15 @@ def main(argv=None) -> int:
                     "'{\"target_scale\": \"fixed\", \"target_scale_value\": 4}'")
     ap.add_argument("--keep-better", action="store_true",
                     help="replace an existing checkpoint only when the new one is at least as good on DEV")
+    ap.add_argument("--tuning", default="{}", help="JSON DATA_TUNING fields for this run, e.g. "
+                    "'{\"extra_vocab\": 0, \"epochs\": 10, \"patience\": 3}' (lama-trec's size class)")
     args = ap.parse_args(argv)
     torch.set_num_threads(max(1, torch.get_num_threads()))
     out_root = Path(args.out)
     out_root.mkdir(parents=True, exist_ok=True)
     summary = []
     for data_name in args.only.split(","):
-        tuning_all = dict(DATA_TUNING.get(data_name, {}))
+        tuning_all = {**DATA_TUNING.get(data_name, {}), **json.loads(args.tuning)}
         train_data = tuning_all.pop("train_data", data_name)
         train_rows = tuning_all.pop("train_rows", None)
         tok = tuning_all.pop("tokenizer", None)
