@@ -9,7 +9,7 @@ The table gives the median over texts, and the share of texts whose verdict is "
 attention is reported over multi-sentence texts only (a one-sentence text's sentence weight is 1 by definition).
 
 `--before DIR` also measures the checkpoints of the same names in DIR (e.g. the ones a retraining replaced, taken
-from git) and adds their entropy and peak as "before" columns; `--models hcan,can,lama` measures only those
+from git) and adds their entropy and peak as "before" columns; `--models lama,hcan-trec` measures only those
 models' checkpoints and carries the other rows of the existing --out file over unchanged (with their own before
 columns), so a retraining of a few checkpoints does not need the whole report rerun.
 """
