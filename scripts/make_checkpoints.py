@@ -49,6 +49,8 @@ DATA_TUNING: dict[str, dict] = {
                  patience=2, batch_size=32),
 }
 
+FIXED_TARGET = dict(target_scale="fixed", target_scale_value=4.0)
+
 # model -> (preset, config overrides, training overrides, epochs)
 RECIPES: dict[str, tuple[str | None, dict, dict, int]] = {
     "kim_cnn": (None, {}, dict(batch_size=50, lr=1e-3, patience=3), 10),
@@ -60,10 +62,13 @@ RECIPES: dict[str, tuple[str | None, dict, dict, int]] = {
     "transformer": ("act_baseline", dict(d_model=120, n_heads=4, d_ff=240, n_layers=2, d_attn=100, d_pos=30,
                                           max_positions=200, dropout=0.3),
                     dict(batch_size=50, lr=5e-4, patience=3, clip_norm=5.0), 10),
-    "hcan": (None, dict(attention_dim=96, heads=4, dropout=0.2),
+    # HCAN / CAN: the target attention's scale fixed at 4 (not learned): with the reference code's learned scale
+    # the target attention trains towards uniform (issue 31; textcls/models/hcan.py). hcan-trec: word attention
+    # median normalised entropy 0.70 at 91.8 % (learned: 0.99 at 92.0 %). The imdb and sst2 checkpoints predate it.
+    "hcan": (None, dict(attention_dim=96, heads=4, dropout=0.2, **FIXED_TARGET),
              dict(batch_size=50, lr=1e-3, patience=3, clip_norm=5.0), 10),
     "lama": (None, {}, dict(batch_size=50, lr=1e-3, patience=3), 10),
-    "can": (None, dict(attention_dim=96, heads=4, dropout=0.2),
+    "can": (None, dict(attention_dim=96, heads=4, dropout=0.2, **FIXED_TARGET),
             dict(batch_size=50, lr=1e-3, patience=3, clip_norm=5.0), 10),
 }
 
