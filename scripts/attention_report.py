@@ -97,8 +97,12 @@ def carried_rows(path: Path, measured: set[str]) -> list[dict]:
     return rows
 
 
-def markdown(rows: list[dict], n: int, seconds: float, before: str | None = None) -> str:
-    how = f"`python scripts/attention_report.py --n {n}" + (f" --before {before}`" if before else "`")
+def markdown(rows: list[dict], n: int, seconds: float, before: str | None = None, models: str | None = None
+             ) -> str:
+    how = (f"`python scripts/attention_report.py --n {n}" + (f" --models {models}" if models else "") +
+           (" --before DIR`, DIR holding the checkpoints they replaced" if before else "`"))
+    if models:
+        how += f"; the rows not in --models were carried over from the previous run, with their own text counts"
     lines = ["# How much the shipped checkpoints' attention singles out words", "",
              f"Regenerate: {how} ({seconds:.0f} s here). The first {n} test "
              "texts of each checkpoint's data set; each view built as Inspect draws it. Normalised entropy: 1 = "
@@ -133,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         seconds += more
     if models and args.out != "-":
         rows += carried_rows(Path(args.out), {r["checkpoint"] for r in rows})
-    text = markdown(rows, args.n, seconds, args.before)
+    text = markdown(rows, args.n, seconds, args.before, args.models)
     if args.out == "-":
         print(text)
     else:
