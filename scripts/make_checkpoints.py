@@ -1,6 +1,10 @@
 """Re-create the shipped checkpoints in checkpoints/ from the bundled data, with one command:
 
     .venv/bin/python scripts/make_checkpoints.py [--data-root ../shared/data] [--only sst2] [--models act,lama]
+        [--overrides JSON (model-config fields)] [--tuning JSON (DATA_TUNING fields)]
+
+(lama-trec ships in its 1 MB size class: `--only trec --models lama --tuning '{"extra_vocab": 0, "epochs": 10,
+"patience": 3}'`.)
 
 Every model is trained with 50-d GloVe (non-static) on sst2 (sentiment) and trec (question type), and the two
 document models (HCAN, CAN) also on imdb (full movie reviews, several sentences each: `--only imdb`, needs the
