@@ -9,7 +9,7 @@ The table gives the median over texts, and the share of texts whose verdict is "
 attention is reported over multi-sentence texts only (a one-sentence text's sentence weight is 1 by definition).
 
 `--before DIR` also measures the checkpoints of the same names in DIR (e.g. the ones a retraining replaced, taken
-from git) and adds their entropy and peak as "before" columns; `--models hcan,can,lama` measures only those
+from git) and adds their entropy and peak as "before" columns; `--models lama,hcan-trec` measures only those
 models' checkpoints and carries the other rows of the existing --out file over unchanged (with their own before
 columns), so a retraining of a few checkpoints does not need the whole report rerun.
 """
@@ -38,7 +38,7 @@ def report(root: Path, n: int, models: set[str] | None = None) -> tuple[list[dic
     rows, t0 = [], time.perf_counter()
     for info in list_checkpoints(root):
         views = VIEWS.get(info.model)
-        if views is None or (models and info.model not in models):
+        if views is None or (models and info.model not in models and info.name not in models):
             continue
         pred = load_checkpoint(info.path)
         try:
@@ -97,8 +97,12 @@ def carried_rows(path: Path, measured: set[str]) -> list[dict]:
     return rows
 
 
-def markdown(rows: list[dict], n: int, seconds: float, before: str | None = None) -> str:
-    how = f"`python scripts/attention_report.py --n {n}" + (f" --before {before}`" if before else "`")
+def markdown(rows: list[dict], n: int, seconds: float, before: str | None = None, models: str | None = None
+             ) -> str:
+    how = (f"`python scripts/attention_report.py --n {n}" + (f" --models {models}" if models else "") +
+           (" --before DIR`, DIR holding the checkpoints they replaced" if before else "`"))
+    if models:
+        how += f"; the rows not in --models were carried over from the previous run, with their own text counts"
     lines = ["# How much the shipped checkpoints' attention singles out words", "",
              f"Regenerate: {how} ({seconds:.0f} s here). The first {n} test "
              "texts of each checkpoint's data set; each view built as Inspect draws it. Normalised entropy: 1 = "
@@ -122,8 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--checkpoints", default=str(REPO / "checkpoints"), help="folder of checkpoints")
     ap.add_argument("--out", default=str(REPO / "docs" / "attention.md"), help="markdown file to write ('-': print)")
     ap.add_argument("--before", default=None, help="folder of the checkpoints these replaced (adds before columns)")
-    ap.add_argument("--models", default=None, help="comma-separated models to measure; the other rows of --out "
-                    "are carried over")
+    ap.add_argument("--models", default=None, help="comma-separated models or checkpoint names to measure; the "
+                    "other rows of --out are carried over")
     args = ap.parse_args(argv)
     models = set(args.models.split(",")) if args.models else None
     rows, seconds = report(Path(args.checkpoints), args.n, models)
@@ -133,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         seconds += more
     if models and args.out != "-":
         rows += carried_rows(Path(args.out), {r["checkpoint"] for r in rows})
-    text = markdown(rows, args.n, seconds, args.before)
+    text = markdown(rows, args.n, seconds, args.before, args.models)
     if args.out == "-":
         print(text)
     else:

@@ -4,8 +4,8 @@
 
 On n dev texts of the data set the checkpoint was trained on, prints one JSON object with
 - the target vectors' norms and score scales;
-- loss_vs_multiplier: the dev loss (and the word attention's median normalised entropy) when every target score is
-  multiplied by a in {0 (uniform weights), 0.5, 1 (the model), 2, 4}, at inference and with dropout on the target
+- loss_vs_multiplier: the dev loss, accuracy and the word attention's median normalised entropy when every target
+  score is multiplied by a in {0 (uniform weights), 0.5, 1 (the model), 2, 4, 8, 16}, at inference and with dropout on the target
   weights only (as in training): a loss that does not fall as a grows means nothing in training pushes the
   attention to be peaked, one that rises faster with dropout means dropout on the weights pushes it back;
 - target_grad: over 16 seeded batches of 32 (train mode), the mean norm of dL/dT, the norm of its mean, and the
@@ -64,31 +64,32 @@ def main(argv=None) -> int:
     for p, f in zip(pools, base):
         p.score_scale = (lambda f=f: f() * mult["a"])
 
-    def run(a: float, target_dropout: bool, bs: int = 32) -> tuple[float, float]:
+    def run(a: float, target_dropout: bool, bs: int = 32) -> tuple[float, float, float]:
         mult["a"] = a
         for p in pools:
             p.dropout.train(target_dropout)
         torch.manual_seed(0)
-        loss, ents = 0.0, []
+        loss, ents, right = 0.0, [], 0
         with torch.no_grad():
             for i in range(0, len(ys), bs):
                 e = enc.select(range(i, min(i + bs, len(ys))))
                 out = model(e.token_ids, e.mask, return_maps=True)
                 loss += F.cross_entropy(out.logits, ys[i:i + bs], reduction="sum").item()
+                right += int((out.logits.argmax(-1) == ys[i:i + bs]).sum())
                 ents += word_entropies(out.maps["beta"])
         for p in pools:
             p.dropout.eval()
-        return loss / len(ys), float(np.median(ents))
+        return loss / len(ys), float(np.median(ents)), right / len(ys)
 
     res = {"checkpoint": args.checkpoint, "n": len(ys), "target_dropout": pools[0].dropout.p,
            "target_init": model.config.target_init, "target_scale": model.config.target_scale,
            "scale": [round(float(f()), 4) for f in base],
            "target_norm": [round(float(p.target.detach().norm()), 4) for p in pools], "loss_vs_multiplier": []}
-    for a in (0.0, 0.5, 1.0, 2.0, 4.0):
-        l0, e0 = run(a, False)
-        l1, _ = run(a, True)
+    for a in (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0):
+        l0, e0, acc = run(a, False)
+        l1, _, _ = run(a, True)
         res["loss_vs_multiplier"].append({"a": a, "loss": round(l0, 4), "loss_target_dropout": round(l1, 4),
-                                          "word_entropy": round(e0, 3)})
+                                          "accuracy": round(acc, 4), "word_entropy": round(e0, 3)})
     mult["a"] = 1.0
     model.train()
     grads: list[list[torch.Tensor]] = [[] for _ in pools]

@@ -1,6 +1,10 @@
 """Re-create the shipped checkpoints in checkpoints/ from the bundled data, with one command:
 
     .venv/bin/python scripts/make_checkpoints.py [--data-root ../shared/data] [--only sst2] [--models act,lama]
+        [--overrides JSON (model-config fields)] [--tuning JSON (DATA_TUNING fields)]
+
+(lama-trec ships in its 1 MB size class: `--only trec --models lama --tuning '{"extra_vocab": 0, "epochs": 10,
+"patience": 3}'`.)
 
 Every model is trained with 50-d GloVe (non-static) on sst2 (sentiment) and trec (question type), and the two
 document models (HCAN, CAN) also on imdb (full movie reviews, several sentences each: `--only imdb`, needs the
@@ -49,6 +53,8 @@ DATA_TUNING: dict[str, dict] = {
                  patience=2, batch_size=32),
 }
 
+FIXED_TARGET = dict(target_scale="fixed", target_scale_value=4.0)
+
 # model -> (preset, config overrides, training overrides, epochs)
 RECIPES: dict[str, tuple[str | None, dict, dict, int]] = {
     "kim_cnn": (None, {}, dict(batch_size=50, lr=1e-3, patience=3), 10),
@@ -60,10 +66,14 @@ RECIPES: dict[str, tuple[str | None, dict, dict, int]] = {
     "transformer": ("act_baseline", dict(d_model=120, n_heads=4, d_ff=240, n_layers=2, d_attn=100, d_pos=30,
                                           max_positions=200, dropout=0.3),
                     dict(batch_size=50, lr=5e-4, patience=3, clip_norm=5.0), 10),
-    "hcan": (None, dict(attention_dim=96, heads=4, dropout=0.2),
+    # HCAN / CAN: the target attention's scale fixed at 4 (not learned): with the reference code's learned scale
+    # the target attention trains towards uniform (issue 31; textcls/models/hcan.py). hcan-trec: word attention
+    # median normalised entropy 0.70 at 91.8 % (learned: 0.99 at 92.0 %) - peaked, but its comprehensiveness AOPC
+    # is no better than random (0.134 [0.114, 0.153] vs 0.129 [0.109, 0.149]). The imdb and sst2 ones predate it.
+    "hcan": (None, dict(attention_dim=96, heads=4, dropout=0.2, **FIXED_TARGET),
              dict(batch_size=50, lr=1e-3, patience=3, clip_norm=5.0), 10),
     "lama": (None, {}, dict(batch_size=50, lr=1e-3, patience=3), 10),
-    "can": (None, dict(attention_dim=96, heads=4, dropout=0.2),
+    "can": (None, dict(attention_dim=96, heads=4, dropout=0.2, **FIXED_TARGET),
             dict(batch_size=50, lr=1e-3, patience=3, clip_norm=5.0), 10),
 }
 
@@ -75,15 +85,19 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default=",".join(DATASETS), help="comma-separated data sets")
     ap.add_argument("--models", default=",".join(RECIPES), help="comma-separated models")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--overrides", default="{}", help="JSON model-config fields on top of every recipe's, e.g. "
+                    "'{\"target_scale\": \"fixed\", \"target_scale_value\": 4}'")
     ap.add_argument("--keep-better", action="store_true",
                     help="replace an existing checkpoint only when the new one is at least as good on DEV")
+    ap.add_argument("--tuning", default="{}", help="JSON DATA_TUNING fields for this run, e.g. "
+                    "'{\"extra_vocab\": 0, \"epochs\": 10, \"patience\": 3}' (lama-trec's size class)")
     args = ap.parse_args(argv)
     torch.set_num_threads(max(1, torch.get_num_threads()))
     out_root = Path(args.out)
     out_root.mkdir(parents=True, exist_ok=True)
     summary = []
     for data_name in args.only.split(","):
-        tuning_all = dict(DATA_TUNING.get(data_name, {}))
+        tuning_all = {**DATA_TUNING.get(data_name, {}), **json.loads(args.tuning)}
         train_data = tuning_all.pop("train_data", data_name)
         train_rows = tuning_all.pop("train_rows", None)
         tok = tuning_all.pop("tokenizer", None)
@@ -95,6 +109,7 @@ def main(argv=None) -> int:
             if model not in MODELS_OF.get(data_name, SIX):
                 continue
             preset, overrides, train_over, epochs = RECIPES[model]
+            overrides = {**overrides, **json.loads(args.overrides)}
             tuning = dict(tuning_all)
             extra = tuning.pop("extra_vocab", 0)
             epochs = tuning.pop("epochs", epochs)

@@ -138,6 +138,15 @@ def test_target_init_and_scale_follow_the_config():
     assert "word_level.pool.scale" not in dict(build(variant="normal_target").named_parameters())
 
 
+def test_fixed_scale_is_not_learned_and_scales_the_scores():
+    model = build(target_scale="fixed", target_scale_value=3.0)
+    pool = model.word_level.pool
+    assert pool.scale is None and pool.score_scale() == 3.0
+    assert "word_level.pool.scale" not in dict(model.named_parameters())
+    with pytest.raises(ValueError, match="target_scale_value"):
+        build(target_scale="fixed", target_scale_value=0.0)
+
+
 def test_a_stored_config_without_the_new_fields_loads_the_old_target():
     """Checkpoints written before target_init / target_scale existed rebuild the model they were trained as."""
     from textcls.checkpoint import _config_from_dict
