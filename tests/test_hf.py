@@ -269,3 +269,14 @@ def test_batched_faithfulness_equals_the_per_text_path(predictor):
         np.testing.assert_allclose(np.asarray(getattr(run.importances["leave_one_out"][i], "scores",
                                                       run.importances["leave_one_out"][i])),
                                    FF.leave_one_out(predictor.model, inst), atol=1e-5)
+
+
+def test_declared_interventions_match_the_attention_maps(predictor):
+    """An encoder declares its heads and layers like the six, so the Attribute page offers head ablation."""
+    from textcls.interpret import interventions as IV
+    (p,) = predictor.predict([TEXTS[0]], return_maps=True)
+    offer = predictor.model.interventions()
+    assert p.maps["attention"].shape[:2] == (offer.layers, offer.heads)
+    assert IV.HEAD in IV.menu(predictor.model)
+    iv = IV.build(predictor.model, IV.HEAD, head=offer.heads - 1, layer=offer.layers - 1)
+    assert iv.head == offer.heads - 1 and iv.layer == offer.layers - 1

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn as nn
 
-from textcls.models.outputs import MapSpec
+from textcls.models.outputs import InterventionSpec, MapSpec
 from textcls.models.base import Probe, TextClassifier, param
 
 ATTN_NAME = "textcls"
@@ -205,6 +205,10 @@ class HFClassifier(TextClassifier):
         self.table = table
         self.cls_id, self.sep_id = int(cls_id), int(sep_id)
         self.embed = WordPieceEmbedding(hf_model.get_input_embeddings(), table)
+
+    def interventions(self) -> InterventionSpec:
+        c = self.hf.config
+        return InterventionSpec(heads=int(c.num_attention_heads), layers=int(c.num_hidden_layers))
 
     def map_specs(self) -> list[MapSpec]:
         return [
