@@ -3,8 +3,6 @@ through `pipeline.train_from_spec`, with the CLI's progress bar and one line per
 that file only gains a branch."""
 from __future__ import annotations
 
-import json
-import sys
 
 
 def train_hf_cli(args, progress_cls, usage_error) -> int:
@@ -36,17 +34,5 @@ def train_hf_cli(args, progress_cls, usage_error) -> int:
         raise usage_error(str(e)) from None
     finally:
         progress.close()
-    h = result.history
-    test, dev = result.metrics.get("test"), result.metrics.get("dev")
-    summary = {"checkpoint": str(result.path), "model": args.model, "data": result.data_name, "steps": h.steps,
-               "seconds": round(h.elapsed, 2), "stopped_reason": h.stopped_reason,
-               "dev_accuracy": dev and dev["accuracy"], "test_accuracy": test and test["accuracy"]}
-    if args.json:
-        print(json.dumps(summary, indent=2))
-    else:
-        acc = "n/a" if test is None else f"{test['accuracy']:.4f} (macro-F1 {test['macro_f1']:.4f})"
-        print(f"saved {result.path}: test accuracy {acc}; {h.stopped_reason}; {h.elapsed:.1f} s")
-    if h.diverged:
-        print(f"textcls train: error: training diverged: {h.stopped_reason}", file=sys.stderr)
-        return 1
-    return 0
+    from textcls.cli.train import report_result
+    return report_result(args, result)

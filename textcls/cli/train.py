@@ -208,6 +208,11 @@ def _train(args, out: Path, overrides, tok, train_over, dev_name: str, use_arrow
         progress.close()
     if not main_rank:
         return 0                     # rank 0 reports (and wrote the checkpoint)
+    return report_result(args, result)
+
+
+def report_result(args, result) -> int:
+    """The end of a training run on the terminal: the summary (--json: one object), and exit 1 if it diverged."""
     h = result.history
     test, dev = result.metrics.get("test"), result.metrics.get("dev")
     summary = {"checkpoint": str(result.path), "model": args.model, "data": result.data_name,
