@@ -1,8 +1,7 @@
 """`python -m textcls train --model hf:PATH_OR_ID --data DATA`: fine-tune a Hugging Face encoder (textcls.train.hf)
-through `pipeline.train_from_spec`, with the CLI's progress bar and one line per error. Kept apart from cli.py so
-that file only gains a branch."""
+through `train.pipeline.train_from_spec`, with the CLI's progress bar and one line per error; `cli.train` hands
+hf: models here after claiming --out."""
 from __future__ import annotations
-
 
 
 def train_hf_cli(args, progress_cls, usage_error) -> int:
