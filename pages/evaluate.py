@@ -41,8 +41,12 @@ def data_spec(info) -> str:
     return str(d or info.data or "")
 
 
-chosen = st.multiselect("Checkpoints", names, default=w.main_task_checkpoints(valid), key="eval_ckpts",
-                        format_func=lambda n: w.ckpt_label(by_name[n]))
+chosen = st.multiselect("Checkpoints", names, default=w.main_task_checkpoints(valid, pretrained=False),
+                        key="eval_ckpts", format_func=lambda n: w.ckpt_label(by_name[n]))
+heavy = [n for n in w.main_task_checkpoints(valid) if n not in chosen and w.is_pretrained(by_name[n])]
+if heavy:
+    st.caption(f"Not selected at first: {', '.join(heavy)} (a pretrained encoder: a whole split takes it tens of "
+               "times longer than the small models). Add it above to evaluate it too.")
 if not chosen:
     st.info("Pick at least one checkpoint.", icon=":material/checklist:")
     st.stop()

@@ -100,3 +100,16 @@ def test_evaluate_and_explore_open_with_it(app, page, key):
     at.multiselect(key=key).set_value(["tiny-bert", "kim_cnn_tiny"]).run()
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
+
+
+def test_evaluate_opens_without_the_pretrained_encoders_and_says_so():
+    """A whole split through a pretrained encoder takes tens of times longer than through the small models, so
+    Evaluate's first selection leaves it out (one click adds it) and says so."""
+    from types import SimpleNamespace as NS
+    from pages.common import widgets as w
+    infos = [NS(name="act-sst2", data="sst2", model="act", shipped=True),
+             NS(name="minilm-sst2", data="sst2", model="hf:BertForSequenceClassification", shipped=True),
+             NS(name="act-trec", data="trec", model="act", shipped=True)]
+    assert w.main_task_checkpoints(infos) == ["act-sst2", "minilm-sst2"]
+    assert w.main_task_checkpoints(infos, pretrained=False) == ["act-sst2"]
+    assert w.is_pretrained(infos[1]) and not w.is_pretrained(infos[0])

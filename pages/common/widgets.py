@@ -78,10 +78,16 @@ def trained_on(info: CheckpointInfo) -> str:
     return str((data.get("trained_on") if isinstance(data, dict) else None) or info.data or "unknown data")
 
 
-def main_task_checkpoints(valid: Sequence[CheckpointInfo]) -> list[str]:
-    """The names of the checkpoints of the main task (`tasks`), in listing order."""
+def main_task_checkpoints(valid: Sequence[CheckpointInfo], pretrained: bool = True) -> list[str]:
+    """The names of the checkpoints of the main task (`tasks`), in listing order; `pretrained=False` leaves out
+    the Hugging Face encoders (tens of times slower over a whole split than the small models)."""
     top = tasks(valid)[0] if valid else None
-    return [i.name for i in valid if i.data == top]
+    return [i.name for i in valid if i.data == top and (pretrained or not is_pretrained(i))]
+
+
+def is_pretrained(info: CheckpointInfo) -> bool:
+    """A Hugging Face encoder (its model is listed as hf:ARCHITECTURE)."""
+    return str(info.model or "").startswith("hf:")
 
 
 def no_checkpoints_message(invalid: Sequence[CheckpointInfo] = ()) -> None:
