@@ -44,12 +44,16 @@ urlstate.restore(PAGE, {"ckpt": "exp_ckpts", "data": "exp_data", "split": "exp_s
                  lists=("ckpt",), options={"ckpt": names, "data": bundled, "view": VIEWS})
 
 first_data = next((d for d in w.tasks(valid) if d in bundled), bundled[0] if bundled else None)   # the main task
-default_ckpts = [n for n in names if by_name[n].data == first_data] or names[:2]     # the whole main task
+main = [n for n in names if by_name[n].data == first_data]                               # the whole main task
+default_ckpts = [n for n in main if not w.is_pretrained(by_name[n])] or main or names[:2]  # but the slow encoders
 st.session_state.setdefault("exp_ckpts", default_ckpts)
 st.session_state.setdefault("exp_view", "Slices")
 c1, c2, c3 = st.columns([4, 2, 1])
 chosen = c1.multiselect("Checkpoints", names, key="exp_ckpts",
                         format_func=lambda n: w.ckpt_label(by_name[n]))
+if heavy := [n for n in main if n not in default_ckpts and n not in chosen]:
+    c1.caption(f"Not selected at first: {', '.join(heavy)} (a pretrained encoder: a whole split takes it tens of "
+               "times longer than the small models).")
 if not bundled:
     st.warning("No data set found.")
     st.stop()
