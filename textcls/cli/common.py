@@ -288,3 +288,23 @@ def json_value(v):
     if isinstance(v, (list, tuple)):
         return [json_value(x) for x in v]
     return v
+
+
+def report_result(args, result) -> int:
+    """The end of a training run on the terminal: the summary (--json: one object), and exit 1 if it diverged."""
+    h = result.history
+    test, dev = result.metrics.get("test"), result.metrics.get("dev")
+    summary = {"checkpoint": str(result.path), "model": args.model, "data": result.data_name,
+               "epochs": len(h.epochs), "steps": h.steps, "seconds": round(h.elapsed, 2),
+               "stopped_reason": h.stopped_reason, "diverged": h.diverged,
+               "dev_accuracy": dev and dev["accuracy"], "test_accuracy": test and test["accuracy"],
+               "test_macro_f1": test and test["macro_f1"], "embedding_coverage": result.embedding_coverage}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        acc = "n/a" if test is None else f"{test['accuracy']:.4f} (macro-F1 {test['macro_f1']:.4f})"
+        print(f"saved {result.path}: test accuracy {acc}; {h.stopped_reason}; {h.elapsed:.1f} s")
+    if h.diverged:
+        print(f"{PROG} train: error: training diverged: {h.stopped_reason}", file=sys.stderr)
+        return 1
+    return 0

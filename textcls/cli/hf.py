@@ -33,5 +33,5 @@ def train_hf_cli(args, progress_cls, usage_error) -> int:
         raise usage_error(str(e)) from None
     finally:
         progress.close()
-    from textcls.cli.train import report_result
+    from textcls.cli.common import report_result
     return report_result(args, result)

@@ -3,13 +3,12 @@ and the epoch lines on stderr, the summary on stdout). Under torchrun every rank
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 
 from textcls.cli.common import (PROG, UsageError, add_batch_size, add_data, add_data_root, add_device, add_limit,
-    add_seed, count, device, join_group, limit_flags, one_line, parse_pairs)
+    add_seed, count, device, join_group, limit_flags, one_line, parse_pairs, report_result)
 
 
 class _Progress:
@@ -209,28 +208,6 @@ def _train(args, out: Path, overrides, tok, train_over, dev_name: str, use_arrow
     if not main_rank:
         return 0                     # rank 0 reports (and wrote the checkpoint)
     return report_result(args, result)
-
-
-def report_result(args, result) -> int:
-    """The end of a training run on the terminal: the summary (--json: one object), and exit 1 if it diverged."""
-    h = result.history
-    test, dev = result.metrics.get("test"), result.metrics.get("dev")
-    summary = {"checkpoint": str(result.path), "model": args.model, "data": result.data_name,
-               "epochs": len(h.epochs), "steps": h.steps, "seconds": round(h.elapsed, 2),
-               "stopped_reason": h.stopped_reason, "diverged": h.diverged,
-               "dev_accuracy": dev and dev["accuracy"], "test_accuracy": test and test["accuracy"],
-               "test_macro_f1": test and test["macro_f1"], "embedding_coverage": result.embedding_coverage}
-    if args.json:
-        print(json.dumps(summary, indent=2))
-    else:
-        acc = "n/a" if test is None else f"{test['accuracy']:.4f} (macro-F1 {test['macro_f1']:.4f})"
-        print(f"saved {result.path}: test accuracy {acc}; {h.stopped_reason}; {h.elapsed:.1f} s")
-    if h.diverged:
-        print(f"{PROG} train: error: training diverged: {h.stopped_reason}", file=sys.stderr)
-        return 1
-    return 0
-
-
 
 
 def add_parser(sub) -> None:
