@@ -291,13 +291,13 @@ WARM_UP_DELAY = 1.5   # seconds: an import holds the interpreter lock, and the f
 @st.cache_resource(show_spinner=False)
 def warm_up() -> threading.Thread:
     """Once per server, after the first page is drawn: import torch, the models and the interpretation library
-    in a background thread, so the first visit to Compare, Inspect or Attribute does not wait for them. Only
-    imports: no model is loaded and nothing cached is touched from that thread. torch._dynamo too: the pages
-    that run models first validate every checkpoint on torch's meta device, whose Python kernels import it on
-    their first call (1.0-1.4 s of the first Compare otherwise)."""
+    in a background thread, so the first visit to Compare, Inspect or Attribute does not wait for them. Only imports: no model is loaded and nothing cached is touched from that
+    thread. torch._dynamo too: the pages that run models first validate every checkpoint on torch's meta device,
+    whose Python kernels import it on their first call (1.0-1.4 s of the first Compare otherwise)."""
     def run() -> None:
         import textcls.inference  # noqa: F401  (torch, the registry, every model)
-        import textcls.interpret  # noqa: F401  (Captum)
+        import textcls.interpret.attributions  # noqa: F401  (Captum; textcls.interpret itself resolves lazily)
+        import textcls.interpret.faithfulness  # noqa: F401
         import torch._dynamo  # noqa: F401  (the meta device's first operation imports it)
     t = threading.Timer(WARM_UP_DELAY, run)      # after the first page has reached the browser
     t.name, t.daemon = "textcls-warm-up", True
