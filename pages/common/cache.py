@@ -291,9 +291,11 @@ WARM_UP_DELAY = 1.5   # seconds: an import holds the interpreter lock, and the f
 @st.cache_resource(show_spinner=False)
 def warm_up() -> threading.Thread:
     """Once per server, after the first page is drawn: import torch, the models and the interpretation library
-    in a background thread, so the first visit to Compare, Inspect or Attribute does not wait for them. Only imports: no model is loaded and nothing cached is touched from that
-    thread. torch._dynamo too: the pages that run models first validate every checkpoint on torch's meta device,
-    whose Python kernels import it on their first call (1.0-1.4 s of the first Compare otherwise)."""
+    in a background thread, so the first visit to Compare, Inspect or Attribute does not wait for them. Only
+    imports: no model is loaded and nothing cached is touched from that thread. torch._dynamo too: the pages that
+    run models first validate every checkpoint on torch's meta device, whose Python kernels import it on their
+    first call (1.0-1.4 s of the first Compare otherwise). Not transformers: importing it here slowed a Compare
+    clicked straight after Home from 8.4-8.9 s to 12.5 s (they share the CPU and the interpreter lock)."""
     def run() -> None:
         import textcls.inference  # noqa: F401  (torch, the registry, every model)
         import textcls.interpret.attributions  # noqa: F401  (Captum; textcls.interpret itself resolves lazily)
