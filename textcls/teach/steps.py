@@ -234,17 +234,11 @@ def _reasons(step: Step, lib: Library, value: float | None) -> StepResult:
 def _gates(step: Step, lib: Library, value: float | None) -> StepResult:
     """AGCNN's gates on one sentence (interpret.lab.gate_suppression): the gate profile, or the prediction
     with every gate forced open (1) or shut (0)."""
-    from textcls.interpret import as_source
     from textcls.interpret.lab import gate_suppression
     from textcls.viz.explanations import gate_profile_figure, probability_shift
 
     inp = step.input
-    info, pred = lib.predictor(*inp["checkpoint"])
-    text = _text(inp)
-    src = as_source(pred)
-    (inst,) = src.instances([text])
-    if inst.n == 0:
-        raise Missing("The input has no word this checkpoint knows.")
+    info, src, inst, text = _instance(lib, inp, min_words=1)
     res = gate_suppression(src.model, inst, labels=src.labels)
     labels = list(src.labels or [str(i) for i in range(len(res["probs"]))])
     k = int(np.argmax(res["probs"]))
@@ -301,17 +295,11 @@ def _negation(step: Step, lib: Library, value: float | None) -> StepResult:
 
 def _branches(step: Step, lib: Library, value: float | None) -> StepResult:
     """HCAN's two word-level branches on one text (interpret.lab.hcan_branches)."""
-    from textcls.interpret import as_source
     from textcls.interpret.lab import hcan_branches
     from textcls.viz.explanations import branches_figure
 
     inp = step.input
-    info, pred = lib.predictor(*inp["checkpoint"])
-    text = _text(inp)
-    src = as_source(pred)
-    (inst,) = src.instances([text])
-    if inst.n == 0:
-        raise Missing("The input has no word this checkpoint knows.")
+    info, src, inst, text = _instance(lib, inp, min_words=1)
     res = hcan_branches(src.model, inst, 0)
     toks = res["tokens"] or [str(i) for i in range(inst.n)]
     ratio = np.asarray(res["norm_product"]) / np.maximum(np.asarray(res["norm_a"]), 1e-12)
@@ -376,7 +364,8 @@ def _instance(lib: Library, inp: Mapping[str, Any], min_words: int = 2):
     src = as_source(pred)
     (inst,) = src.instances([text])
     if inst.n < min_words:
-        raise Missing(f"The input needs at least {min_words} words this checkpoint knows.")
+        raise Missing("The input has no word this checkpoint knows." if min_words == 1 else
+                      f"The input needs at least {min_words} words this checkpoint knows.")
     return info, src, inst, text
 
 
