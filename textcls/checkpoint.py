@@ -31,7 +31,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import json
-import math
 import os
 import re
 import shutil
@@ -42,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textcls.runtime.files import atomic_write, fsync_dir, open_regular, read_regular
+from textcls.runtime.files import atomic_write, finite_json, fsync_dir, open_regular, read_regular
 from textcls.hf_checkpoint import CheckpointError, hf_summary, is_hf_folder
 from textcls.runtime.limits import MAX_JSON_BYTES, Limits
 from textcls.runtime.paths import checkpoint_roots, shipped_checkpoints
@@ -275,8 +274,8 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module, tokenizer, labels,
         config_text = json.dumps(config, indent=2, allow_nan=False)
         history_text = json.dumps(hist, indent=1, allow_nan=False)
     except ValueError:  # NaN/inf in metrics or history (a diverged run): write them as null
-        config_text = json.dumps(_finite(config), indent=2)
-        history_text = json.dumps(_finite(hist), indent=1)
+        config_text = json.dumps(finite_json(config), indent=2)
+        history_text = json.dumps(finite_json(hist), indent=1)
     vocab_text = json.dumps(_vocab_to_obj(tokenizer.vocab), ensure_ascii=False)
 
     from safetensors.torch import save_file
@@ -307,16 +306,6 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module, tokenizer, labels,
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
     return path
-
-
-def _finite(obj):
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 # ---------------------------------------------------------------- load

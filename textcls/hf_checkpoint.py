@@ -389,17 +389,8 @@ def _atomic_folder(path: Path, write) -> Path:
 
 
 def _meta_text(meta: dict) -> str:
-    import math
-
-    def fin(o):
-        if isinstance(o, float) and not math.isfinite(o):
-            return None
-        if isinstance(o, dict):
-            return {k: fin(v) for k, v in o.items()}
-        if isinstance(o, (list, tuple)):
-            return [fin(v) for v in o]
-        return o
-    return json.dumps(fin(meta), indent=2)
+    from textcls.runtime.files import finite_json
+    return json.dumps(finite_json(meta), indent=2)
 
 
 def save_hf(path: str | Path, model, tokenizer, labels, meta: dict | None = None, history=None) -> Path:

@@ -4,6 +4,7 @@ a file someone else may have planted: `open_regular` / `read_regular` (regular f
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 import tempfile
@@ -43,6 +44,17 @@ def atomic_write(path: str | Path, data: bytes | str) -> Path:
         raise
     fsync_dir(path.parent)
     return path
+
+
+def finite_json(obj: Any) -> Any:
+    """`obj` with every non-finite float (NaN, inf: not JSON) replaced by None, through dicts, lists and tuples."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    return obj
 
 
 def atomic_write_json(path: str | Path, obj: Any, **dumps_kw: Any) -> Path:
