@@ -23,7 +23,7 @@ from textcls.experiments.paper_bench import lama_f4
 from textcls.experiments.results import TARGET_POINTS, accuracy_targets, load_results, table_rows
 from textcls.experiments.study_results import shipped_summary
 from textcls.experiments.specs import default_models
-from textcls.experiments.tradeoffs import pareto_front, reading, time_checkpoints
+from textcls.experiments.tradeoffs import attention_faithfulness, pareto_front, reading, time_checkpoints
 from textcls.viz import accuracy_figure, act_t5_figure, lama_f4_figure, models_figure, tradeoff_figure
 
 inside_app(__file__)
@@ -38,6 +38,7 @@ def _path(env: str, default: str) -> Path:
 
 RESULTS = _path("TEXTCLS_RESULTS_FILE", "docs/results.json")
 BENCH = _path("TEXTCLS_BENCH_FILE", "docs/bench.json")
+FAITH = sorted((REPO / "docs").glob("faithfulness*.json"))   # scripts/faithfulness_table.py: whole test splits
 
 
 def _read_bench(path: Path) -> dict | None:
@@ -243,6 +244,7 @@ def _which_model(ck: dict | None) -> None:
         return
     task = st.segmented_control("Task", tasks, default=tasks[0], key="bench_task") or tasks[0]
     infos = [i for i in valid if i.data == task]
+    faith = attention_faithfulness(FAITH, infos)
     rows, untimed = [], []
     for i in infos:
         t = here.get(i.name) or timed.get(i.name)
@@ -252,7 +254,8 @@ def _which_model(ck: dict | None) -> None:
             untimed.append(i)
             continue
         rows.append({"name": i.name, "from": "shipped" if i.shipped else "yours", "accuracy": 100 * i.test_accuracy,
-                     "ms": t.get("ms", t.get("predict_ms")), "parameters": t.get("parameters")})
+                     "ms": t.get("ms", t.get("predict_ms")), "parameters": t.get("parameters"),
+                     "faith": faith.get(i.name)})
     if untimed and st.button(f"Time {len(untimed)} checkpoint(s) not in the stored run on this machine",
                              key=f"bench_time_{task}", icon=":material/timer:",
                              help=", ".join(i.name for i in untimed)):

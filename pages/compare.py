@@ -28,8 +28,25 @@ tasks = w.tasks(valid)
 task = st.segmented_control("Task", tasks + ["all"], default=tasks[0] if tasks else "all", key="cmp_task",
                             help="Checkpoints trained on the same data set share their labels.") or "all"
 shown = [n for n, i in by_name.items() if task == "all" or i.data == task]
-chosen = st.multiselect("Checkpoints", shown, default=shown, key=f"cmp_ckpts_{task}",
+# The pretrained encoders (MiniLM) are one click away rather than in the first selection: loading one takes
+# seconds (transformers' import and the rebuild from the installed base), the small models a tenth of that.
+pretrained = [n for n in shown if w.is_pretrained(by_name[n])]
+ckpt_key = f"cmp_ckpts_{task}"
+
+
+def add_pretrained() -> None:
+    st.session_state[ckpt_key] = list(st.session_state.get(ckpt_key, [])) + [
+        n for n in pretrained if n not in st.session_state.get(ckpt_key, [])]
+
+
+chosen = st.multiselect("Checkpoints", shown, default=[n for n in shown if n not in pretrained], key=ckpt_key,
                         format_func=lambda n: w.ckpt_label(by_name[n]))
+missing = [n for n in pretrained if n not in chosen]
+if missing:
+    st.button(f"Add the pretrained baseline{'s' if len(missing) > 1 else ''}: {', '.join(missing)}",
+              on_click=add_pretrained, icon=":material/add:", key=f"cmp_add_pre_{task}",
+              help="A Hugging Face encoder fine-tuned on this task (docs/your_model.md): far larger than the small "
+                   "models; its first answer waits a few seconds while it loads.")
 if not chosen:
     st.info("Pick at least one checkpoint.")
     st.stop()

@@ -49,8 +49,10 @@ from textcls.experiments.background import BusyLoad  # noqa: E402  (no torch; af
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "::", ""}
-TARGETS = {"home": 4.0, "page": 2.0, "compare": 1.0, "inspect_switch": 1.0, "attribute": 3.0}
+TARGETS = {"home": 4.0, "page": 2.0, "compare": 1.0, "inspect_switch": 1.0, "attribute": 3.0, "add_pretrained": 5.0}
 COMPARE_SENTENCE = "the soundtrack is lovely but the story drags on and on ."
+COMPARE_SENTENCE_2 = "a slow start , but the last hour is wonderful ."
+PRETRAINED_BUTTON = "Add the pretrained baseline"
 ATTRIBUTE_SENTENCE = "a warm , funny and surprisingly moving little film ."
 ATTRIBUTE_METHODS = 4      # own attention, integrated gradients, gradient x input, occlusion (the page's default)
 
@@ -196,16 +198,21 @@ def app_pages() -> list[tuple[str, str]]:
     return [(f, t) for f, t, _ in pages if (REPO / f).is_file()]
 
 
-def sst2_checkpoints() -> list[str]:
+def sst2_checkpoints() -> dict[str, str]:
+    """{name: model} of the sst2 checkpoints (a Hugging Face encoder's model is hf:ARCHITECTURE)."""
     root = Path(os.environ.get("TEXTCLS_CHECKPOINTS", "").strip() or REPO / "checkpoints").expanduser()
-    out = []
+    out = {}
     for cfg in sorted(root.glob("*/config.json")):
         try:
-            data = json.loads(cfg.read_text()).get("data")
+            meta = json.loads(cfg.read_text())
         except (OSError, ValueError):
             continue
+        data = meta.get("data")
         if (data.get("name") if isinstance(data, dict) else data) == "sst2":
-            out.append(cfg.parent.name)
+            hf = meta.get("hf_config") if isinstance(meta.get("hf_config"), dict) else meta
+            arch = hf.get("architectures") if isinstance(hf.get("architectures"), list) else None
+            out[cfg.parent.name] = "hf:" + str(arch[0] if arch else "?") if arch or "hf_config" in meta \
+                else str(meta.get("model"))
     return out
 
 
@@ -267,6 +274,16 @@ class Bench:
         btn.first.click()
         return self.done() - t
 
+    def click(self, prefix: str) -> float:
+        """Click the button whose label starts with prefix; seconds to the run shown."""
+        btn = self.page.get_by_role("button", name=re.compile("^" + re.escape(prefix)))
+        if not btn.count():
+            raise Step(f"no button starting {prefix!r} on the page")
+        self.track(require_run=True)
+        t = time.time()
+        btn.first.click()
+        return self.done() - t
+
     def switch_view(self) -> tuple[float, str]:
         """Pick another option of the selector labelled View (select box, radio or segmented control)."""
         pg = self.page
@@ -317,6 +334,7 @@ def run(args) -> dict:
 
     pages = app_pages()
     sst2 = sst2_checkpoints()
+    pretrained = [n for n, model in sst2.items() if str(model).startswith("hf:")]
     out: dict = {"load": args.load, "cpus": os.cpu_count(), "quiet_s": args.quiet, "figures": {}, "details": {},
                  "errors": {}, "exceptions": {}, "outside_requests": []}
     server: subprocess.Popen | None = None
@@ -369,7 +387,12 @@ def run(args) -> dict:
                         figure("compare", b.submit("Compare", "Sentence", COMPARE_SENTENCE), TARGETS["compare"])
                         answers = b.main_text().count("confidence ")
                         out["details"]["compare_answers"] = answers
-                        out["details"]["compare_expected"] = len(sst2)
+                        out["details"]["compare_expected"] = len(sst2) - len(pretrained)
+                        if pretrained:      # one click adds the pretrained baseline (it loads), then a new sentence
+                            figure("compare add pretrained", b.click(PRETRAINED_BUTTON), TARGETS["add_pretrained"])
+                            figure("compare +pretrained", b.submit("Compare", "Sentence", COMPARE_SENTENCE_2),
+                                   TARGETS["compare"])
+                            out["details"]["compare_pretrained_answers"] = b.main_text().count("confidence ")
                     elif stem == "inspect":
                         seconds, view = b.switch_view()
                         figure("inspect switch", seconds, TARGETS["inspect_switch"])

@@ -45,8 +45,15 @@ def test_home_lists_it_with_its_architecture_and_predicts(app, ckpts):
 
 def test_compare_shows_it_beside_the_others_word_by_word(app, ckpts):
     at = app("pages/compare.py")
+    key = next(m.key for m in at.multiselect if m.key.startswith("cmp_ckpts_"))
+    assert "tiny-bert" not in at.multiselect(key=key).value          # the first render loads no pretrained encoder
+    add = next(b for b in at.button if b.key and b.key.startswith("cmp_add_pre_"))
+    assert "tiny-bert" in add.label
+    add.click().run()                                                  # one click adds it
+    assert "tiny-bert" in at.multiselect(key=key).value
+    assert not any(b.key and b.key.startswith("cmp_add_pre_") for b in at.button)
     at.text_area(key="cmp_text").input("the food was unbelievable")
-    at.button[0].click().run()
+    at.button(key="FormSubmitter:cmp_one-Compare").click().run()
     assert not at.exception, [e.value for e in at.exception]
     cards, probs, reasons = [html.unescape(h.proto.body) for h in at.get("html")]
     for name in ckpts[1]:
@@ -113,3 +120,13 @@ def test_evaluate_opens_without_the_pretrained_encoders_and_says_so():
     assert w.main_task_checkpoints(infos) == ["act-sst2", "minilm-sst2"]
     assert w.main_task_checkpoints(infos, pretrained=False) == ["act-sst2"]
     assert w.is_pretrained(infos[1]) and not w.is_pretrained(infos[0])
+
+
+def test_attribute_opens_without_the_pretrained_encoders(app):
+    """Integrated gradients through a pretrained encoder take a hundred times as long: Attribute's first selection
+    is the small models, the encoder one pick away."""
+    at = app("pages/attribute.py")
+    assert not at.exception, [e.value for e in at.exception]
+    value = at.multiselect(key="attr_ckpts").value
+    assert value and "tiny-bert" not in value
+    assert any(o.startswith("tiny-bert ") for o in at.multiselect(key="attr_ckpts").options)

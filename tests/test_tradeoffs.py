@@ -38,3 +38,40 @@ def test_benchmarks_page_answers_which_checkpoint_per_task(monkeypatch):
     assert trade and any(t.get("name") == "Pareto front" for t in trade[0]["data"])
     shipped = {n for t in trade[0]["data"] if t.get("name") == "shipped" for n in t["text"]}
     assert shipped and all(n.endswith("sst2") for n in shipped)       # one task per chart (the main one)
+
+
+def test_reading_and_rows_carry_own_attention_faithfulness(tmp_path):
+    """Issue 27.12: own-attention faithfulness beside accuracy and speed - read from the whole-split JSON of
+    scripts/faithfulness_table.py, only for the checkpoint version it was measured on."""
+    import json
+    from types import SimpleNamespace as NS
+    from textcls.experiments.tradeoffs import attention_faithfulness
+    row = lambda name, created, aopc: {"checkpoint": name, "created": created, "n": 10, "methods": {  # noqa: E731
+        "attention": {"aopc_comprehensiveness": aopc, "aopc_comprehensiveness_ci": [aopc - 0.01, aopc + 0.01]},
+        "random": {"aopc_comprehensiveness": 0.04}}}
+    f = tmp_path / "faithfulness.json"
+    f.write_text(json.dumps([row("quick", "t1", 0.2), row("tiny", "old", 0.3), row("gone", "t1", 0.5)]))
+    (tmp_path / "broken.json").write_text("{not json")
+    infos = [NS(name="quick", created="t1"), NS(name="tiny", created="t2"), NS(name="big", created="t1")]
+    faith = attention_faithfulness([f, tmp_path / "broken.json", tmp_path / "missing.json"], infos)
+    assert set(faith) == {"quick"}                       # tiny was retrained since; gone is not listed
+    assert faith["quick"]["aopc"] == 0.2 and faith["quick"]["random"] == 0.04
+    rows = [dict(r, faith=faith.get(r["name"])) for r in ROWS]
+    assert "most faithful own attention within 1 point: quick (AOPC 0.200 against 0.040" in reading(rows)
+    from textcls.viz import tradeoff_figure
+    fig = tradeoff_figure(rows, pareto_front(rows), "t")
+    colours = [t for t in fig.fig.data if t.marker is not None and t.marker.showscale]
+    assert len(colours) == 1 and list(colours[0].text) == ["quick"]
+    assert fig.table.set_index("name").loc["quick", "own attention AOPC"] == 0.2
+
+
+def test_benchmarks_page_colours_the_shipped_sst2_points_by_faithfulness(monkeypatch):
+    import json
+    from app_pages import REPO, open_page
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(REPO / "checkpoints"))
+    at = open_page("pages/benchmarks.py")
+    figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    trade = next(f for f in figs if "test accuracy against latency" in str(f["layout"].get("title", {}).get("text")))
+    coloured = {n for t in trade["data"] if (t.get("marker") or {}).get("showscale") is not None
+                and t.get("name") == "shipped" for n in t["text"]}
+    assert {"act-sst2", "lama-sst2", "transformer-sst2"} <= coloured

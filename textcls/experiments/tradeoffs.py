@@ -2,10 +2,13 @@
 reading derived from the numbers ("fastest within 1 point of the best: ...").
 
 A row is a dict with at least `name`, `accuracy` (test accuracy in %) and `ms` (milliseconds per sentence);
-`parameters` is optional. Used by the Benchmarks page; the figure is `viz.tradeoff_figure`.
+`parameters` and `faith` (own-attention faithfulness over the test split, `attention_faithfulness`) are optional.
+Used by the Benchmarks page; the figure is `viz.tradeoff_figure`.
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any, Sequence
 
 
@@ -42,7 +45,41 @@ def reading(rows: Sequence[dict[str, Any]], within: float = 1.0) -> str:
         small = min(sized, key=lambda r: r["parameters"])
         if small is not fast and small is not best:
             out += f"; smallest within {within:g} point: {small['name']} ({small['parameters'] / 1e6:.2f} M parameters)"
+    faith = [r for r in near if r.get("faith")]
+    if faith:
+        top = max(faith, key=lambda r: r["faith"]["aopc"])
+        f = top["faith"]
+        out += (f"; most faithful own attention within {within:g} point: {top['name']} (AOPC {f['aopc']:.3f}"
+                + (f" against {f['random']:.3f} for a random ranking" if f.get("random") is not None else "") + ")")
     return out + "."
+
+
+def attention_faithfulness(files: Sequence[str | Path], infos: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    """{checkpoint name: {"aopc", "lo", "hi", "random", "n"}}: the AOPC comprehensiveness of each checkpoint's own
+    attention (with its bootstrap 95 % interval) and of a random ranking over the whole test split, from the JSON
+    files scripts/faithfulness_table.py writes (docs/faithfulness*.json). A row measured on another version of
+    the checkpoint (its `created` differs from the folder's) is left out: it would describe other weights.
+    Missing or malformed files give nothing."""
+    created = {i.name: getattr(i, "created", None) for i in infos}
+    out: dict[str, dict[str, Any]] = {}
+    for f in files:
+        try:
+            rows = json.loads(Path(f).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for row in rows if isinstance(rows, list) else []:
+            try:
+                name, methods = row["checkpoint"], row["methods"]
+                att = methods["attention"]
+                if name not in created or (row.get("created") and row.get("created") != created[name]):
+                    continue
+                lo, hi = att.get("aopc_comprehensiveness_ci") or (None, None)
+                rnd = (methods.get("random") or {}).get("aopc_comprehensiveness")
+                out[name] = {"aopc": float(att["aopc_comprehensiveness"]), "lo": lo, "hi": hi,
+                             "random": None if rnd is None else float(rnd), "n": row.get("n")}
+            except (KeyError, TypeError, ValueError):
+                continue
+    return out
 
 
 def time_checkpoints(infos: Sequence[Any], sentence: str, *, warmup: int = 1, repeats: int = 5) -> list[dict]:

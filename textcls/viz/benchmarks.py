@@ -88,29 +88,55 @@ def accuracy_figure(rows: Sequence[dict[str, Any]], title: str = "Accuracy: ours
 
 def tradeoff_figure(rows: Sequence[dict[str, Any]], front: Sequence[str], title: str) -> FigureOut:
     """Test accuracy against milliseconds per sentence (log scale), one point per checkpoint (its area grows with
-    its parameters; shipped and the user's own in two colours), the Pareto front joined by a line."""
+    its parameters; shipped round, the user's own diamonds), coloured by how faithful its own attention is over
+    the test split (AOPC comprehensiveness; grey where it was not measured), the Pareto front joined by a line."""
     fig = go.Figure()
     big = max((r.get("parameters") or 0 for r in rows), default=0) or 1
-    for k, (who, name) in enumerate((("shipped", "shipped"), ("yours", "yours"))):
+    scores = [r["faith"]["aopc"] for r in rows if r.get("faith")]
+    hi = max(scores, default=0.0) or 1.0
+    for who, symbol in (("shipped", "circle"), ("yours", "diamond")):
         part = [r for r in rows if r.get("from", "shipped") == who]
-        if not part:
-            continue
-        fig.add_trace(go.Scatter(
-            x=[r["ms"] for r in part], y=[r["accuracy"] for r in part], mode="markers+text", name=name,
-            text=[esc(r["name"]) for r in part], textposition="top center", textfont=dict(size=10),
-            marker=dict(size=[10 + 22 * ((r.get("parameters") or 0) / big) ** 0.5 for r in part],
-                        color=RUN_COLORS[k + 1], opacity=0.75, line=dict(width=1, color="#333")),
-            customdata=[[(r.get("parameters") or 0) / 1e6] for r in part],
-            hovertemplate="%{text}<br>%{y:.1f} %<br>%{x:.2f} ms per sentence<br>%{customdata[0]:.2f} M parameters"
-                          "<extra></extra>"))
+        for measured in (True, False):
+            sub = [r for r in part if bool(r.get("faith")) == measured]
+            if not sub:
+                continue
+            marker = dict(size=[10 + 22 * ((r.get("parameters") or 0) / big) ** 0.5 for r in sub], symbol=symbol,
+                          opacity=0.85, line=dict(width=1, color="#333"))
+            if measured:
+                marker.update(color=[r["faith"]["aopc"] for r in sub], colorscale="Viridis", cmin=0, cmax=hi,
+                              showscale=not any(t.marker.showscale for t in fig.data),
+                              colorbar=dict(title=dict(text="own attention<br>AOPC", side="top"), len=0.8))
+            else:
+                marker.update(color="#cccccc")
+            fig.add_trace(go.Scatter(
+                x=[r["ms"] for r in sub], y=[r["accuracy"] for r in sub], mode="markers+text",
+                name=who + ("" if measured else " (faithfulness not measured)"), legendgroup=who,
+                text=[esc(r["name"]) for r in sub], textposition="top center", textfont=dict(size=10), marker=marker,
+                customdata=[[(r.get("parameters") or 0) / 1e6, _faith_text(r.get("faith"))] for r in sub],
+                hovertemplate="%{text}<br>%{y:.1f} %<br>%{x:.2f} ms per sentence<br>%{customdata[0]:.2f} M "
+                              "parameters<br>%{customdata[1]}<extra></extra>"))
     pts = sorted((r for r in rows if r["name"] in set(front)), key=lambda r: r["ms"])
     if len(pts) > 1:
         fig.add_trace(go.Scatter(x=[r["ms"] for r in pts], y=[r["accuracy"] for r in pts], mode="lines",
                                  name="Pareto front", line=dict(color="#555", dash="dash"), hoverinfo="skip"))
-    style_figure(fig, title, 440, legend=dict(orientation="h", y=-0.2))
+    style_figure(fig, title, 460, legend=dict(orientation="h", y=-0.2))
     fig.update_xaxes(title="ms per sentence (log scale; left = faster)", type="log")
     fig.update_yaxes(title="test accuracy (%)")
-    table = pd.DataFrame([{k: r.get(k) for k in ("name", "from", "accuracy", "ms", "parameters")} for r in rows])
+    table = pd.DataFrame([{"name": r["name"], "from": r.get("from"), "accuracy": r.get("accuracy"), "ms": r.get("ms"),
+                           "parameters": r.get("parameters"),
+                           "own attention AOPC": (r.get("faith") or {}).get("aopc"),
+                           "random AOPC": (r.get("faith") or {}).get("random")} for r in rows])
     table["pareto"] = table["name"].isin(list(front))
     return FigureOut("tradeoff", title, fig, table, caption="Up and to the left is better; the dashed line joins the "
-                     "checkpoints no other beats on both accuracy and speed (the Pareto front).")
+                     "checkpoints no other beats on both accuracy and speed (the Pareto front). Colour: how faithful each model's "
+                     "own attention is over the whole test split - the mean drop in the predicted class's probability "
+                     "as its top-weighted words are deleted (AOPC comprehensiveness; higher = the weights point at "
+                     "words the decision needs; a random ranking scores the floor, shown on hover).")
+
+
+def _faith_text(f: dict[str, Any] | None) -> str:
+    if not f:
+        return "own attention: faithfulness not measured"
+    ci = f" [{f['lo']:.3f}, {f['hi']:.3f}]" if f.get("lo") is not None else ""
+    rnd = f", random {f['random']:.3f}" if f.get("random") is not None else ""
+    return f"own attention AOPC {f['aopc']:.3f}{ci}{rnd}"
