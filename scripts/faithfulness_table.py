@@ -52,7 +52,8 @@ def main(argv=None) -> int:
     ap.add_argument("--data", default="sst2", help="the shipped checkpoints of this data set (default sst2)")
     ap.add_argument("--out", default=None, help="default docs/faithfulness.md (sst2), docs/faithfulness_DATA.md")
     ap.add_argument("--models", default=None,
-                    help="comma-separated models to (re-)measure; the other rows are kept from the JSON beside --out")
+                    help="comma-separated models or checkpoint names (e.g. minilm-sst2) to (re-)measure; the other rows are "
+                         "kept from the JSON beside --out")
     args = ap.parse_args(argv)
     args.out = args.out or str(REPO / "docs" / ("faithfulness.md" if args.data == "sst2" else
                                                 f"faithfulness_{args.data}.md"))
@@ -63,7 +64,7 @@ def main(argv=None) -> int:
     for info in list_checkpoints(REPO / "checkpoints"):
         if info.data != args.data:
             continue
-        if only is not None and info.model not in only:
+        if only is not None and info.model not in only and info.name not in only:
             rows += [r for r in kept if r["checkpoint"] == info.name]
             continue
         fast = run_cli(info.path, args.data, FAST, args.limit, args.data_root)

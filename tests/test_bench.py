@@ -215,7 +215,7 @@ def test_bench_latency_structure(tmp_path, bundled_data):
     assert r["models"] == ["tiny-sst2"] and r["threads"] == [1, 2] and r["load"] == 0
     assert [(x["load"], x["threads"]) for x in r["rows"]] == [(0, 1), (0, 2)]
     for x in r["rows"]:
-        assert x["torch_threads"] == x["threads"] and x["predict_ms"] > 0 and x["ig_ms"] > 0
+        assert x["torch_threads"] == x["threads"] and x["predict_ms"] > 0 and x["ig_ms"] > 0 and x["maps_ms"] > 0
         assert isinstance(x["policy"], list) and x["busy_pids"] == []
     text = latency.format_latency(r)
     assert "predict ms" in text and "IG ms" in text and "idle" in text and "tiny-sst2" in text

@@ -32,7 +32,8 @@ def bench_latency(root: str | Path = "checkpoints", *, pattern: str = LATENCY_PA
                   warmup: int = 1, repeats: int = 7, ig: bool = True, ig_repeats: int = 3,
                   progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """What a user waits for on a busy machine: one sentence through every checkpoint matching `pattern`
-    (default the six shipped sst2 models; predict, ms) and their integrated gradients (attribute_texts(...,
+    (default the six shipped sst2 models; predict, and predict with the internals' maps, ms) and their integrated
+    gradients (attribute_texts(...,
     "integrated_gradients"), the Attribute page's default, ms), at each thread count, on an idle machine and -
     with `load` > 0 - with `load` busy background processes that this function starts and stops.
 
@@ -74,6 +75,10 @@ def bench_latency(root: str | Path = "checkpoints", *, pattern: str = LATENCY_PA
         for p in predictors.values():
             p.predict([sentence])
 
+    def maps_all():
+        for p in predictors.values():
+            p.predict([sentence], return_maps=True)
+
     def ig_all():
         for p in predictors.values():
             attribute_texts(p, [sentence], "integrated_gradients")
@@ -92,6 +97,8 @@ def bench_latency(root: str | Path = "checkpoints", *, pattern: str = LATENCY_PA
                     row["torch_threads"] = torch.get_num_threads()
                     t = time_call(predict_all, warmup=warmup, repeats=repeats)
                     row["predict_ms"], row["predict_ms_max"] = 1000 * t["median"], 1000 * t["max"]
+                    t = time_call(maps_all, warmup=warmup, repeats=repeats)
+                    row["maps_ms"], row["maps_ms_max"] = 1000 * t["median"], 1000 * t["max"]
                     if ig:
                         t = time_call(ig_all, warmup=min(warmup, 1), repeats=ig_repeats)
                         row["ig_ms"], row["ig_ms_max"] = 1000 * t["median"], 1000 * t["max"]
@@ -119,11 +126,12 @@ def format_latency(result: dict[str, Any]) -> str:
     out.append(f"{n} checkpoint(s) matching {result['pattern']!r} ({', '.join(result['models'])}), one sentence; "
                f"median of {result['repeats']} passes (IG: {result['ig_repeats']}), ms for all {n} models")
     out.append("")
-    headers = ["background load", "threads", "policy", "predict ms", "IG ms", "other CPU"]
+    headers = ["background load", "threads", "policy", "predict ms", "with maps ms", "IG ms", "other CPU"]
     rows = []
     for r in result["rows"]:
         rows.append([f"{r['load']} busy process(es)" if r["load"] else "idle", r["threads"],
                      ", ".join(r["policy"]) or "-", f"{r['predict_ms']:.0f}",
+                     f"{r['maps_ms']:.0f}" if "maps_ms" in r else "-",
                      f"{r['ig_ms']:.0f}" if "ig_ms" in r else "-",
                      "?" if r.get("other_cores") is None else f"{r['other_cores']:.1f}"])
     out.append(text_table(headers, rows))
