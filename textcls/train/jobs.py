@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 import os
 import threading
 import time
@@ -129,6 +130,14 @@ class JobState:
         return asdict(self)
 
 
+def _whole_epochs(epochs: Any) -> int:
+    """The epochs a run starts (a fraction of an epoch, allowed for hf: encoders, is one started epoch)."""
+    try:
+        return max(1, math.ceil(float(epochs)))
+    except (TypeError, ValueError, OverflowError):
+        raise JobError(f"epochs must be a number, got {epochs!r}") from None
+
+
 def _spec_summary(kwargs: dict[str, Any]) -> dict[str, Any]:
     """A JSON-able description of the job's arguments (a loaded DataBundle is shown by its name)."""
     out: dict[str, Any] = {}
@@ -189,7 +198,8 @@ class TrainingJob:
             raise JobError(f"isolation must be one of {ISOLATIONS}, got {self.isolation!r}")
         self.pid: int | None = None               # the training process (isolation "process"), once started
         self._mp_stop = None
-        self._state = JobState(job_id, spec=_spec_summary(kwargs), epochs=int(kwargs.get("epochs", 5)), owner=owner)
+        self._state = JobState(job_id, spec=_spec_summary(kwargs), epochs=_whole_epochs(kwargs.get("epochs", 5)),
+                               owner=owner)
         self._next_check = 0.0
         self._stop_time = 0.0
         self._thread = threading.Thread(target=self._run, name=f"textcls-train-{job_id}", daemon=True)

@@ -13,6 +13,8 @@ of 256 MB or more, as the CLI does); the default, False, is the in-memory path."
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 import threading
 import time
 from dataclasses import dataclass, field
@@ -112,14 +114,17 @@ class TrainSpec:
     suites describe it; `run_training(spec)` runs it."""
     data: Any = field(metadata={"help": "a bundled name, a path, 'hf:ID' (see data.load_data), or a loaded "
                                         "DataBundle / ArrowBundle (then `limit` still applies)"})
-    model: str = field(metadata={"help": "a registered model name"})
+    model: str = field(metadata={"help": "a registered model name, or hf:NAME|PATH|ID: a Hugging Face encoder "
+                                         "fine-tuned with a fresh head (textcls.train.hf)"})
     preset: str | None = field(default=None, metadata={"help": "a registered preset ('small', ...)"})
     variant: str | None = field(default=None, metadata={"help": "a registered variant (the paper's switches)"})
     overrides: dict[str, Any] = field(default_factory=dict, metadata={"help": "model config fields set"})
     embeddings: str | None = field(default="glove", metadata={
         "help": "glove (50-d GloVe 6B; sets embed_dim to 50), random (the model's own initialisation), or a "
                 "path to a vectors file (data.embeddings.build_embedding_matrix)"})
-    epochs: int = field(default=5, metadata={"help": "epochs at most (early stopping may end sooner)"})
+    epochs: int | float = field(default=5, metadata={
+        "help": "epochs at most (early stopping may end sooner): a whole number, or for an hf: model also a "
+                "fraction (0.5: half of one epoch's steps)"})
     out: str | Path | None = field(default=None, metadata={
         "help": "the checkpoint folder to write (replaced atomically), or None to write nothing"})
     data_root: Any = field(default=None, metadata={"help": "folder(s) searched for data set names"})
@@ -151,6 +156,17 @@ class TrainSpec:
                 "the meta device before the model is built, the training memory before the first step"})
 
 
+    def __post_init__(self) -> None:
+        e = self.epochs
+        if isinstance(e, bool) or not isinstance(e, numbers.Real) or not math.isfinite(e):
+            raise ValueError(f"epochs must be a number, got {e!r}")
+        if not str(self.model).startswith("hf:"):        # hf: runs check theirs (train.hf.settings_problems)
+            if not float(e).is_integer():
+                raise ValueError(f"epochs must be a whole number for a textcls model (a fraction only for hf: "
+                                 f"encoders), got {e!r}")
+            self.epochs = int(e)
+
+
 def train_from_spec(data, model: str, *, callbacks: Iterable[Callback] = (),
                     stop_event: threading.Event | None = None, **fields: Any) -> TrainResult:
     """`run_training(TrainSpec(data, model, **fields), callbacks, stop_event)`: the keyword form of one run (the public
@@ -167,7 +183,8 @@ def run_training(spec: TrainSpec, callbacks: Iterable[Callback] = (),
         from textcls.train.hf import train_hf
         r = train_hf(spec.data, spec.model, epochs=spec.epochs, out=spec.out, callbacks=callbacks,
                      stop_event=stop_event, limit=spec.limit, data_root=spec.data_root, seed=spec.seed,
-                     evaluate_test=spec.evaluate_test,
+                     evaluate_test=spec.evaluate_test, text_column=spec.text_column,
+                     label_column=spec.label_column,
                      train_overrides={**(spec.train_overrides or {}), **(spec.tokenizer_overrides or {})})
         return TrainResult(r["model"], r["tokenizer"], r["labels"], r["history"], r["metrics"], r["path"],
                            r["data_name"], None, r["seconds"])
