@@ -12,9 +12,9 @@ from textcls.viz.style import FigureOut
 from textcls.viz.views import Control, ViewInput, build_view, view_controls
 
 PIECE_VIEW = "TR-ATT"
-PIECE_ATTENTION = ("self-attention between the word pieces the encoder read, [CLS] and [SEP] included (rows: "
+PIECE_ATTENTION = ("Self-attention between the word pieces the encoder read, [CLS] and [SEP] included (rows: "
                    "query pieces, columns: key pieces; each row sums to 1 over the pieces)")
-PIECE_CLS = "the [CLS] piece's attention over every piece, [CLS] and [SEP] included (each row sums to 1)"
+PIECE_CLS = "The [CLS] piece's attention over every piece, [CLS] and [SEP] included (each row sums to 1)"
 
 
 def _input(pieces: Sequence[str], attention: Any, title: str, opts: dict | None) -> ViewInput:
