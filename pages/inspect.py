@@ -143,6 +143,17 @@ def render(slot: int, info, pred, r, specs) -> None:
     if not r.tokens:
         st.info("This model read no tokens from the text; nothing to draw.")
         return
+    # the column's room: a side-by-side column is about 470 px (44 shaded words' characters, 52 title characters)
+    opts: dict = {"window": window, "chars_per_line": 90 if len(loaded) == 1 else 44,
+                  "max_width": 900 if len(loaded) == 1 else 470}
+    title_chars = 110 if len(loaded) == 1 else 52
+    from textcls.models.hf.pieces import has_word_pieces      # the model is loaded: torch is imported by now
+    if has_word_pieces(pred) and st.radio(
+            "Attention over", ["Words", "Word pieces"], horizontal=True, key=f"insp_units_{slot}_{info.name}",
+            help="This encoder reads word pieces, not words: every page shows words, each made of its pieces "
+                 "(how is said under the figures). Word pieces shows the weights the encoder computed.") \
+            == "Word pieces":
+        return piece_panel(slot, info, text, opts, title_chars)
     views = viz.views_for(info.model, specs)
     ids = [v.id for v in views]
     vid = st.selectbox("View", ids, key=f"insp_view_{slot}_{info.name}",
@@ -150,10 +161,6 @@ def render(slot: int, info, pred, r, specs) -> None:
     st.caption(w.md_escape(viz.VIEWS[vid].description_for(info.model)))
     vi = viz.ViewInput(info.model, specs, r.maps, list(r.tokens), r.sentences, title=info.name, label=r.label,
                        config=dict(info.info.get("model_config", {})))
-    # the column's room: a side-by-side column is about 470 px (44 shaded words' characters, 52 title characters)
-    opts: dict = {"window": window, "chars_per_line": 90 if len(loaded) == 1 else 44,
-                  "max_width": 900 if len(loaded) == 1 else 470}
-    title_chars = 110 if len(loaded) == 1 else 52
     controls = viz.view_controls(vid, vi)
     if controls:
         cols = st.columns(min(3, len(controls)))
@@ -184,6 +191,33 @@ def render(slot: int, info, pred, r, specs) -> None:
         faithfulness_line(info, text)
     w.zip_button(figs, f"{info.name}_{vid}", label="All figures of this view (ZIP)")
     return any(f.html is None for f in figs)                 # a Plotly chart was drawn
+
+
+def piece_panel(slot: int, info, text: str, opts: dict, title_chars: int) -> bool:
+    """The self-attention view over the word pieces the encoder read (a Hugging Face checkpoint), with what the word
+    view makes of them. True: Plotly charts were drawn."""
+    from textcls.models.hf.pieces import WORD_RULE, piece_window, shown_note
+    try:
+        with st.spinner("Reading the word pieces…"):
+            pa = cache.piece_attention(info.path, text)
+    except Exception as e:  # noqa: BLE001 - the word view stands without this one
+        st.error(f"The word pieces could not be shown for this input: {type(e).__name__}: {e}")
+        return False
+    opts = {**opts, "window": piece_window(pa, opts.get("window"))}
+    controls = viz.piece_controls(pa.pieces, pa.attention)
+    cols = st.columns(min(3, len(controls))) if controls else []
+    for k, c in enumerate(controls):
+        with cols[k % len(cols)]:
+            opts[c.name] = control_widget(c, f"insp_pc_{slot}_{info.name}_{c.name}")
+    st.caption(w.md_escape(shown_note(pa, opts["window"], viz.MAX_TOKENS)))
+    with st.spinner("Drawing the view…"):
+        figs = cache.piece_figures(info.path, text, title=info.name, opts=opts)
+    for k, item in enumerate(figs):
+        w.show_figure(item, f"{slot}_{info.name}_{item.key}_{k}", filename=f"{info.name}_{item.key}",
+                      title_chars=title_chars)
+    st.caption(w.md_escape(WORD_RULE))
+    w.zip_button(figs, f"{info.name}_pieces", label="All figures of this view (ZIP)")
+    return any(f.html is None for f in figs)
 
 
 def faithfulness_line(info, text: str) -> None:

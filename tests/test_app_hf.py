@@ -75,6 +75,42 @@ def test_inspect_draws_layer_and_head_attention_with_the_rule(app, ckpts):
     assert any(c.key and "tr-grid" in str(c.key) for c in at.get("plotly_chart")) or len(at.get("plotly_chart")) >= 3
 
 
+def test_inspect_switches_to_word_pieces_for_the_encoder_only(app, ckpts):
+    """An encoder that reads word pieces gets a Words / Word pieces switch; a textcls model does not. Word pieces
+    draws the self-attention over [CLS] pieces... [SEP] and says what the word view makes of them."""
+    import json
+
+    at = app("pages/inspect.py")
+    at.selectbox(key="insp_ckpt").set_value("kim_cnn_tiny").run()
+    at.text_area(key="insp_text").input("the film was unbelievable")
+    at.button(key="FormSubmitter:insp_form-Inspect").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.get("plotly_chart") or at.get("html")                                 # kim_cnn drew its view
+    assert not [r for r in at.radio if r.key and r.key.startswith("insp_units_")]
+    at.selectbox(key="insp_ckpt").set_value("tiny-bert").run()
+    assert not at.exception, [e.value for e in at.exception]
+    (switch,) = [r for r in at.radio if r.key and r.key.startswith("insp_units_")]
+    assert switch.options == ["Words", "Word pieces"] and switch.value == "Words"
+    switch.set_value("Word pieces").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    charts = at.get("plotly_chart")
+    assert charts
+    heat = json.loads(charts[0].proto.spec)
+    ticks = heat["layout"]["xaxis"]["ticktext"]
+    assert ticks == ["[CLS]", "the", "film", "was", "un", "##be", "##liev", "##able", "[SEP]"]
+    assert "word pieces" in heat["layout"]["title"]["text"]
+    text = page_text(at, unescape=True)
+    assert "a key word's weight is the sum of its pieces' columns" in text
+    assert "[CLS] and [SEP] included" in text
+    assert not [s for s in at.selectbox if s.key and s.key.startswith("insp_view_")]     # the word views are off
+    (layer,) = [r for r in at.radio if r.key and r.key.startswith("insp_pc_") and "_layer_" in r.key]
+    assert layer.value == 1                                                             # the last layer first
+    layer.set_value(0).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "layer 1" in json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
+
+
 def _open_view(at, view):
     at.session_state["attr_view"] = view
     at.run()

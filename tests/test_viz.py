@@ -357,6 +357,23 @@ def test_head_view_draws_every_weight_over_the_floor_once_and_filters_by_query()
         viz.head_view(a[0], toks)
 
 
+def test_a_twelve_head_legend_gets_room_under_the_title_in_a_narrow_column():
+    """MiniLM has 12 heads: the head view's legend wraps to 2 rows at 620 px and 3 in a side-by-side column; the
+    top margin holds the title's lines and every legend row, so neither covers the other."""
+    from textcls.viz.style import legend_rows
+    a = np.random.default_rng(0).dirichlet(np.ones(5), size=(12, 5))
+    fig = viz.head_view(a, list("abcde")).fig
+    assert legend_rows(fig, 110) == 2 and legend_rows(fig, 52) == 3
+    assert legend_rows(viz.head_view(a[:4], list("abcde")).fig, 52) == 1
+    assert fig.layout.margin.t >= 30 + 2 * 22                               # title + 2 legend rows, unfitted
+    for chars, rows in ((110, 2), (52, 3)):
+        fitted = viz.fit_title(fig, chars)
+        lines = fitted.layout.title.text.count("<br>") + 1
+        assert fitted.layout.margin.t >= 10 + 19 * lines + 22 * rows
+        plot = fitted.layout.height - fitted.layout.margin.t - fitted.layout.margin.b
+        assert plot == fig.layout.height - fig.layout.margin.t - fig.layout.margin.b    # the plot keeps its room
+
+
 def test_transformer_and_hcan_views_include_a_head_view():
     for name, vid in (("transformer", "TR-ATT"), ("hcan", "HCAN-F5")):
         specs, maps, tokens, sentences, config = model_output(name)

@@ -279,8 +279,34 @@ def view_figures(path: str | Path, text: str, view_id: str, *, model: str, title
     return _view(str(path), stamp(path), text, view_id, model, title, _frozen(config), _frozen(opts), config, opts)
 
 
+@st.cache_data(show_spinner=False, max_entries=4)
+def _pieces(path: str, mtime: float, text: str):
+    from textcls.models.hf.pieces import piece_attention_of
+    return piece_attention_of(_predictor(path, mtime), text)
+
+
+def piece_attention(path: str | Path, text: str):
+    """A Hugging Face checkpoint's word pieces for text and its attention over them
+    (`textcls.models.hf.pieces.PieceAttention`), cached per (checkpoint, text). Raises ValueError for a
+    checkpoint without word pieces. Few entries: a 512-piece text's weights are tens of MB."""
+    return _pieces(str(path), stamp(path), text)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _piece_view(path: str, mtime: float, text: str, title: str, opts_key, _opts: dict):
+    from textcls import viz
+    pa = _pieces(path, mtime, text)
+    return viz.piece_figures(pa.pieces, pa.attention, title=title, opts=dict(_opts))
+
+
+def piece_figures(path: str | Path, text: str, *, title: str, opts: dict):
+    """The self-attention view over a Hugging Face checkpoint's word pieces (`textcls.viz.piece_figures`), cached
+    per (checkpoint, text, options)."""
+    return _piece_view(str(path), stamp(path), text, title, _frozen(opts), opts)
+
+
 __all__ += ["attention_tests", "counterfactual", "erasure", "explanation", "random_erasure", "slice_run",
-            "view_figures"]
+            "view_figures", "piece_attention", "piece_figures"]
 
 
 # ---------------------------------------------------------------- warm-up (once per server process)

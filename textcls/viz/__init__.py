@@ -14,6 +14,7 @@ export use style only):
   the controls it takes (layer, head, word, ...) and returns `FigureOut`s (figure + its numbers as a table);
 - `paper_views`: the views themselves; a model without a dedicated view still gets `generic` (one heatmap per
   map in map_specs()); `reasons_figure`;
+- `pieces`: the self-attention view drawn over a Hugging Face encoder's word pieces instead of its words;
 - `reports`: Compare / Train / Evaluate figures (probabilities, confusion matrix, training curves, top words,
   filter n-grams);
 - `explanations`: Attribute / Lab figures (attributions side by side, agreement, erasure curves, demos);
@@ -41,6 +42,7 @@ from textcls.viz.headview import HEAD_COLORS, head_view
 from textcls.viz.maps import (REAL, Slice2D, attention_grid, find_spec, find_specs, grid_table, heatmap,
     heatmap_from_slice, heatmap_item, heatmap_table, slice_map, slice_table)
 from textcls.viz.paper_views import reasons_figure  # importing paper_views registers the views in VIEWS
+from textcls.viz.pieces import piece_controls, piece_figures
 from textcls.viz.reports import (CURVE_TITLES, confusion_figure, filter_ngrams_figure, label_cards_html,
     live_training_figure, probabilities_figure, top_words_figure, training_curves, word_weight_figure)
 from textcls.viz.style import (FONT, MONO, RUN_COLORS, FigureOut, esc, fit_title, label_colors, safe_filename, short,
@@ -68,6 +70,8 @@ __all__ = [
     # views + paper views
     "MODEL_VIEWS", "VIEWS", "Control", "View", "ViewInput", "build_view", "register_view", "view_controls",
     "views_for", "reasons_figure",
+    # word pieces (Hugging Face encoders)
+    "piece_controls", "piece_figures",
     # reports
     "CURVE_TITLES", "confusion_figure", "filter_ngrams_figure", "label_cards_html", "live_training_figure",
     "probabilities_figure",

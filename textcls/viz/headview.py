@@ -21,6 +21,7 @@ from textcls.viz.style import FONT, FigureOut, esc, short
 HEAD_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
                "#bcbd22", "#17becf", "#393b79", "#637939")
 OPACITY_LEVELS = (0.15, 0.35, 0.6, 0.9)
+LEGEND_PER_ROW = 6        # head entries on one legend row of the 620 px figure (style.LEGEND_ENTRY_PX each)
 
 
 def head_view(att: Any, tokens: Sequence[str] | None = None, *, query: int | None = None,
@@ -70,9 +71,11 @@ def head_view(att: Any, tokens: Sequence[str] | None = None, *, query: int | Non
         fig.add_shape(type="rect", x0=-0.5, x1=-0.01, y0=query - lo - 0.45, y1=query - lo + 0.45,
                       line=dict(width=0), fillcolor="rgba(255, 220, 0, 0.35)")
     note = f" (tokens {lo + 1}-{hi} of {n})" if (lo, hi) != (0, n) else ""
-    fig.update_layout(title=dict(text=esc(title + note), x=0.01, font=dict(size=14)), height=int(110 + 22 * m),
+    top = 38 + 22 * -(-nh // LEGEND_PER_ROW)             # the title, then the legend's rows under it (12 heads: 2)
+                                                         # (a narrower column: style.fit_title makes more room)
+    fig.update_layout(title=dict(text=esc(title + note), x=0.01, font=dict(size=14)), height=int(50 + top + 22 * m),
                       width=620, plot_bgcolor="white", font=dict(family=FONT),
-                      margin=dict(l=10, r=10, t=60, b=10), legend=dict(orientation="h", y=1.02, yanchor="bottom",
+                      margin=dict(l=10, r=10, t=top, b=10), legend=dict(orientation="h", y=1.02, yanchor="bottom",
                                                                         x=1, xanchor="right"),
                       xaxis=dict(visible=False, range=[-0.55, 1.55], fixedrange=True),
                       yaxis=dict(visible=False, autorange="reversed", fixedrange=True))

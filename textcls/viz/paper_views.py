@@ -244,9 +244,11 @@ def _tr_att(vi: ViewInput) -> list[FigureOut]:
     partial = " Rows sum to less than 1: the rest of each query's weight is on the cls token." \
         if att.values == "partial" and "cls" not in att.description else ""
     n = min(len(vi.tokens), A.shape[-1])
+    unit = str(vi.opts.get("unit", "word"))               # what the tokens are ("piece": an encoder's word pieces)
     out = [_trust(_heat(vi, f"tr-att_l{l + 1}_h{h + 1}", att, A, index={"layer": l, "head": h},
                         title=f"{vi.title} · self-attention (rows: queries, columns: keys)",
-                        caption=att.description + partial), concentration(A[l, h, :n, :n], vi.tokens), "heads")]
+                        caption=att.description + partial), concentration(A[l, h, :n, :n], vi.tokens, unit=unit),
+                  "heads")]
     q = int(vi.opts.get("query", -1))
     out.append(head_view(A[l], vi.tokens, query=None if q < 0 else q, window=vi.window,
                          title=f"{vi.title} · head view, layer {l + 1}", key=f"{vi.model}_tr-headview_l{l + 1}"))
@@ -255,7 +257,8 @@ def _tr_att(vi: ViewInput) -> list[FigureOut]:
     out.append(_trust(FigureOut(f"{vi.model}_tr-grid", "all layers x heads", grid,
                                 grid_table(A, vi.tokens, window=vi.window),
                                 caption="Each cell is one head's attention matrix (bertviz's model view); hover for "
-                                        "the tokens and the weight."), concentration(A[:, :, :n, :n], vi.tokens), "heads"))
+                                        "the tokens and the weight."),
+                      concentration(A[:, :, :n, :n], vi.tokens, unit=unit), "heads"))
     if cls is not None and cls.name in vi.maps:
         C = np.asarray(vi.maps[cls.name])                                  # (layer, head, token)
         flat = C.reshape(C.shape[0] * C.shape[1], -1)

@@ -57,6 +57,18 @@ def style_figure(fig: go.Figure, title: str, height: int, top: int = 50, **kw) -
     fig.update_yaxes(showgrid=True, gridcolor="#eee", zeroline=False)
 
 
+LEGEND_ENTRY_PX = 90          # one "head 12" entry of a horizontal legend, its line sample included
+
+
+def legend_rows(fig: go.Figure, chars: int) -> int:
+    """How many rows a horizontal legend takes in a column `chars` title characters wide (about 8.5 px each) or
+    the figure's own width, whichever is narrower: 12 heads are 2 rows at 620 px, 3 in a side-by-side column."""
+    entries = {t.legendgroup or t.name for t in fig.data if t.name and t.showlegend is not False}
+    width = min(fig.layout.width or 10 ** 6, 8.5 * chars)
+    per_row = max(1, int((width - 60) // LEGEND_ENTRY_PX))
+    return max(1, -(-len(entries) // per_row))
+
+
 def fit_title(fig: go.Figure, chars: int) -> go.Figure:
     """A copy of `fig` whose title fits a column `chars` characters wide: wrapped at spaces into lines, anchored
     at the top of the figure, and a legend laid out above the plot kept below the title (room made for both)."""
@@ -75,7 +87,7 @@ def fit_title(fig: go.Figure, chars: int) -> go.Figure:
     n = len(lines) + (1 if sub else 0)
     out = go.Figure(fig)
     legend_on_top = bool(out.layout.legend.orientation == "h" and (out.layout.legend.y or 0) >= 1)
-    top = 10 + 19 * n + (30 if legend_on_top else 0) + 8
+    top = 10 + 19 * n + (8 + 22 * legend_rows(out, chars) if legend_on_top else 0) + 8
     out.update_layout(title=dict(text="<br>".join(lines) + (("<br>" + sub) if sub else ""), yref="container",
                                  y=1, yanchor="top", pad=dict(t=10)),
                       margin=dict(t=max(top, out.layout.margin.t or 0)))

@@ -214,7 +214,7 @@ class HFClassifier(TextClassifier):
         return [
             MapSpec("attention", ("layer", "head", "query_token", "key_token"), "attention",
                     "self-attention between words: a key word sums its pieces' weights, a query word averages its "
-                    "pieces' rows, [CLS]/[SEP] left out, rows renormalised to 1"),
+                    "pieces' rows, then the [CLS]/[SEP] columns are left out and each row renormalised to 1"),
             MapSpec("cls_attention", ("layer", "head", "key_token"), "attention",
                     "the [CLS] position's attention over the words (what the classifier reads), [CLS]/[SEP] left "
                     "out, renormalised"),
