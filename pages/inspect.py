@@ -225,7 +225,7 @@ def faithfulness_line(info, text: str) -> None:
     from textcls.interpret.faithfulness import versus_random
     try:
         with st.spinner("Testing the attention against random word orders…"):
-            curves, _ = cache.erasure(info.path, text, "attention")
+            curves = cache.erasure_curves(info.path, text, "attention")   # not the flip test: 7 passes per word
             rand = cache.random_erasure(info.path, text)
     except Exception as e:  # noqa: BLE001 - the test is extra information; the view stands without it
         st.caption(f"Faithfulness on this text could not be computed: {w.md_escape(type(e).__name__)}.")

@@ -166,3 +166,19 @@ def test_attribute_opens_without_the_pretrained_encoders(app):
     value = at.multiselect(key="attr_ckpts").value
     assert value and "tiny-bert" not in value
     assert any(o.startswith("tiny-bert ") for o in at.multiselect(key="attr_ckpts").options)
+
+
+def test_inspect_faithfulness_line_needs_no_flip_test(app, monkeypatch):
+    """The line under Inspect's view reads only the erasure curves (about 11 passes): the flip test (7 passes per
+    word) took minutes on a 368-word text through MiniLM, so it must not run there."""
+    from textcls.interpret import faithfulness
+
+    def boom(*a, **k):
+        raise AssertionError("erasure_flip ran on Inspect")
+    monkeypatch.setattr(faithfulness, "erasure_flip", boom)
+    at = app("pages/inspect.py")
+    at.selectbox(key="insp_ckpt").set_value("tiny-bert").run()
+    at.text_area(key="insp_text").input("the food was unbelievable " * 30).run()
+    assert not at.exception, [e.value for e in at.exception]
+    text = page_text(at, unescape=True)
+    assert "Faithful on this text?" in text and "could not be computed" not in text
