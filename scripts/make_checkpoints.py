@@ -49,8 +49,11 @@ DATA_TUNING: dict[str, dict] = {
     # IMDB: reviews of 10-30 sentences, what HCAN was designed for (its Fig. 4 is a Yelp review). A seeded
     # sample of 8,000 training reviews (a CPU epoch of a few minutes), 20 sentences x 40 words kept, words seen
     # at least 3 times (the vocabulary, and the checkpoint, stay small); dev and test are the full splits.
+    # The target scale 2, not 4 (issue 31): at 4 the word attention of hcan-imdb collapsed onto one word per
+    # sentence (median normalised entropy 0.000, sentences 0.212) at 86.6 % test accuracy; at 2 it is peaked but
+    # spread (0.651 / 0.806) at 87.1 %. Model-config fields for every model trained on this data set.
     "imdb": dict(train_rows=8_000, tokenizer=dict(max_sentences=20, max_words=40), min_freq=3, epochs=4,
-                 patience=2, batch_size=32),
+                 patience=2, batch_size=32, model_overrides=dict(target_scale_value=2.0)),
 }
 
 FIXED_TARGET = dict(target_scale="fixed", target_scale_value=4.0)
@@ -69,7 +72,7 @@ RECIPES: dict[str, tuple[str | None, dict, dict, int]] = {
     # HCAN / CAN: the target attention's scale fixed at 4 (not learned): with the reference code's learned scale
     # the target attention trains towards uniform (issue 31; textcls/models/hcan.py). hcan-trec: word attention
     # median normalised entropy 0.70 at 91.8 % (learned: 0.99 at 92.0 %) - peaked, but its comprehensiveness AOPC
-    # is no better than random (0.134 [0.114, 0.153] vs 0.129 [0.109, 0.149]). The imdb and sst2 ones predate it.
+    # is no better than random (0.134 [0.114, 0.153] vs 0.129 [0.109, 0.149]). imdb: scale 2 (DATA_TUNING).
     "hcan": (None, dict(attention_dim=96, heads=4, dropout=0.2, **FIXED_TARGET),
              dict(batch_size=50, lr=1e-3, patience=3, clip_norm=5.0), 10),
     "lama": (None, {}, dict(batch_size=50, lr=1e-3, patience=3), 10),
@@ -102,6 +105,7 @@ def main(argv=None) -> int:
         train_rows = tuning_all.pop("train_rows", None)
         tok = tuning_all.pop("tokenizer", None)
         min_freq = tuning_all.pop("min_freq", 1)
+        data_overrides = tuning_all.pop("model_overrides", {})
         bundle = load_data(train_data, root=args.data_root, seed=args.seed)
         if train_rows:
             bundle.splits["train"] = bundle.splits["train"].sample(train_rows, seed=args.seed)
@@ -109,7 +113,7 @@ def main(argv=None) -> int:
             if model not in MODELS_OF.get(data_name, SIX):
                 continue
             preset, overrides, train_over, epochs = RECIPES[model]
-            overrides = {**overrides, **json.loads(args.overrides)}
+            overrides = {**overrides, **data_overrides, **json.loads(args.overrides)}
             tuning = dict(tuning_all)
             extra = tuning.pop("extra_vocab", 0)
             epochs = tuning.pop("epochs", epochs)

@@ -180,7 +180,8 @@ def _lama_f3() -> Study:
                  notes="Head counts 1, 5, 10, 20 (the paper varies m from 1 to 20).")
 
 
-HCAN_IMDB = tuple((m, (("attention_dim", 96), ("heads", 4), ("dropout", 0.2))) for m in ("hcan", "can"))
+HCAN_IMDB = tuple((m, (("attention_dim", 96), ("heads", 4), ("dropout", 0.2), ("target_scale", "fixed"),
+                       ("target_scale_value", 2.0))) for m in ("hcan", "can"))   # = the shipped imdb recipe
 HCAN_IMDB_TOK = (("hcan", (("max_sentences", 20), ("max_words", 40))), ("can", (("max_len", 400),)),
                  ("kim_cnn", (("max_len", 400),)))
 
