@@ -240,3 +240,16 @@ def test_cli_bench_latency(tmp_path, capsys, bundled_data):
     assert main(["bench", "--latency", "--checkpoints", str(tmp_path / "missing")]) == 2
     assert main(["bench", "--load", "2"]) == 2                              # --load needs --latency
     assert "error" in capsys.readouterr().err
+
+
+def test_bench_checkpoints_times_a_relation_checkpoint_with_tagged_entities(tmp_path):
+    """A relation checkpoint refuses a sentence without <e1>..</e2>: the checkpoint timing gives it a tagged one
+    (the whole `bench` stopped with 'missing entity marker(s)' once relation checkpoints shipped)."""
+    import shutil
+    from pathlib import Path
+    from textcls.experiments.bench import bench_checkpoints
+    src = Path(__file__).resolve().parents[1] / "checkpoints" / "act-semeval2010"
+    shutil.copytree(src, tmp_path / "act-semeval2010")
+    out = bench_checkpoints(tmp_path, repeats=1)
+    (row,) = out["checkpoints"]
+    assert row["predict_ms"] > 0 and "<e1>" in row["sentence"] and not out["errors"]

@@ -99,6 +99,14 @@ def bench_model(spec: BenchModel, *, seq_len: int = 56, batch_size: int = 100, t
 # ---------------------------------------------------------------- shipped checkpoints
 
 
+RELATION_SENTENCE = "The <e1>burst</e1> has been caused by water hammer <e2>pressure</e2>."
+
+
+def _needs_entities(predictor) -> bool:
+    """Whether the checkpoint's tokenizer wants <e1>..</e2> entity tags (a relation classifier)."""
+    return getattr(getattr(predictor.tokenizer, "config", None), "entities", "none") not in (None, "none")
+
+
 def bench_checkpoints(root: str | Path = "checkpoints", *, sentence: str = EXAMPLE_SENTENCE, warmup: int = 1,
                       repeats: int = 5) -> dict[str, Any]:
     """Time the shipped checkpoints: load, one sentence through all of them after a warm-up (the Compare page),
@@ -114,19 +122,20 @@ def bench_checkpoints(root: str | Path = "checkpoints", *, sentence: str = EXAMP
             out["errors"].append(f"{info.name}: {e}")
             continue
         load_s = time.perf_counter() - t
-        predictors[info.name] = p
-        one = time_call(lambda p=p: p.predict([sentence]), warmup=warmup, repeats=repeats)
-        maps = time_call(lambda p=p: p.predict([sentence], return_maps=True), warmup=warmup, repeats=repeats)
-        out["checkpoints"].append({
+        text = RELATION_SENTENCE if _needs_entities(p) else sentence   # a relation model reads tagged entities
+        predictors[info.name] = (p, text)
+        one = time_call(lambda p=p, text=text: p.predict([text]), warmup=warmup, repeats=repeats)
+        maps = time_call(lambda p=p, text=text: p.predict([text], return_maps=True), warmup=warmup, repeats=repeats)
+        out["checkpoints"].append({"sentence": text,
             "name": info.name, "model": info.model, "data": info.data, "test_accuracy": info.test_accuracy,
             "parameters": p.model.num_parameters(include_embeddings=True),
             "parameters_without_embeddings": p.model.num_parameters(),
             "load_seconds": load_s, "predict_ms": 1000 * one["median"], "predict_with_maps_ms": 1000 * maps["median"],
-            "n_maps": len(p.predict([sentence], return_maps=True)[0].maps)})
+            "n_maps": len(p.predict([text], return_maps=True)[0].maps)})
     if predictors:
         def all_of_them():
-            for p in predictors.values():
-                p.predict([sentence])
+            for p, text in predictors.values():
+                p.predict([text])
         t = time_call(all_of_them, warmup=warmup, repeats=repeats)
         out["all_predict_ms"] = 1000 * t["median"]
         out["n"] = len(predictors)
