@@ -90,6 +90,18 @@ def bundle_summary(bundle, limit: int | None = None) -> None:
                + (f" · training uses a seeded sample of at most {limit:,} rows per split" if limit else ""))
 
 
+def submit(**spec) -> None:
+    """Start a training job (textcls.train.jobs) for this session and make it the run shown below; a refusal
+    (too many runs, the same folder being written) is shown as one error."""
+    try:
+        jid = REGISTRY.submit(owner=SESSION, **spec)
+    except JobError as e:
+        st.error(say(e), icon=":material/error:")
+        return
+    jobs.append(jid)
+    st.session_state["train_current"] = jid
+
+
 # ---------------------------------------------------------------- 1. data
 
 st.subheader("1 · Data")
@@ -266,15 +278,8 @@ if kind == PRETRAINED:
             st.error(say(p), icon=":material/error:")
         if problems or hf_error:        # a refused encoder's error is shown above (step 2)
             return
-        try:
-            jid = REGISTRY.submit(owner=SESSION, data=data_arg, model="hf:" + hf_spec, epochs=float(hf_epochs),
-                                  out=out, limit=limit if isinstance(data_arg, str) else None,
-                                  train_overrides=over, seed=int(hf_seed), **data_kw)
-        except JobError as e:
-            st.error(say(e), icon=":material/error:")
-            return
-        jobs.append(jid)
-        st.session_state["train_current"] = jid
+        submit(data=data_arg, model="hf:" + hf_spec, epochs=float(hf_epochs), out=out,
+               limit=limit if isinstance(data_arg, str) else None, train_overrides=over, seed=int(hf_seed), **data_kw)
 
     if hf_submitted:
         start_hf()
@@ -425,18 +430,10 @@ else:
             for p in problems:
                 st.error(say(p), icon=":material/error:")
             return
-        try:
-            jid = REGISTRY.submit(owner=SESSION, data=data_arg, model=model, preset=preset, variant=variant,
-                                  overrides=overrides,
-                                  embeddings="glove" if emb == GLOVE else "random", epochs=int(epochs), out=out,
-                                  limit=limit if isinstance(data_arg, str) else None, train_overrides=train_over,
-                                  paper_training=bool(use_paper and paper), seed=int(seed), extra_vocab=extra_vocab,
-                                  **data_kw)
-        except JobError as e:
-            st.error(say(e), icon=":material/error:")
-            return
-        jobs.append(jid)
-        st.session_state["train_current"] = jid
+        submit(data=data_arg, model=model, preset=preset, variant=variant, overrides=overrides,
+               embeddings="glove" if emb == GLOVE else "random", epochs=int(epochs), out=out,
+               limit=limit if isinstance(data_arg, str) else None, train_overrides=train_over,
+               paper_training=bool(use_paper and paper), seed=int(seed), extra_vocab=extra_vocab, **data_kw)
 
 
     if submitted:
