@@ -3,6 +3,7 @@ first), and everything a page says as one string. The checkpoint and data folder
 test file sets (TEXTCLS_CHECKPOINTS, TEXTCLS_DATA, ...)."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -31,3 +32,25 @@ def page_text(at: AppTest, *, unescape: bool = False) -> str:
         parts += [x.value for x in getattr(at, kind)]
     text = "\n".join(parts)
     return text.replace("\\", "") if unescape else text
+
+
+def texts_of(elements) -> str:
+    """The values of a page's elements (errors, infos, ...) as one line, for assertions and their messages."""
+    return " | ".join(str(e.value) for e in elements).replace("\\", "")
+
+
+def wait_for(at: AppTest, cond, timeout: float = 120.0, what: str = ""):
+    """Rerun the page every half second until cond(at) holds (a background job's panel), at most `timeout` s."""
+    end = time.time() + timeout
+    while time.time() < end:
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        if cond(at):
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}; errors: {texts_of(at.error)}")
+
+
+def metric(at: AppTest, label: str) -> str:
+    """The value of the st.metric labelled `label`."""
+    return next(m.value for m in at.metric if m.label == label)

@@ -3,7 +3,6 @@ saved through the page, bad uploads, and the Evaluate page's metrics, mistakes -
 data-set views on tiny checkpoints."""
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
@@ -15,7 +14,7 @@ from textcls.data.datasets import load_data
 from textcls.analysis.metrics import evaluate
 from textcls.train.pipeline import train_from_spec
 
-from app_pages import open_page
+from app_pages import metric, open_page, texts_of, wait_for
 
 RANDOM = "random"
 
@@ -40,30 +39,12 @@ def app(page: str) -> AppTest:
     return open_page(page)
 
 
-def texts_of(elements) -> str:
-    """The messages' text, markdown escapes removed."""
-    return " | ".join(str(e.value) for e in elements).replace("\\", "")
-
-
 def button(at: AppTest, label: str):
     found = [b for b in at.button if b.label == label]
     assert found, f"no button {label!r} among {[b.label for b in at.button]}"
     return found[0]
 
 
-def wait_for(at: AppTest, cond, timeout: float = 120.0, what: str = ""):
-    end = time.time() + timeout
-    while time.time() < end:
-        at.run()
-        assert not at.exception, [e.value for e in at.exception]
-        if cond(at):
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}; errors: {texts_of(at.error)}")
-
-
-def metric(at: AppTest, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
 
 
 # ---------------------------------------------------------------- Train

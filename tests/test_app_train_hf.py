@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 
 import pytest
 import streamlit as st
@@ -13,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 pytest.importorskip("transformers")
 
-from app_pages import open_page  # noqa: E402
+from app_pages import metric, open_page, texts_of, wait_for  # noqa: E402
 from hf_toys import tiny_folder  # noqa: E402
 
 import textcls  # noqa: E402
@@ -46,9 +45,6 @@ def tiny(tmp_path_factory):
     return tiny_folder(tmp_path_factory.mktemp("hf_base"), "bert")
 
 
-def texts_of(elements) -> str:
-    return " | ".join(str(e.value) for e in elements).replace("\\", "")
-
 
 def hf_page(rows: int = 40) -> AppTest:
     """The Train page with a sample of `rows` sst2 rows per split and the pretrained-encoder kind chosen."""
@@ -79,19 +75,6 @@ def name_box(at: AppTest):
     return next(t for t in at.text_input if t.label == "Checkpoint name")
 
 
-def wait_for(at: AppTest, cond, timeout: float = 300.0, what: str = ""):
-    end = time.time() + timeout
-    while time.time() < end:
-        at.run()
-        assert not at.exception, [e.value for e in at.exception]
-        if cond(at):
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}; errors: {texts_of(at.error)}")
-
-
-def metric(at: AppTest, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
 
 
 def test_the_pretrained_kind_is_offered_with_the_installed_bases(env):
@@ -134,7 +117,8 @@ def test_a_tiny_folder_fine_tunes_to_a_checkpoint_in_the_user_folder(env, tiny):
     assert not at.error, texts_of(at.error)
     (jid,) = at.session_state["train_jobs"]
     saved = env / "tiny-bert_sst2"
-    wait_for(at, lambda a: any("saved" in str(x.value) for x in a.success) or bool(a.error), what="the run")
+    wait_for(at, lambda a: any("saved" in str(x.value) for x in a.success) or bool(a.error), what="the run",
+             timeout=300)
     assert not at.error, texts_of(at.error)
     assert "hf:tiny-bert on sst2 → tiny-bert_sst2" in " ".join(m.value for m in at.markdown).replace("\\", "")
     assert metric(at, "Epochs done") == "1/1"
@@ -164,10 +148,10 @@ def test_a_long_run_is_stopped_from_the_page_and_saved(env, tiny):
     start(at)
     assert not at.error, texts_of(at.error)
     (jid,) = at.session_state["train_jobs"]
-    wait_for(at, lambda a: int(metric(a, "Epochs done").split("/")[0]) >= 1, what="the first epoch")
+    wait_for(at, lambda a: int(metric(a, "Epochs done").split("/")[0]) >= 1, what="the first epoch", timeout=300)
     assert metric(at, "Epochs done").endswith("/2000")
     at.button(key=f"tr_stop_{jid}").click()
-    wait_for(at, lambda a: any("Stopped by you" in str(x.value) for x in a.warning), what="the stop")
+    wait_for(at, lambda a: any("Stopped by you" in str(x.value) for x in a.warning), what="the stop", timeout=300)
     hist = load_history(env / "stopped_hf")
     assert hist.stopped_by_user and hist.steps < 2000 * 3
     # it ends, as the textcls models do, with the weights of its best dev epoch: the saved dev accuracy is the best
