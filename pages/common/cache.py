@@ -185,12 +185,20 @@ def explanation(path: str | Path, text: str, method: str, *, baseline: str = "pa
                         removal if method == "leave_one_out" else "delete")
 
 
+@st.cache_data(show_spinner=False, max_entries=512)
+def _erasure_curves(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str):
+    from textcls.interpret import faithfulness
+    model, inst = _predictor(path, mtime).model, _instance(path, mtime, text)
+    v = explanation(path, text, method, baseline=baseline, steps=steps, removal=removal)   # erasure reads .scores
+    return faithfulness.erasure_curves(model, inst, v, removal=removal)
+
+
 @st.cache_data(show_spinner=False, max_entries=2048)
 def _erasure(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str):
     from textcls.interpret import faithfulness
     model, inst = _predictor(path, mtime).model, _instance(path, mtime, text)
-    v = explanation(path, text, method, baseline=baseline, steps=steps, removal=removal)   # erasure reads .scores
-    return (faithfulness.erasure_curves(model, inst, v, removal=removal),
+    v = explanation(path, text, method, baseline=baseline, steps=steps, removal=removal)
+    return (_erasure_curves(path, mtime, text, method, baseline, steps, removal),   # shared with Inspect's line
             faithfulness.erasure_flip(model, inst, v, removal=removal))
 
 
@@ -198,14 +206,6 @@ def erasure(path: str | Path, text: str, method: str, *, baseline: str = "pad", 
             removal: str = "delete"):
     """(erasure_curves, erasure_flip) of one explanation (see `explanation`), cached like it."""
     return _erasure(str(path), stamp(path), text, method, *_used(method, baseline, steps), removal)
-
-
-@st.cache_data(show_spinner=False, max_entries=512)
-def _erasure_curves(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str):
-    from textcls.interpret import faithfulness
-    model, inst = _predictor(path, mtime).model, _instance(path, mtime, text)
-    v = explanation(path, text, method, baseline=baseline, steps=steps, removal=removal)
-    return faithfulness.erasure_curves(model, inst, v, removal=removal)
 
 
 def erasure_curves(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
