@@ -2,7 +2,7 @@
 -> docs/faithfulness.md (sst2) or docs/faithfulness_<data>.md (`--data semeval2010`: the relation checkpoints).
 
     .venv/bin/python scripts/faithfulness_table.py [--data semeval2010] [--limit N] [--models act,lama]
-        [--data-root ../shared/data]
+        [--data-root ../shared/data] [--light minilm-sst2]
 
 Runs `python -m textcls faithfulness` (the batched data-set path, textcls/interpret/batched.py) once per checkpoint
 in a fresh process, twice: the speed benchmark's first set (own attention + random + leave-one-out + the
@@ -32,10 +32,10 @@ LABELS = {"attention": "own attention", "integrated_gradients": "integrated grad
           "grad_x_input": "gradient x input", "leave_one_out": "leave-one-out", "random": "random ranking"}
 
 
-def run_cli(path: Path, data: str, methods: str, limit: int, data_root: str | None) -> list[dict]:
+def run_cli(path: Path, data: str, methods: str, limit: int, data_root: str | None, *extra: str) -> list[dict]:
     rel = os.path.relpath(path, REPO)            # the JSON names the folder relative to the repository
     cmd = [sys.executable, "-m", "textcls", "faithfulness", rel, "--data", data, "--split", "test",
-           "--methods", methods, "--json"]
+           "--methods", methods, "--json", *extra]
     if limit:
         cmd += ["--limit", str(limit)]
     if data_root:
@@ -54,7 +54,13 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default=None,
                     help="comma-separated models or checkpoint names (e.g. minilm-sst2) to (re-)measure; the other rows are "
                          "kept from the JSON beside --out")
+    ap.add_argument("--light", default="",
+                    help="comma-separated checkpoint names measured without the erasure-flip orders and the "
+                         "attention permutation / uniform tests (`faithfulness --fast`, and `--no-flip-orders "
+                         "--no-attention-tests` for the full set): for a pretrained encoder those take a full "
+                         "split from minutes to an hour; their columns read '-'")
     args = ap.parse_args(argv)
+    light = set(filter(None, args.light.split(",")))
     args.out = args.out or str(REPO / "docs" / ("faithfulness.md" if args.data == "sst2" else
                                                 f"faithfulness_{args.data}.md"))
     only = set(args.models.split(",")) if args.models else None
@@ -67,8 +73,10 @@ def main(argv=None) -> int:
         if only is not None and info.model not in only and info.name not in only:
             rows += [r for r in kept if r["checkpoint"] == info.name]
             continue
-        fast = run_cli(info.path, args.data, FAST, args.limit, args.data_root)
-        full = run_cli(info.path, args.data, ALL, args.limit, args.data_root)
+        lite = info.name in light
+        fast = run_cli(info.path, args.data, FAST, args.limit, args.data_root, *(["--fast"] if lite else []))
+        full = run_cli(info.path, args.data, ALL, args.limit, args.data_root,
+                       *(["--no-flip-orders", "--no-attention-tests"] if lite else []))
         summary = full[-1]
         rows.append({"checkpoint": info.name, "created": info.created, "n": summary["n_texts"],
                      "methods": {r["method"]: r for r in full[:-1]}, "summary": summary,
@@ -124,7 +132,9 @@ def render(rows, data: str = "sst2") -> str:
             "the mean over texts does the averaging), the same orders for every explanation of a model.",
             "", "Seconds: wall-clock from texts to report (loading excluded), thread policy `batch=auto`, on the machine "
             "and under the load of the run that generated this file (README.md says which); peak memory: the larger "
-            "of the two runs' peak resident memory.",
+            "of the two runs' peak resident memory. \"(light)\": measured with `--light` (the fast set without the "
+            "erasure-flip orders and the attention tests, `faithfulness --fast`): its fraction-to-flip and test "
+            "columns are not measured.",
             "", "| checkpoint | texts | random order: fraction to flip | perm. median TVD | perm. flip rate "
             "| uniform TVD | uniform flip | IG converged | IG mean steps | seconds: attention + random + LOO + "
             "tests | seconds: all | peak memory (MB) |",
@@ -134,7 +144,8 @@ def render(rows, data: str = "sst2") -> str:
         ig = r["methods"].get("integrated_gradients", {})
         rnd = r["methods"].get("random", {})
         mem = max(x for x in (s.get("max_rss_mb"), fs.get("max_rss_mb"), 0) if x is not None)
-        out.append(f"| {r['checkpoint']} | {r['n']} | {_f(rnd.get('erasure_random_fraction_to_flip'))} | "
+        name = r["checkpoint"] + (" (light)" if s.get("flip_orders") is False else "")
+        out.append(f"| {name} | {r['n']} | {_f(rnd.get('erasure_random_fraction_to_flip'))} | "
                    f"{_f(s.get('permutation_median_tvd'))} | {_f(s.get('permutation_flip_rate'))} | "
                    f"{_f(s.get('uniform_tvd'))} | {_f(s.get('uniform_flip_rate'))} | {_f(ig.get('ig_converged'))} | "
                    f"{_f(ig.get('ig_steps'), 1)} | {_f(fs.get('seconds'), 1)} | {_f(s.get('seconds'), 1)} | "

@@ -95,7 +95,7 @@ def one_error_line(capsys):
 
 @pytest.mark.parametrize("args, message", [
     (["train", "--model", "kim_cnn"], "required"),
-    (["train", "--model", "kim_cnn", "--data", "sst2", "--epochs", "one", "--out", "x"], "invalid int"),
+    (["train", "--model", "kim_cnn", "--data", "sst2", "--epochs", "one", "--out", "x"], "invalid number"),
     (["frobnicate"], "invalid choice"),
     (["train", "--model", "kim_cnn", "--data", "sst2", "--epochs", "1", "--out", "x", "--optimizer", "lbfgs"],
      "invalid choice"),

@@ -161,6 +161,24 @@ def test_fine_tune_two_steps_save_and_reload(folder, tmp_path):
     assert textcls.checkpoint.load_history(tmp_path / "ft").steps == 2
 
 
+def test_cli_fine_tunes_a_fraction_of_an_epoch(folder, tmp_path, capsys):
+    """`train --model hf:PATH --epochs 0.25`: a quarter of one epoch's steps; a fraction for a model of our own,
+    or below the smallest share, is one line and exit 2."""
+    from textcls.cli import main
+    base = ["train", "--data", "sst2", "--limit", "48", "--batch-size", "8", "--quiet"]
+    if folder.name.endswith("distilbert"):
+        pytest.skip("one architecture is enough for the command line")
+    assert main(base + ["--model", f"hf:{folder}", "--epochs", "0.25", "--out", str(tmp_path / "q")]) == 0
+    hist = textcls.checkpoint.load_history(tmp_path / "q")
+    assert hist.config["epochs"] == 0.25 and hist.steps == 2   # 48 train texts / 8 = 6 steps an epoch; a quarter: 2
+    capsys.readouterr()
+    assert main(base + ["--model", "kim_cnn", "--epochs", "0.5", "--out", str(tmp_path / "k")]) == 2
+    assert "whole number of epochs for kim_cnn" in capsys.readouterr().err
+    assert main(base + ["--model", f"hf:{folder}", "--epochs", "0.001", "--out", str(tmp_path / "z")]) == 2
+    assert "epochs must be a number >= 0.01" in capsys.readouterr().err
+    assert not (tmp_path / "k").exists() and not (tmp_path / "z").exists()
+
+
 def test_delta_rebuilds_from_its_base_and_refuses_another(folder, tmp_path, monkeypatch):
     """A delta (changed tensors only, float16 + the base's sha256) loads from the installed base; a base with
     another hash is refused; a missing base lists as unavailable with the install command."""
@@ -269,6 +287,26 @@ def test_batched_faithfulness_equals_the_per_text_path(predictor):
         np.testing.assert_allclose(np.asarray(getattr(run.importances["leave_one_out"][i], "scores",
                                                       run.importances["leave_one_out"][i])),
                                    FF.leave_one_out(predictor.model, inst), atol=1e-5)
+
+
+def test_variants_are_grouped_by_the_pieces_the_encoder_runs(predictor):
+    """An encoder's cost is its pieces: the data-set path groups variants by `sequence_lengths` ([CLS] + pieces +
+    [SEP]), and the probabilities stay those of each text alone."""
+    import torch
+    from textcls.interpret import batched as B
+    from textcls.interpret._common import as_source, prob_fn, score
+    texts = [t for t in TEXTS if t.strip()]
+    insts = [B.own_shape(i) for i in as_source(predictor).instances(texts)]
+    model = predictor.model
+    for inst in insts:
+        ids, mask = inst.ids[None], inst.mask[None]
+        want = sum(len(model.table.pieces(int(w))) for w in inst.ids[inst.mask]) + 2
+        assert int(model.sequence_lengths(ids, mask)[0]) == want
+    V = B.Variants(model, insts)
+    vids = [V.add(i, ()) for i in range(len(insts))] + [V.add(i, (0,)) for i in range(len(insts)) if insts[i].n > 1]
+    V.run()
+    for i, inst in enumerate(insts):
+        np.testing.assert_allclose(V.probs(vids[i]), score(prob_fn(model), [inst])[0], atol=1e-5)
 
 
 def test_declared_interventions_match_the_attention_maps(predictor):

@@ -235,3 +235,29 @@ def test_cli_faithfulness_bad_input_exits_2(args, message, capsys, monkeypatch):
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0] and "Traceback" not in err[0], err
+
+
+def test_without_flip_orders_the_fast_set_keeps_every_other_number(texts):
+    """flip_orders=False (the CLI's --fast) leaves out only the erasure-flip orders: the AOPC curves, rank agreement
+    and single-word flips are the full run's, and it scores fewer variants."""
+    pred = textcls.load_checkpoint(REPO / "checkpoints" / "lama-sst2")
+    full = B.SliceRun(pred, texts[:10], ["attention", "random", "leave_one_out"], attention_tests=False).run()
+    fast = B.SliceRun(pred, texts[:10], ["attention", "random", "leave_one_out"], attention_tests=False,
+                      flip_orders=False).run()
+    assert fast.n_variants < full.n_variants
+    for a, b in zip(full.per_example, fast.per_example):
+        assert (a["example"], a["method"]) == (b["example"], b["method"])
+        for key in ("aopc_comprehensiveness", "aopc_sufficiency", "erasure_top_flip", "kendall_tau_ref"):
+            if key in a:
+                assert b[key] == pytest.approx(a[key], abs=1e-6, nan_ok=True), key   # other batches: float order
+        assert "erasure_fraction_to_flip" in a and "erasure_fraction_to_flip" not in b
+    assert fast.report().settings["flip_orders"] is False
+
+
+def test_cli_faithfulness_fast(capsys):
+    ck = str(REPO / "checkpoints" / "act-sst2")
+    assert main(["faithfulness", ck, "--data", "sst2", "--limit", "5", "--fast", "--json"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [x["method"] for x in lines] == ["attention", "random", "leave_one_out", None]
+    assert lines[-1]["flip_orders"] is False and "permutation_median_tvd" not in lines[-1]
+    assert "erasure_fraction_to_flip" not in lines[0] and "aopc_comprehensiveness_ci" in lines[0]

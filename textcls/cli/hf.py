@@ -13,8 +13,10 @@ def train_hf_cli(args, progress_cls, usage_error) -> int:
                                   max_steps=args.max_steps,
                                   freeze_word_embeddings=args.freeze_word_embeddings).items() if v is not None}
     try:
-        if args.epochs < 1:
-            raise ValueError("--epochs must be >= 1")
+        from textcls.train.hf import settings_problems
+        problems = settings_problems(args.epochs, {})
+        if problems:
+            raise ValueError("--" + problems[0])
         if args.limit is not None and args.limit < 1:
             raise ValueError("--limit must be >= 1")
         bundle = load_data(args.data, root=args.data_root, limit=args.limit, seed=args.seed,

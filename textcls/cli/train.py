@@ -3,6 +3,7 @@ and the epoch lines on stderr, the summary on stdout). Under torchrun every rank
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -142,7 +143,24 @@ def _check_input(args):
     return overrides, tok, train_over, dev_name, use_arrow
 
 
+def _epochs(raw: str):
+    """--epochs: a whole number, or for an hf: encoder a fraction of an epoch too (e.g. 0.5; checked by the
+    model's own rules once the model is known). Whole values come back as int."""
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number: {raw!r}") from None
+    if value.is_integer():
+        return count("epochs")(str(int(value)))
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"invalid number: {raw!r}")
+    return value
+
+
 def cmd_train(args) -> int:
+    if isinstance(args.epochs, float) and not str(args.model).startswith("hf:"):
+        raise UsageError(f"--epochs {args.epochs:g}: a whole number of epochs for {args.model} (a fraction of an "
+                         "epoch is for hf: encoders; --max-steps stops a run early)")
     if str(args.model).startswith("hf:"):        # a Hugging Face encoder: textcls.cli.hf
         from textcls.cli.hf import train_hf_cli
         if args.out is None:
@@ -216,7 +234,8 @@ def add_parser(sub) -> None:
     t.add_argument("--model", required=True, help="registered model name (see `list`), or hf:PATH_OR_ID to "
                    "fine-tune a Hugging Face encoder (e.g. hf:all-MiniLM-L6-v2 when installed)")
     add_data(t, required=True)
-    t.add_argument("--epochs", type=count("epochs"), required=True, help="number of epochs")
+    t.add_argument("--epochs", type=_epochs, required=True,
+                   help="number of epochs; for hf: encoders also a fraction (0.5 = half an epoch's steps)")
     t.add_argument("--out", default=None,
                    help="checkpoint folder to write; default: a new MODEL-DATA-TIME folder in your checkpoints "
                         "($TEXTCLS_HOME/checkpoints), which the app lists beside the shipped ones. Never the "

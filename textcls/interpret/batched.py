@@ -119,6 +119,7 @@ class Variants:
     def __init__(self, model, instances: Sequence[Instance], removal: str = "delete"):
         _check_removal(removal)
         self.fn = prob_fn(model)
+        self.lengths = getattr(model, "sequence_lengths", None)   # encoders over word pieces: what a row costs
         self.insts = instances
         self.removal = removal
         self._ids: dict[tuple[int, tuple[int, ...]], int] = {}
@@ -175,7 +176,11 @@ class Variants:
         built = {v: self._arrays(v) for v in pending}
         shapes = [built[v][0].shape for v in pending]
         pad_id = self.insts[0].pad_id
-        for group in buckets(shapes):
+        cost = shapes
+        if self.lengths is not None and len(shapes[0]) == 1:      # group by the positions the model will run
+            cost = [(int(self.lengths(torch.from_numpy(built[v][0])[None], torch.from_numpy(built[v][1])[None])),)
+                    for v in pending]
+        for group in buckets(cost):
             vids = [pending[g] for g in group]
             shape = tuple(max(built[v][0].shape[d] for v in vids) for d in range(len(shapes[0])))
             ids_np = np.full((len(vids),) + shape, pad_id, dtype=np.int64)
@@ -344,7 +349,7 @@ class SliceRun:
                  reference: str = "leave_one_out", baseline: str = "pad", n_steps: int = 50,
                  n_permutations: int = 30, attention_tests: bool = True, captum_metrics: bool = False,
                  n_perturb: int = 20, seed: int = 0, k_pct: float = 20, chunk: int | None = None,
-                 n_bootstrap: int = 1000, random_orders: int = RANDOM_ORDERS):
+                 n_bootstrap: int = 1000, random_orders: int = RANDOM_ORDERS, flip_orders: bool = True):
         _check_removal(removal)
         src = as_source(source, tokenizer)
         self.src, self.model = src, src.model
@@ -374,6 +379,7 @@ class SliceRun:
         self.removal, self.baseline, self.n_steps, self.seed, self.k_pct = removal, baseline, n_steps, seed, k_pct
         self.n_permutations, self.captum_metrics, self.n_perturb = n_permutations, captum_metrics, n_perturb
         self.chunk, self.n_bootstrap, self.random_orders = chunk, n_bootstrap, random_orders
+        self.flip_orders = bool(flip_orders)
         rng = np.random.default_rng(seed)
         self.random = [rng.random(i.n) for i in self.insts] if "random" in methods else []
         self.attention_tests = bool(attention_tests and attention_maps(self.model))
@@ -508,10 +514,10 @@ class SliceRun:
                 jobs.append([i, order, 1, None])
             rng = np.random.default_rng(0)                      # erasure_flip's default seed
             random_jobs[i] = []
-            for _ in range(self.random_orders):
+            for _ in range(self.random_orders if self.flip_orders else 0):
                 random_jobs[i].append(len(jobs))
                 jobs.append([i, [int(x) for x in rng.permutation(n)], 1, None])
-        active = list(range(len(jobs)))
+        active = list(range(len(jobs))) if self.flip_orders else []    # without: only the single-word flips
         while active:
             wave = {}
             for j in active:
@@ -533,6 +539,7 @@ class SliceRun:
                         jobs[j][2] = nxt
                         still.append(j)
             active = still
+        V.run()                                                 # the curves' variants, when no wave scored them
         out = {}
         for (m, i), (ks, comp, suff, empty) in curves.items():
             n = insts[i].n
@@ -548,14 +555,15 @@ class SliceRun:
             def frac(job):
                 first = job[3]
                 return (first if first is not None else n) / n, first is None
-            f0, never = frac(jobs[method_job[(m, i)]])
-            rf = [frac(jobs[r])[0] for r in random_jobs[i]]
             out[(m, i)] = {"example": i, "method": m, "n_tokens": n, "target": j, "p_target": float(p[j]),
                            "removal": self.removal, "aopc_comprehensiveness": float(np.mean(c)),
                            "aopc_sufficiency": float(np.mean(s)), "erasure_top_flip": bool(flips_single[top]),
-                           "erasure_random_flip": float(np.mean(flips_single[others])) if others else float("nan"),
-                           "erasure_fraction_to_flip": f0, "erasure_never_flipped": never,
-                           "erasure_random_fraction_to_flip": float(np.mean(rf)) if rf else float("nan")}
+                           "erasure_random_flip": float(np.mean(flips_single[others])) if others else float("nan")}
+            if self.flip_orders:
+                f0, never = frac(jobs[method_job[(m, i)]])
+                rf = [frac(jobs[r])[0] for r in random_jobs[i]]
+                out[(m, i)].update(erasure_fraction_to_flip=f0, erasure_never_flipped=never,
+                                   erasure_random_fraction_to_flip=float(np.mean(rf)) if rf else float("nan"))
         return out
 
     # -- results
@@ -590,7 +598,7 @@ class SliceRun:
         settings = {"removal": self.removal, "reference": self.reference, "baseline": self.baseline,
                     "n_steps": self.n_steps, "n_permutations": self.n_permutations, "n_texts": self.done,
                     "n_total": self.total, "stopped": not self.finished, "bins": list(BINS), "k_pct": self.k_pct,
-                    "random_orders": self.random_orders,
+                    "random_orders": self.random_orders, "flip_orders": self.flip_orders,
                     "notes": list(self.notes), "variants_scored": self.n_variants,
                     "model": self.src.name or getattr(self.model, "registry_name", "")}
         return SliceReport(rows, model_row, list(self.per_example), settings, self.seconds, dict(self.timings))
@@ -602,7 +610,7 @@ def evaluate_slice(source, texts: Sequence[str], methods: Sequence[str] = ("atte
                    n_permutations: int = 30, attention_tests: bool = True, captum_metrics: bool = False,
                    n_perturb: int = 20, seed: int = 0, k_pct: float = 20, progress: Progress | None = None,
                    should_stop: Callable[[], bool] | None = None, chunk: int | None = None,
-                   random_orders: int = RANDOM_ORDERS) -> SliceReport:
+                   random_orders: int = RANDOM_ORDERS, flip_orders: bool = True) -> SliceReport:
     """Faithfulness of several explanation methods of one model over N texts, batched across texts.
 
     `source` is a Predictor or a model with `tokenizer=`. Methods: Captum methods (attributions module), the
@@ -613,11 +621,13 @@ def evaluate_slice(source, texts: Sequence[str], methods: Sequence[str] = ("atte
     captum_metrics, Captum infidelity and sensitivity_max (slow: per text). Model level (attention models):
     median permutation TVD and uniform-attention TVD / flip rate. progress(done, total) after each chunk of
     texts; should_stop() true between chunks stops the run (the report covers the texts done). `random_orders`:
-    random orders of the erasure-flip test per text (RANDOM_ORDERS)."""
+    random orders of the erasure-flip test per text (RANDOM_ORDERS). flip_orders=False skips the erasure-flip orders
+    (the fraction removed to flip: about 0.7 n prefixes per order and text, most of a run's passes) and keeps the
+    single-word flips, which leave-one-out scores anyway: the fast set."""
     run = SliceRun(source, texts, methods, tokenizer=tokenizer, removal=removal, reference=reference,
                    baseline=baseline, n_steps=n_steps, n_permutations=n_permutations,
                    attention_tests=attention_tests, captum_metrics=captum_metrics, n_perturb=n_perturb, seed=seed,
-                   k_pct=k_pct, chunk=chunk, random_orders=random_orders)
+                   k_pct=k_pct, chunk=chunk, random_orders=random_orders, flip_orders=flip_orders)
     return run.run(progress, should_stop).report()
 
 

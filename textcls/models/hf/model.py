@@ -226,6 +226,12 @@ class HFClassifier(TextClassifier):
         emb = {id(p) for p in self.embed.piece_embedding.parameters()}
         return sum(p.numel() for p in self.hf.parameters() if include_embeddings or id(p) not in emb)
 
+    def sequence_lengths(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """(B,) positions the encoder runs for each text: its words' pieces plus [CLS] and [SEP]. A batch costs
+        its longest row's length, so data-set work groups texts by this, not by their word count."""
+        _, counts = self.table.lookup(ids)                              # (B, W)
+        return (counts * mask.long()).sum(-1) + 2                        # (B,)
+
     def _layout(self, ids: torch.Tensor, mask: torch.Tensor):
         """Where each word's pieces go in the encoder's sequence [CLS] pieces... [SEP] (pads after)."""
         _, counts = self.table.lookup(ids)
