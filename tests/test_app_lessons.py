@@ -92,18 +92,33 @@ def test_the_hcan_comparison_takes_every_checkpoint_here_and_names_what_differs(
     import dataclasses
 
     lib = lessons.default_library()
-    hcan = next(i for i in lib.infos if i.model == "hcan" and i.data == "imdb")
+    hcan = next(i for i in lib.infos if i.name == "hcan-imdb")
     cfg = {**hcan.info["model_config"], "target_scale": "keras"}           # a retrained variant of the same model
     twin = dataclasses.replace(hcan, name="hcan-imdb-retrained", info={**hcan.info, "model_config": cfg})
     step = lessons.get("explanation").steps[-1]
     r = run_step(step, Library([*lib.infos, twin], lib.load))
     table = r.figures[0].table
     names = list(table["name"])
-    assert any(n.startswith("hcan-imdb-retrained (target_scale=keras)") for n in names)
-    assert any(n.startswith(hcan.name + " (target_scale=") for n in names) and any(n.startswith("can-") for n in names)
+    assert any(n.startswith("hcan-imdb-retrained (") and "target_scale=keras" in n for n in names)
+    assert any(n.startswith(hcan.name + " (") and "target_scale=fixed" in n for n in names)
+    assert any(n.startswith("can-") for n in names)
+    # the shipped flat twin (saved before the target fields existed) is named by what it ran with
+    assert any(n.startswith("hcan-imdb-flat (") and "target_scale=head" in n for n in names)
     for _, row in table.iterrows():                                       # the notes state the figure's values
         assert any(row["name"] in x and f"{row['word_entropy']:.2f}" in x for x in r.notes)
     assert table.loc[table["model"] == "can", "sentence_entropy"].isna().all()
+
+
+def test_peaked_or_flat_compares_the_shipped_flat_hcan_with_the_retrained_one():
+    """The lesson's comparison has both ends on a bare clone: hcan-imdb-flat (the checkpoint before issue 31,
+    learned-scale target attention) nearly uniform, hcan-imdb peaked, their accuracies within about a point; the
+    closing note names them from the figure's values."""
+    r = run_step(lessons.get("explanation").steps[-1])
+    t = r.figures[0].table.set_index(r.figures[0].table["name"].str.split(" ").str[0])
+    assert t.loc["hcan-imdb-flat", "word_entropy"] > 0.95 > 0.9 > t.loc["hcan-imdb", "word_entropy"]
+    assert t.loc["hcan-imdb-flat", "sentence_entropy"] > t.loc["hcan-imdb", "sentence_entropy"]
+    assert abs(t.loc["hcan-imdb-flat", "accuracy"] - t.loc["hcan-imdb", "accuracy"]) < 0.015
+    assert r.notes[-1].startswith("Most peaked word attention: hcan-imdb (") and "flattest: hcan-imdb-flat" in r.notes[-1]
 
 
 def test_without_the_shipped_checkpoints_a_step_says_what_is_missing(tmp_path, monkeypatch):

@@ -313,3 +313,11 @@ def test_a_crafted_huge_config_is_refused_before_any_model_is_built(tmp_path, sa
     # under a raised limit the shapes are compared, still without building the model
     with pytest.raises(CheckpointError, match="shape mismatch"):
         load_checkpoint(path, limits=Limits(max_parameters=10**12))
+
+
+def test_the_shipped_checkpoints_stay_under_80_mb():
+    """The product's budget for checkpoints/ (the repository ships them): 80 MB in all."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1] / "checkpoints"
+    total = sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
+    assert total < 80e6, f"checkpoints/ holds {total / 1e6:.1f} MB"

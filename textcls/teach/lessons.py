@@ -215,8 +215,9 @@ EXPLANATION = Lesson("explanation", "Is attention an explanation?",
          "What would it mean for attention to do no better than random on this sentence?"),
     Step("Peaked or flat, at the same accuracy",
          "Two models can be equally accurate while one spreads its attention almost evenly and another points at a "
-         "few words. This step compares every HCAN and CAN checkpoint of the IMDB task that is here, retrained "
-         "ones included, over reviews of the embedded sample.",
+         "few words. This step compares every HCAN and CAN checkpoint of the IMDB task that is here over reviews "
+         "of the embedded sample: hcan-imdb-flat is HCAN as it was first trained here, hcan-imdb the same "
+         "architecture retrained with a fixed scale on its target attention, and any you trained yourself.",
          "compare_attention", {"models": ("hcan", "can"), "data": "imdb", "sample": "imdb_sample", "n": 12},
          "Compare the bar heights (1 = uniform) with the accuracies in the labels. Does more peaked attention "
          "cost accuracy?",

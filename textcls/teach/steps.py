@@ -81,9 +81,11 @@ class Library:
     load: Callable[[Any], Any]
 
     def find(self, model: str, data: str) -> Any:
-        for info in self.infos:
-            if info.model == model and info.data == data:
-                return info
+        """The checkpoint MODEL-DATA when it is here (the shipped one a lesson was written for), else the first
+        checkpoint of that model and data set (e.g. one the user trained)."""
+        found = [i for i in self.infos if i.model == model and i.data == data]
+        for info in sorted(found, key=lambda i: i.name != f"{model}-{data}"):
+            return info
         raise Missing(f"This step needs a {model} checkpoint trained on {data} (shipped as {model}-{data}); "
                       "none is in the checkpoint folders.")
 
@@ -470,6 +472,16 @@ def _hier_entropies(predictions: Sequence[Any]) -> tuple[float | None, float | N
 IGNORED_CONFIG = {"vocab_size", "pad_id"}      # config fields that do not tell two checkpoints' models apart
 
 
+def _legacy_defaults(model: str) -> dict:
+    """The values a model's config takes for fields an older checkpoint did not record (its config class's
+    LEGACY_DEFAULTS), so two checkpoints are told apart by what they ran with, not by what they wrote down."""
+    from textcls.models.registry import get_entry
+    try:
+        return dict(getattr(get_entry(model).config_cls, "LEGACY_DEFAULTS", {}) or {})
+    except (KeyError, ValueError):
+        return {}
+
+
 def _compare_attention(step: Step, lib: Library, value: float | None) -> StepResult:
     """Every checkpoint of the given models on the given data set, side by side: how peaked its word and
     sentence attention is over the first `n` reviews of the embedded sample, its test accuracy (from its
@@ -492,7 +504,8 @@ def _compare_attention(step: Step, lib: Library, value: float | None) -> StepRes
         acc = float(np.mean([names.index(p.label) == y if p.label in names else False
                              for p, y in zip(out, labels)]))
         cfg = info.info.get("model_config", {}) if isinstance(info.info, dict) else {}
-        rows.append({"name": info.name, "model": info.model, "config": cfg if isinstance(cfg, dict) else {},
+        cfg = {**_legacy_defaults(info.model), **cfg} if isinstance(cfg, dict) else {}   # saved before a field was
+        rows.append({"name": info.name, "model": info.model, "config": cfg,
                      "accuracy": info.test_accuracy, "sample_accuracy": acc, "word_entropy": word,
                      "sentence_entropy": sent})
     if not rows:
