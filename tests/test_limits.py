@@ -51,6 +51,44 @@ def test_parameters_counted_on_the_meta_device_equal_the_built_model(name):
     assert sizing.count_parameters(get_entry(name).cls, config) == built
     skeleton = sizing.meta_model(get_entry(name).cls, config)
     assert all(p.device.type == "meta" for p in skeleton.parameters())
+    real = get_entry(name).cls(config).state_dict()
+    assert {k: (tuple(v.shape), v.dtype) for k, v in skeleton.state_dict().items()} == \
+        {k: (tuple(v.shape), v.dtype) for k, v in real.items()}
+
+
+def test_a_meta_build_imports_neither_dynamo_nor_sympy_and_leaves_other_threads_alone():
+    """Listing checkpoints in full builds each model on the meta device; torch's Python references for random
+    init and arithmetic would import torch._dynamo and sympy (seconds on the first page that lists them). In a
+    fresh process: every model builds without them. A model built in another thread meanwhile is initialised."""
+    import subprocess
+    import sys
+    code = ("import sys, textcls\n"
+            "from textcls.runtime import sizing\n"
+            "from textcls.models.registry import get_entry, make_config\n"
+            "for n in textcls.list_models():\n"
+            "    sizing.meta_model(get_entry(n).cls, make_config(n, vocab_size=300, num_labels=3))\n"
+            "print(sorted(m for m in ('torch._dynamo', 'sympy') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+    built = {}
+    started, release = threading.Event(), threading.Event()
+
+    def other():
+        started.set()
+        release.wait(10)
+        torch.manual_seed(0)
+        built["w"] = torch.nn.Linear(8, 8).weight.detach().clone()
+    t = threading.Thread(target=other)
+    t.start()
+    started.wait(10)
+    with torch.device("meta"), sizing._NoRandomInit():
+        release.set()
+        t.join(10)
+        assert torch.randn(3).is_meta
+    torch.manual_seed(0)
+    assert torch.equal(built["w"], torch.nn.Linear(8, 8).weight) and built["w"].abs().sum() > 0
 
 
 def test_a_billion_parameter_config_is_refused_without_allocating_it():

@@ -325,22 +325,21 @@ __all__ += ["attention_tests", "counterfactual", "erasure", "erasure_curves", "e
 
 # ---------------------------------------------------------------- warm-up (once per server process)
 
-WARM_UP_DELAY = 1.5   # seconds: an import holds the interpreter lock, and the first page should go out first
+WARM_UP_DELAY = 0.3   # seconds: an import holds the interpreter lock, and the first page should go out first
 
 
 @st.cache_resource(show_spinner=False)
 def warm_up() -> threading.Thread:
     """Once per server, after the first page is drawn: import torch, the models and the interpretation library
     in a background thread, so the first visit to Compare, Inspect or Attribute does not wait for them. Only
-    imports: no model is loaded and nothing cached is touched from that thread. torch._dynamo too: the pages that
-    run models first validate every checkpoint on torch's meta device, whose Python kernels import it on their
-    first call (1.0-1.4 s of the first Compare otherwise). Not transformers: importing it here slowed a Compare
+    imports: no model is loaded and nothing cached is touched from that thread. torch first (what Compare needs),
+    then Captum (Inspect, Attribute). Not torch._dynamo: the full validation of checkpoints on the meta device no
+    longer needs it (textcls.runtime.sizing.meta_model). Not transformers: importing it here slowed a Compare
     clicked straight after Home from 8.4-8.9 s to 12.5 s (they share the CPU and the interpreter lock)."""
     def run() -> None:
         import textcls.inference  # noqa: F401  (torch, the registry, every model)
         import textcls.interpret.attributions  # noqa: F401  (Captum; textcls.interpret itself resolves lazily)
         import textcls.interpret.faithfulness  # noqa: F401
-        import torch._dynamo  # noqa: F401  (the meta device's first operation imports it)
     t = threading.Timer(WARM_UP_DELAY, run)      # after the first page has reached the browser
     t.name, t.daemon = "textcls-warm-up", True
     t.start()

@@ -22,9 +22,59 @@ BYTES_PER_TRAINED_PARAMETER = 16     # float32 weight + gradient + Adam's two mo
 PROBE_LENGTHS = (16, 32, 64)
 
 
+def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """numpy's broadcasting rule (torch.broadcast_shapes imports sympy on its first call)."""
+    out: list[int] = []
+    for dims in zip(*(((1,) * (max(map(len, shapes)) - len(s)) + s) for s in shapes)):
+        sizes = {d for d in dims if d != 1}
+        if len(sizes) > 1:
+            raise RuntimeError(f"shapes {shapes} do not broadcast")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+class _NoRandomInit(torch.overrides.TorchFunctionMode):
+    """Inside a meta-device build: the in-place random fills of weight initialisation return their tensor
+    unchanged, and the tensors and arithmetic of initialisation come straight from torch.empty on the meta device.
+    A meta tensor has no values, and torch runs these ops through Python references whose first call imports
+    torch._dynamo and sympy (1-2.5 s, on the first page that lists checkpoints in full). The mode
+    is thread-local, like every torch function mode: a model built at the same time in another thread (a
+    training job) is initialised as usual."""
+
+    FILLS = frozenset({"normal_", "uniform_", "random_", "exponential_", "geometric_", "log_normal_", "cauchy_",
+                       "bernoulli_"})
+    # elementwise arithmetic of initialisation (e.g. randn(d) / sqrt(d)): the result's shape and dtype, no values
+    ELEMENTWISE = frozenset({"mul", "div", "add", "sub", "neg", "sqrt", "pow", "__mul__", "__rmul__", "__truediv__",
+                             "__rtruediv__", "__add__", "__radd__", "__sub__", "__rsub__", "__neg__", "__pow__"})
+
+    # tensors created at initialisation: torch.empty on the meta device (their Python references import sympy)
+    CREATE = frozenset({"randn", "rand", "zeros", "ones", "empty"})
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if name in self.CREATE and func is getattr(torch, name, None) and kwargs.get("out") is None \
+                and kwargs.get("device") in (None, "meta", torch.device("meta")):
+            return torch.empty(*args, dtype=kwargs.get("dtype"), device="meta",
+                               requires_grad=bool(kwargs.get("requires_grad", False)))
+        if name in self.FILLS:
+            target = args[0] if args else kwargs.get("tensor", kwargs.get("self"))   # nn.init passes tensor=
+            if isinstance(target, torch.Tensor) and target.is_meta:
+                return target
+        elif name in self.ELEMENTWISE and not kwargs:
+            tensors = [a for a in args if isinstance(a, torch.Tensor)]
+            if tensors and all(t.is_meta for t in tensors) and \
+                    all(isinstance(a, (torch.Tensor, int, float, bool)) for a in args):
+                shape = _broadcast([tuple(t.shape) for t in tensors])
+                return torch.empty(shape, dtype=torch.result_type(*args[:2]) if len(args) > 1 else tensors[0].dtype,
+                                   device="meta")
+        return func(*args, **kwargs)
+
+
 def meta_model(cls, config) -> torch.nn.Module:
-    """`cls(config)` built on the meta device: every parameter has its shape and no storage."""
-    with torch.device("meta"):
+    """`cls(config)` built on the meta device: every parameter has its shape and no storage (and no values:
+    the random fills of initialisation are skipped, `_NoRandomInit`)."""
+    with torch.device("meta"), _NoRandomInit():
         return cls(config)
 
 
