@@ -75,7 +75,7 @@ def test_dashboard_helpers_do_not_import_torch():
 def test_the_app_warm_up_imports_what_the_first_model_page_needs():
     """The app's warm-up thread (started after Home is drawn) imports what the first page that runs models would
     otherwise import while the person waits: validating every checkpoint in full and predicting with one imports
-    no new module afterwards (torch._dynamo, imported by the meta device's first operation, included)."""
+    no new module afterwards (and the validation on the meta device needs neither torch._dynamo nor sympy)."""
     out = run_python(f"""
         import sys
         from pages.common import cache

@@ -338,6 +338,7 @@ def warm_up() -> threading.Thread:
     clicked straight after Home from 8.4-8.9 s to 12.5 s (they share the CPU and the interpreter lock)."""
     def run() -> None:
         import textcls.inference  # noqa: F401  (torch, the registry, every model)
+        import torch.utils._device  # noqa: F401  (`with torch.device("meta")`: the full checkpoint validation)
         import textcls.interpret.attributions  # noqa: F401  (Captum; textcls.interpret itself resolves lazily)
         import textcls.interpret.faithfulness  # noqa: F401
     t = threading.Timer(WARM_UP_DELAY, run)      # after the first page has reached the browser
