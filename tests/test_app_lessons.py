@@ -97,15 +97,16 @@ def test_the_hcan_comparison_takes_every_checkpoint_here_and_names_what_differs(
     twin = dataclasses.replace(hcan, name="hcan-imdb-retrained", info={**hcan.info, "model_config": cfg})
     step = lessons.get("explanation").steps[-1]
     r = run_step(step, Library([*lib.infos, twin], lib.load))
-    table = r.figures[0].table
-    names = list(table["name"])
-    assert any(n.startswith("hcan-imdb-retrained (") and "target_scale=keras" in n for n in names)
-    assert any(n.startswith(hcan.name + " (") and "target_scale=fixed" in n for n in names)
-    assert any(n.startswith("can-") for n in names)
-    # the shipped flat twin (saved before the target fields existed) is named by what it ran with
-    assert any(n.startswith("hcan-imdb-flat (") and "target_scale=head" in n for n in names)
-    for _, row in table.iterrows():                                       # the notes state the figure's values
-        assert any(row["name"] in x and f"{row['word_entropy']:.2f}" in x for x in r.notes)
+    table = r.figures[0].table.set_index("name")
+    assert "target_scale=keras" in table.loc["hcan-imdb-retrained", "settings"]
+    assert "target_scale=fixed" in table.loc[hcan.name, "settings"]
+    assert table.loc["can-imdb", "settings"] == ""                        # nothing sets it apart from another CAN
+    # the shipped flat twin (saved before the target fields existed) is described by what it ran with
+    assert "target_scale=head" in table.loc["hcan-imdb-flat", "settings"]
+    for name, row in table.iterrows():                                   # the notes state the figure's values
+        assert any(x.startswith(f"{row['label']}: ") and f"{row['word_entropy']:.2f}" in x for x in r.notes)
+    axis = list(r.figures[0].fig.data[0].x)                            # the axis: names and accuracies only
+    assert all("target_" not in a for a in axis) and any(a.startswith("hcan-imdb-flat<br>") for a in axis)
     assert table.loc[table["model"] == "can", "sentence_entropy"].isna().all()
 
 
@@ -114,7 +115,7 @@ def test_peaked_or_flat_compares_the_shipped_flat_hcan_with_the_retrained_one():
     learned-scale target attention) nearly uniform, hcan-imdb peaked, their accuracies within about a point; the
     closing note names them from the figure's values."""
     r = run_step(lessons.get("explanation").steps[-1])
-    t = r.figures[0].table.set_index(r.figures[0].table["name"].str.split(" ").str[0])
+    t = r.figures[0].table.set_index("name")
     assert t.loc["hcan-imdb-flat", "word_entropy"] > 0.95 > 0.9 > t.loc["hcan-imdb", "word_entropy"]
     assert t.loc["hcan-imdb-flat", "sentence_entropy"] > t.loc["hcan-imdb", "sentence_entropy"]
     assert abs(t.loc["hcan-imdb-flat", "accuracy"] - t.loc["hcan-imdb", "accuracy"]) < 0.015

@@ -514,16 +514,16 @@ def _compare_attention(step: Step, lib: Library, value: float | None) -> StepRes
         same = [x["config"] for x in rows if x["model"] == r["model"]]
         keys = sorted(k for k in set().union(*same) if k not in IGNORED_CONFIG
                       and len({repr(c.get(k)) for c in same}) > 1)
-        if keys:
-            r["name"] += " (" + ", ".join(f"{k}={r['config'].get(k, '—')}" for k in keys[:3]) + ")"
+        r["settings"] = ", ".join(f"{k}={r['config'].get(k, '—')}" for k in keys[:3])
     for r in rows:
         del r["config"]
+        r["label"] = r["name"] + (f" ({r['settings']})" if r["settings"] else "")    # the notes' name for it
     for r in rows:
         acc = "no test accuracy recorded" if r["accuracy"] is None else f"test accuracy {100 * r['accuracy']:.1f} %"
         s = "it has no sentence level" if r["sentence_entropy"] is None else \
             f"of its sentence attention {r['sentence_entropy']:.2f}"
         w = "—" if r["word_entropy"] is None else f"{r['word_entropy']:.2f}"
-        notes.append(f"{r['name']}: {acc}, {100 * r['sample_accuracy']:.0f} % right on these {len(texts)} "
+        notes.append(f"{r['label']}: {acc}, {100 * r['sample_accuracy']:.0f} % right on these {len(texts)} "
                      f"reviews; median normalised entropy of its word attention {w}, {s}.")
     scored = [r for r in rows if r["word_entropy"] is not None]
     if len(scored) >= 2:
@@ -533,8 +533,8 @@ def _compare_attention(step: Step, lib: Library, value: float | None) -> StepRes
         if b["word_entropy"] - a["word_entropy"] < 0.01:
             notes.append(f"Their word attention is equally flat, to two decimals{gap}.")
         else:
-            notes.append(f"Most peaked word attention: {a['name']} ({a['word_entropy']:.2f}); flattest: "
-                         f"{b['name']} ({b['word_entropy']:.2f}){gap}.")
+            notes.append(f"Most peaked word attention: {a['label']} ({a['word_entropy']:.2f}); flattest: "
+                         f"{b['label']} ({b['word_entropy']:.2f}){gap}.")
     else:
         notes.append("Only one such checkpoint is here: train or add another (e.g. a retrained HCAN) and this "
                      "step compares them.")
@@ -542,7 +542,7 @@ def _compare_attention(step: Step, lib: Library, value: float | None) -> StepRes
                                                    "the embedded IMDB sample")
     return StepResult([fig], notes, input=f"{len(texts)} reviews of the embedded {inp['sample']} (the first of "
                                           "each label, as many of each)",
-                      used=[r["name"] for r in rows])
+                      used=[r["label"] for r in rows])
 
 
 KINDS: dict[str, Callable[[Step, Library, float | None], StepResult]] = {

@@ -319,7 +319,8 @@ def concentration_compare_figure(rows: Sequence[dict[str, Any]],
     fig.add_hline(y=1.0, line=dict(color="#7f8c8d", dash="dot"), annotation_text="uniform",
                   annotation_position="top right")
     fig.update_yaxes(title="normalised entropy (median)", range=[0, 1.15])
-    style_figure(fig, title, 440, barmode="group", legend=dict(orientation="h", y=-0.25))
+    fig.update_xaxes(tickangle=0, automargin=True)           # names stay level and whole (settings: the notes)
+    style_figure(fig, title, 440, barmode="group", legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0))
     return FigureOut("attention_concentration", title, fig, pd.DataFrame(list(rows)),
                      caption="Normalised entropy: 1 = every word (sentence) weighs the same, 0 = all the weight on "
                              "one; the median over the reviews. '—': the model has no sentence level.")
