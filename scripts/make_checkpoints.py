@@ -49,11 +49,14 @@ DATA_TUNING: dict[str, dict] = {
     # IMDB: reviews of 10-30 sentences, what HCAN was designed for (its Fig. 4 is a Yelp review). A seeded
     # sample of 8,000 training reviews (a CPU epoch of a few minutes), 20 sentences x 40 words kept, words seen
     # at least 3 times (the vocabulary, and the checkpoint, stay small); dev and test are the full splits.
-    # The target scale 2, not 4 (issue 31): at 4 the word attention of hcan-imdb collapsed onto one word per
-    # sentence (median normalised entropy 0.000, sentences 0.212) at 86.6 % test accuracy; at 2 it is peaked but
-    # spread (0.651 / 0.806) at 87.1 %. Model-config fields for every model trained on this data set.
+    # The target attention's scale (issue 31), fixed per model: at 4 the word attention of hcan-imdb collapsed onto
+    # one word per sentence (median normalised entropy 0.000, sentences 0.212) at 86.6 % test accuracy; at 2 it was
+    # 0.651 / 0.806 at 87.1 %, at 1.75 0.897 / 0.907 at 87.7 % (shipped: the entropy targets at the accuracy of
+    # the learned scale, 88.1 %, within a point), at 1.5 0.931 / 0.927 at 87.5 %. can-imdb: 2 (0.885, 87.2 %).
+    # model_overrides: model-config fields per model trained on this data set.
     "imdb": dict(train_rows=8_000, tokenizer=dict(max_sentences=20, max_words=40), min_freq=3, epochs=4,
-                 patience=2, batch_size=32, model_overrides=dict(target_scale_value=2.0)),
+                 patience=2, batch_size=32, model_overrides={"hcan": dict(target_scale_value=1.75),
+                                                             "can": dict(target_scale_value=2.0)}),
 }
 
 FIXED_TARGET = dict(target_scale="fixed", target_scale_value=4.0)
@@ -72,7 +75,7 @@ RECIPES: dict[str, tuple[str | None, dict, dict, int]] = {
     # HCAN / CAN: the target attention's scale fixed at 4 (not learned): with the reference code's learned scale
     # the target attention trains towards uniform (issue 31; textcls/models/hcan.py). hcan-trec: word attention
     # median normalised entropy 0.70 at 91.8 % (learned: 0.99 at 92.0 %) - peaked, but its comprehensiveness AOPC
-    # is no better than random (0.134 [0.114, 0.153] vs 0.129 [0.109, 0.149]). imdb: scale 2 (DATA_TUNING).
+    # is no better than random (0.134 [0.114, 0.153] vs 0.129 [0.109, 0.149]). imdb: DATA_TUNING.
     "hcan": (None, dict(attention_dim=96, heads=4, dropout=0.2, **FIXED_TARGET),
              dict(batch_size=50, lr=1e-3, patience=3, clip_norm=5.0), 10),
     "lama": (None, {}, dict(batch_size=50, lr=1e-3, patience=3), 10),
@@ -113,7 +116,7 @@ def main(argv=None) -> int:
             if model not in MODELS_OF.get(data_name, SIX):
                 continue
             preset, overrides, train_over, epochs = RECIPES[model]
-            overrides = {**overrides, **data_overrides, **json.loads(args.overrides)}
+            overrides = {**overrides, **data_overrides.get(model, {}), **json.loads(args.overrides)}
             tuning = dict(tuning_all)
             extra = tuning.pop("extra_vocab", 0)
             epochs = tuning.pop("epochs", epochs)

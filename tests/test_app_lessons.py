@@ -116,7 +116,8 @@ def test_peaked_or_flat_compares_the_shipped_flat_hcan_with_the_retrained_one():
     closing note names them from the figure's values."""
     r = run_step(lessons.get("explanation").steps[-1])
     t = r.figures[0].table.set_index("name")
-    assert t.loc["hcan-imdb-flat", "word_entropy"] > 0.95 > 0.9 > t.loc["hcan-imdb", "word_entropy"]
+    assert t.loc["hcan-imdb-flat", "word_entropy"] > 0.95
+    assert t.loc["hcan-imdb", "word_entropy"] < t.loc["hcan-imdb-flat", "word_entropy"] - 0.05
     assert t.loc["hcan-imdb-flat", "sentence_entropy"] > t.loc["hcan-imdb", "sentence_entropy"]
     assert abs(t.loc["hcan-imdb-flat", "accuracy"] - t.loc["hcan-imdb", "accuracy"]) < 0.015
     assert r.notes[-1].startswith("Most peaked word attention: hcan-imdb (") and "flattest: hcan-imdb-flat" in r.notes[-1]

@@ -181,7 +181,7 @@ def _lama_f3() -> Study:
 
 
 HCAN_IMDB = tuple((m, (("attention_dim", 96), ("heads", 4), ("dropout", 0.2), ("target_scale", "fixed"),
-                       ("target_scale_value", 2.0))) for m in ("hcan", "can"))   # = the shipped imdb recipe
+                       ("target_scale_value", v))) for m, v in (("hcan", 1.75), ("can", 2.0)))   # = the shipped recipe
 HCAN_IMDB_TOK = (("hcan", (("max_sentences", 20), ("max_words", 40))), ("can", (("max_len", 400),)),
                  ("kim_cnn", (("max_len", 400),)))
 
