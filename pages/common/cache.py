@@ -325,7 +325,10 @@ __all__ += ["attention_tests", "counterfactual", "erasure", "erasure_curves", "e
 
 # ---------------------------------------------------------------- warm-up (once per server process)
 
-WARM_UP_DELAY = 0.3   # seconds: an import holds the interpreter lock, and the first page should go out first
+# seconds: an import holds the interpreter lock, and the first page should go out first. Measured idle, straight
+# after Home (scripts/bench_app.py): 0.3 s -> Home 5.7 s, Compare 3.5 s; 0.8 s -> Home 3.9 s, Compare 4.6 s;
+# 1.5 s (with torch._dynamo in the warm-up) -> Home 4.9 s, Compare 7.0 s.
+WARM_UP_DELAY = 0.8
 
 
 @st.cache_resource(show_spinner=False)

@@ -180,8 +180,10 @@ def _lama_f3() -> Study:
                  notes="Head counts 1, 5, 10, 20 (the paper varies m from 1 to 20).")
 
 
+# The imdb recipe with the target scale fixed at 2 for both: the shipped can-imdb's; the shipped hcan-imdb moved to
+# 1.75 after HCAN-F3's medium runs were measured (one seed each: 87.7 % at 1.75 against 87.1 % at 2).
 HCAN_IMDB = tuple((m, (("attention_dim", 96), ("heads", 4), ("dropout", 0.2), ("target_scale", "fixed"),
-                       ("target_scale_value", v))) for m, v in (("hcan", 1.75), ("can", 2.0)))   # = the shipped recipe
+                       ("target_scale_value", 2.0))) for m in ("hcan", "can"))
 HCAN_IMDB_TOK = (("hcan", (("max_sentences", 20), ("max_words", 40))), ("can", (("max_len", 400),)),
                  ("kim_cnn", (("max_len", 400),)))
 
