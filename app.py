@@ -7,7 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from pages.common import APP_RAN, DEEP_LINK, DEEP_LINK_PARAMS
-from pages.common.cache import warm_up
+from pages.common.cache import page_run, warm_up
 
 ROOT = Path(__file__).resolve().parent
 PAGES = [
@@ -34,5 +34,6 @@ deep_link = st.session_state.pop(DEEP_LINK, None)   # a first request that was a
 deep_params = st.session_state.pop(DEEP_LINK_PARAMS, None) or None
 if deep_link:
     st.switch_page(deep_link, query_params=deep_params)
-nav.run()
+with page_run():                                    # the warm-up waits while a page runs
+    nav.run()
 warm_up()                                           # torch and Captum load while the user reads the page

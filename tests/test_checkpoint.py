@@ -321,3 +321,50 @@ def test_the_shipped_checkpoints_stay_under_80_mb():
     root = Path(__file__).resolve().parents[1] / "checkpoints"
     total = sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
     assert total < 80e6, f"checkpoints/ holds {total / 1e6:.1f} MB"
+
+
+def test_a_full_validation_is_remembered_per_file_and_redone_when_a_file_changes(saved, monkeypatch):
+    """validate_checkpoint remembers its verdict per (folder, limit, each file's identity): the second listing
+    validates nothing, a checkpoint saved over is validated again, each caller gets its own config."""
+    from textcls import checkpoint as ck
+    path, model, tok = saved
+    calls = []
+    real = ck._validate
+    monkeypatch.setattr(ck, "_validate", lambda p, limits: calls.append(p) or real(p, limits))
+    first = ck.validate_checkpoint(path)
+    first.cfg["labels"].append("edited by a caller")
+    second = ck.validate_checkpoint(path)
+    assert len(calls) == 1 and second.cfg["labels"] == LABELS        # remembered, and not the caller's copy
+    with pytest.raises(CheckpointError, match="parameters"):       # another limit is another verdict
+        ck.validate_checkpoint(path, Limits(max_parameters=10))
+    assert len(calls) == 2
+    cfg = json.loads((path / "config.json").read_text())
+    cfg["labels"] = ["a", "b", "c"]                                  # saved over: three labels for two classes
+    (path / "config.json").write_text(json.dumps(cfg))
+    os.utime(path / "config.json", ns=(1, 1))
+    with pytest.raises(CheckpointError, match="labels"):
+        ck.validate_checkpoint(path)
+    assert len(calls) == 3
+
+
+def test_a_model_with_a_tensor_outside_its_state_dict_is_built_the_slow_way(tmp_path, saved, monkeypatch):
+    """Loading builds the model on the meta device and hands it the file's tensors; a tensor the file cannot
+    fill (a plain attribute) must not stay on the meta device: that model is built and initialised as usual."""
+    from textcls import checkpoint as ck
+    path, model, tok = saved
+    checked = ck.validate_checkpoint(path)
+    cls = checked.entry.cls
+
+    class WithConstant(cls):
+        def __init__(self, config):
+            super().__init__(config)
+            self.constant = torch.arange(3.0)          # not a parameter, not a buffer
+
+    entry = type("Entry", (), {"cls": WithConstant})()
+    from safetensors.torch import load_file
+    built = ck._model_with(path, ck.Validated(checked.cfg, entry, checked.config, checked.tokenizer,
+                                              checked.shapes), load_file(str(path / "model.safetensors")))
+    assert torch.equal(built.constant, torch.arange(3.0))
+    assert torch.equal(logits(built.eval(), tok), logits(model, tok))
+    plain = load_checkpoint(path).model                # the fast way: nothing left on the meta device
+    assert not any(t.is_meta for t in list(plain.parameters()) + list(plain.buffers()))

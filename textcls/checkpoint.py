@@ -28,6 +28,7 @@ listing and loading must give the same verdict, so every check of every file liv
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import datetime as _dt
 import json
@@ -36,6 +37,7 @@ import re
 import shutil
 import struct
 import tempfile
+import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -381,16 +383,62 @@ class Validated:
     shapes: dict[str, tuple[int, ...]]   # the state dict's tensor shapes, from the meta-device model
 
 
+_VALIDATED: dict[tuple, Validated | CheckpointError] = {}
+_VALIDATED_LOCK = threading.Lock()
+_KEY_LOCKS: dict[tuple, threading.Lock] = {}
+_CHECKED_FILES = ("config.json", "vocab.json", "model.safetensors", "history.json")
+
+
+def _validation_key(path: Path, limits) -> tuple:
+    """What a full validation's verdict depends on: the folder, the parameter limit and each file's identity."""
+    from textcls.runtime.limits import current
+    files = []
+    for name in _CHECKED_FILES:
+        try:
+            st = os.stat(path / name)
+            files.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        except OSError:
+            files.append(None)
+    return (str(path.absolute()), (limits or current()).max_parameters, tuple(files))
+
+
 def validate_checkpoint(path: str | Path, limits=None) -> Validated:
     """Check a checkpoint folder in full without reading its weights or building its model: config and its
     types, the model name, labels, vocabulary, tokenizer settings, the parameter count (counted on the meta
     device, against `limits.max_parameters`) and every tensor's shape in the safetensors header. Raises
-    CheckpointError naming the folder and the problem. Imports torch (listing without torch: `checkpoint_info`)."""
+    CheckpointError naming the folder and the problem. Imports torch (listing without torch: `checkpoint_info`).
+
+    The verdict is remembered per (folder, parameter limit, identity of each file: inode, size, modification time),
+    so listing the same folders again, or loading a checkpoint just listed, validates nothing twice; a file
+    saved again is validated again. Two threads asking for the same folder at once share one validation (the
+    app's warm-up lists every checkpoint in the background while a page may ask for the same). Each caller gets
+    its own copy of the config; the tokenizer is shared and read-only, like the cached models that use it."""
+    path = Path(path)
+    key = _validation_key(path, limits)
+    with _VALIDATED_LOCK:
+        lock = _KEY_LOCKS.setdefault(key, threading.Lock())
+    with lock:
+        found = _VALIDATED.get(key)
+        if found is None:
+            try:
+                found = _validate(path, limits)
+            except CheckpointError as e:
+                found = e
+            with _VALIDATED_LOCK:
+                if len(_VALIDATED) > 256:
+                    _VALIDATED.clear()
+                    _KEY_LOCKS.clear()
+                _VALIDATED[key] = found
+    if isinstance(found, CheckpointError):
+        raise CheckpointError(str(found))
+    return dataclasses.replace(found, cfg=copy.deepcopy(found.cfg), config=copy.deepcopy(found.config))
+
+
+def _validate(path: Path, limits) -> Validated:
     from textcls.runtime.limits import LimitError
     from textcls.runtime.sizing import check_parameters, meta_model
     from textcls.data.text import Tokenizer, TokenizerConfig, Vocab
 
-    path = Path(path)
     cfg = read_config(path)
     entry = _model_entry(path, cfg)
     try:
@@ -501,25 +549,54 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu", limits
     checked = validate_checkpoint(path, limits)
     cfg, config, tokenizer, labels = checked.cfg, checked.config, checked.tokenizer, checked.cfg["labels"]
     try:
-        model = checked.entry.cls(config)
-    except Exception as e:  # noqa: BLE001 - a config the model rejects is a bad checkpoint
-        raise CheckpointError(f"{path}: cannot build {cfg['model']!r} from model_config: {type(e).__name__}: {e}") \
-            from None
-    expected = model.state_dict()
-    try:
         state = load_file(str(path / "model.safetensors"))
     except Exception as e:  # noqa: BLE001 - safetensors raises its own error types
         raise CheckpointError(f"{path}: cannot read model.safetensors: {type(e).__name__}: {e}") from None
-    state = {k: v.to(expected[k].dtype) if v.is_floating_point() else v for k, v in state.items()}
     for k, v in state.items():
         if v.is_floating_point() and not torch.isfinite(v).all():
             raise CheckpointError(f"{path}: tensor {k!r} holds NaN or infinite values")
+    model = _model_with(path, checked, state)
+    model.to(resolve_device(device)).eval()
+    return Predictor(model, tokenizer, labels, name=path.name, info=cfg, path=path)
+
+
+def _model_with(path: Path, checked: Validated, state: dict):
+    """The checkpoint's model holding `state`. Built on the meta device (no random initialisation: every weight
+    comes from the file) and given the file's tensors; a model that keeps a tensor outside its state dict (which
+    the file cannot fill) or shares a weight between two names is built and initialised as usual, then loaded."""
+    from itertools import chain
+
+    import torch
+
+    from textcls.runtime.sizing import meta_model
+    build = f"{path}: cannot build {checked.cfg['model']!r} from model_config"
+    try:
+        model = meta_model(checked.entry.cls, checked.config)
+    except Exception as e:  # noqa: BLE001 - a config the model rejects is a bad checkpoint
+        raise CheckpointError(f"{build}: {type(e).__name__}: {e}") from None
+    n_params = len(list(model.parameters()))
+    expected = model.state_dict()                                       # meta tensors: names, shapes, dtypes
+    # fresh storage for every tensor (the file's tensors can sit unaligned in one buffer, and some CPU kernels
+    # then sum in another order: the logits would differ from the saved model's in the last bit)
+    state = {k: v.to(expected[k].dtype if v.is_floating_point() and k in expected else v.dtype, copy=True)
+             for k, v in state.items()}
+    try:
+        model.load_state_dict(state, strict=True, assign=True)
+    except RuntimeError as e:
+        raise CheckpointError(f"{path}: weights do not fit the model: {e}") from None
+    loose = any(t.is_meta for m in model.modules() for t in m.__dict__.values() if isinstance(t, torch.Tensor))
+    if not loose and len(list(model.parameters())) == n_params and \
+            not any(t.is_meta for t in chain(model.parameters(), model.buffers())):
+        return model
+    try:                                                # the slow, always-right way
+        model = checked.entry.cls(checked.config)
+    except Exception as e:  # noqa: BLE001
+        raise CheckpointError(f"{build}: {type(e).__name__}: {e}") from None
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as e:
         raise CheckpointError(f"{path}: weights do not fit the model: {e}") from None
-    model.to(resolve_device(device)).eval()
-    return Predictor(model, tokenizer, labels, name=path.name, info=cfg, path=path)
+    return model
 
 
 def _load_hf(path: Path, device):  # textcls.hf_checkpoint: a Hugging Face folder, a shipped delta, or hf:ID

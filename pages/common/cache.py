@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import streamlit as st
@@ -325,6 +326,34 @@ __all__ += ["attention_tests", "counterfactual", "erasure", "erasure_curves", "e
 
 # ---------------------------------------------------------------- warm-up (once per server process)
 
+_PAGE_RUNS = 0                              # script runs of any session in progress (app.py: `page_run`)
+_PAGE_RUNS_CHANGED = threading.Condition()
+WARM_UP_PATIENCE = 30.0     # seconds the warm-up waits for the pages to be done before it goes on regardless
+
+
+@contextmanager
+def page_run():
+    """Around each script run (app.py): the warm-up gives way to it between its steps. A page clicked straight
+    after Home then shares the two cores and the interpreter lock with nothing but the step already under way
+    (importing torch, which it needs itself), not with Captum's import or the validation."""
+    global _PAGE_RUNS
+    with _PAGE_RUNS_CHANGED:
+        _PAGE_RUNS += 1
+    try:
+        yield
+    finally:
+        with _PAGE_RUNS_CHANGED:
+            _PAGE_RUNS -= 1
+            _PAGE_RUNS_CHANGED.notify_all()
+
+
+def _wait_for_no_page_run(patience: float | None = None) -> bool:
+    """Block until no script run is in progress (True) or `patience` seconds have passed (False)."""
+    with _PAGE_RUNS_CHANGED:
+        return _PAGE_RUNS_CHANGED.wait_for(lambda: _PAGE_RUNS == 0,
+                                           timeout=WARM_UP_PATIENCE if patience is None else patience)
+
+
 # seconds: an import holds the interpreter lock, and the first page should go out first. Measured idle, straight
 # after Home (scripts/bench_app.py): 0.3 s -> Home 5.7 s, Compare 3.5 s; 0.8 s -> Home 3.9 s, Compare 4.6 s;
 # 1.5 s (with torch._dynamo in the warm-up) -> Home 4.9 s, Compare 7.0 s.
@@ -334,14 +363,20 @@ WARM_UP_DELAY = 0.8
 @st.cache_resource(show_spinner=False)
 def warm_up() -> threading.Thread:
     """Once per server, after the first page is drawn: import torch, the models and the interpretation library
-    in a background thread, so the first visit to Compare, Inspect or Attribute does not wait for them. Only
-    imports: no model is loaded and nothing cached is touched from that thread. torch first (what Compare needs),
-    then Captum (Inspect, Attribute). Not torch._dynamo: the full validation of checkpoints on the meta device no
+    in a background thread, so the first visit to Compare, Inspect or Attribute does not wait for them. Imports and
+    the full validation of every checkpoint (remembered by the library, textcls.checkpoint.validate_checkpoint):
+    no model is loaded and no st.cache_* entry is touched from that thread. torch first (what Compare needs), the
+    validation, then Captum (Inspect, Attribute); between these steps it waits while a page is running
+    (`page_run`). Not torch._dynamo: the full validation of checkpoints on the meta device no
     longer needs it (textcls.runtime.sizing.meta_model). Not transformers: importing it here slowed a Compare
     clicked straight after Home from 8.4-8.9 s to 12.5 s (they share the CPU and the interpreter lock)."""
     def run() -> None:
         import textcls.inference  # noqa: F401  (torch, the registry, every model)
         import torch.utils._device  # noqa: F401  (`with torch.device("meta")`: the full checkpoint validation)
+        _wait_for_no_page_run()
+        from textcls.checkpoint import list_all_checkpoints
+        list_all_checkpoints(include_invalid=True, deep=True)   # remembered per file: the pages' listing is free
+        _wait_for_no_page_run()
         import textcls.interpret.attributions  # noqa: F401  (Captum; textcls.interpret itself resolves lazily)
         import textcls.interpret.faithfulness  # noqa: F401
     t = threading.Timer(WARM_UP_DELAY, run)      # after the first page has reached the browser
