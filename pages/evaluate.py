@@ -196,7 +196,7 @@ with tab_m:
                      "macro-F1": rep["macro_f1"], **({"macro-F1 (all classes)": rep["macro_f1_all"]}
                                                       if rep["ignore_label"] else {}),
                      "examples": rep["n"], "errors": int((r["gold"] != r["pred"]).sum()),
-                     "trained on": r["info"].data or "—"})
+                     "trained on": w.trained_on(r["info"])})
     summary = pd.DataFrame(rows)
     pct = st.column_config.NumberColumn(format="percent")
     st.dataframe(summary, hide_index=True, width="stretch",

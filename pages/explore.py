@@ -48,12 +48,12 @@ main = [n for n in names if by_name[n].data == first_data]                      
 default_ckpts = [n for n in main if not w.is_pretrained(by_name[n])] or main or names[:2]  # but the slow encoders
 st.session_state.setdefault("exp_ckpts", default_ckpts)
 st.session_state.setdefault("exp_view", "Slices")
-c1, c2, c3 = st.columns([4, 2, 1])
-chosen = c1.multiselect("Checkpoints", names, key="exp_ckpts",
+chosen = st.multiselect("Checkpoints", names, key="exp_ckpts",        # the whole width: every chip shows
                         format_func=lambda n: w.ckpt_label(by_name[n]))
 if heavy := [n for n in main if n not in default_ckpts and n not in chosen]:
-    c1.caption(f"Not selected at first: {', '.join(heavy)} (a pretrained encoder: a whole split takes it tens of "
+    st.caption(f"Not selected at first: {', '.join(heavy)} (a pretrained encoder: a whole split takes it tens of "
                "times longer than the small models).")
+c2, c3, _ = st.columns([2, 1, 3])
 if not bundled:
     st.warning("No data set found.")
     st.stop()
@@ -388,7 +388,10 @@ elif view == "Counterfactuals":
         st.info(f"{cf.GENERATORS[g].label} found nothing to change in "
                 f"{'this text' if len(items) == 1 else 'these texts'}.", icon=":material/info:")
     st.dataframe(summary, hide_index=True, width="stretch",
-                 column_config={"flip_rate": st.column_config.NumberColumn("flip rate", format="percent"),
+                 column_config={"n_texts": st.column_config.NumberColumn("texts", help="texts given"),
+                                "n": st.column_config.NumberColumn("edited", help="edited texts the generator made"),
+                                "seconds": st.column_config.NumberColumn("seconds", format="%.2f"),
+                                "flip_rate": st.column_config.NumberColumn("flip rate", format="percent"),
                                 "mean_prob_change": st.column_config.NumberColumn("mean Δp(original label)",
                                                                                   format="%+.3f")})
     w.show_figure(viz.flip_rates_figure(summary[summary["n"] > 0], key=f"flip_rates_{bundle.name}"), "exp_cf_fig")

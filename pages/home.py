@@ -42,11 +42,11 @@ if not valid:
 else:
     rows = []
     for i in valid:
-        data = i.info.get("data") if isinstance(i.info.get("data"), dict) else {}
-        trained_on = data.get("trained_on")
-        rows.append({"checkpoint": i.name, "from": "shipped" if i.shipped else "yours", "model": i.model,
+        trained_on = w.trained_on(i)
+        model = i.model.removesuffix("ForSequenceClassification")      # hf:BertForSequenceClassification -> hf:Bert
+        rows.append({"checkpoint": i.name, "from": "shipped" if i.shipped else "yours", "model": model,
                      "data set": (i.data or "—") + (f" (trained on {trained_on})"
-                                                    if trained_on and trained_on != i.data else ""),
+                                                    if trained_on != (i.data or "unknown data") else ""),
                      "test accuracy": None if i.test_accuracy is None else 100 * i.test_accuracy,
                      "labels": ", ".join(i.labels) if len(i.labels) <= MAX_LABELS_INLINE
                      else f"{len(i.labels)} (listed below)", "parameters": i.info.get("num_parameters")})
@@ -55,7 +55,9 @@ else:
                  # widths that show every name and label list whole in a laptop window (about 1,000 px wide)
                  column_config={"checkpoint": st.column_config.TextColumn(width=180),
                                 "from": st.column_config.TextColumn(width=62),
-                                "model": st.column_config.TextColumn(width=88),
+                                "model": st.column_config.TextColumn(
+                                    width=88, help="the model family; hf:NAME is a Hugging Face encoder of "
+                                                   "architecture NAME (a sequence classifier)"),
                                 "data set": st.column_config.TextColumn(width=200),
                                 "test accuracy": st.column_config.NumberColumn("accuracy", format="%.1f %%", width=72,
                                                                                help="test accuracy"),

@@ -19,7 +19,11 @@ st.caption("A study is a grid of short trainings behind one of the papers' figur
            "curve move, compare with the paper. Finished runs are kept on disk; a stopped study resumes.")
 
 c1, c2, c3 = st.columns([2, 1, 1])
-name = c1.selectbox("Study", list(STUDIES), format_func=lambda n: f"{n}: {STUDIES[n].title}", key="study_name")
+# opens on the first study whose medium results ship (measured points on a bare clone), not on an empty grid
+first = next((k for k, n in enumerate(STUDIES) if "medium" in STUDIES[n].scales
+              and results(STUDIES[n], "medium")[1] == "shipped"), 0)
+name = c1.selectbox("Study", list(STUDIES), index=first, format_func=lambda n: f"{n}: {STUDIES[n].title}",
+                    key="study_name")
 scales = list(STUDIES[name].scales)
 scale = c2.radio("Scale", scales, horizontal=True, key="study_scale",
                  index=scales.index("medium") if "medium" in scales else 0,
@@ -81,8 +85,13 @@ def figure() -> None:
     measured = f"measured here at {scale} scale, " if source == "shipped" else ""
     note = ("QUICK scale: " if scale == "quick" else "") + measured + sc.describe()
     short = f"{scale.upper()}{' (measured here, shipped)' if source == 'shipped' else ''}: {sc.short()}"
-    item = viz.study_figure(study.name, study.figure, study.measure, series, rs, note, y, short)
-    w.show_figure(item, f"study_{study.name}_{scale}")
+    if rs or any(p.paper is not None for p in study.points):
+        item = viz.study_figure(study.name, study.figure, study.measure, series, rs, note, y, short)
+        w.show_figure(item, f"study_{study.name}_{scale}")
+    else:                                   # no point of ours and none of the paper's: an empty frame says nothing
+        st.info(f"Nothing to draw yet: no run of this grid has finished on this machine, and the paper gives no "
+                f"numbers for {study.figure}. {label} draws each point as its run ends.",
+                icon=":material/insights:")
     st.markdown(f"**Reading:** {reading_from(study, scale, rs)}")
     items = series_readings(study, rs) if rs else []
     if any(it["claim"] for it in items):

@@ -68,3 +68,23 @@ def test_studies_page_shows_shipped_results_on_a_bare_user_folder(tmp_path, monk
     assert len(at.get("plotly_chart")) == 1
     reading_md = next(m.value for m in at.markdown if "Reading:" in m.value)
     assert "ablation: paper: ACT is best" in reading_md and "- holds" in reading_md
+
+
+def test_studies_page_opens_on_shipped_results_and_never_draws_an_empty_frame(tmp_path, monkeypatch):
+    """On a bare clone the page opens on a study whose medium results ship (not on an empty grid); a study with
+    neither a finished run nor a number in the paper says so instead of drawing empty axes."""
+    from textcls.experiments import study_shipped
+    from textcls.experiments.study_defs import STUDIES
+    shipped = [n for n in STUDIES if "medium" in STUDIES[n].scales
+               and study_shipped.results(STUDIES[n], "medium")[1] == "shipped"]
+    assert shipped                                        # textcls ships measured studies
+    at = open_page("pages/studies.py")
+    assert at.selectbox(key="study_name").value == shipped[0]
+    assert any("Measured here at medium scale" in m.value for m in at.success)
+    assert len(at.get("plotly_chart")) == 1
+    monkeypatch.setattr(study_shipped, "SHIPPED_DIR", tmp_path / "nothing shipped")
+    bare = next(n for n in STUDIES if all(p.paper is None for p in STUDIES[n].points) and n != "SMOKE")
+    at.selectbox(key="study_name").set_value(bare).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(at.get("plotly_chart")) == 0
+    assert any("Nothing to draw yet" in i.value for i in at.info)

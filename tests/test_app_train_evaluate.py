@@ -420,3 +420,5 @@ def test_comparison_pages_open_on_every_main_task_checkpoint_and_curves_name_the
     assert at.multiselect(key="eval_ckpts").value == every
     warn = texts_of(at.warning)
     assert "trained on different data" in warn and "sst2_phrases" in warn and "m3_sst2" in warn
+    metrics = at.dataframe[0].value                       # the metrics table names the data each was trained on
+    assert dict(zip(metrics["checkpoint"], metrics["trained on"]))["m3_sst2"] == "sst2_phrases"

@@ -409,3 +409,19 @@ def test_one_label_colour_rule_across_figures():
     neg = negation_figure([{"model": "m", "sentence": "s", "p_positive": 0.1, "label": "negative"}])
     scale = neg.fig.data[0].colorscale
     assert scale[0][1] == colors["negative"] and scale[-1][1] == colors["positive"]   # low p(positive): negative's
+
+
+def test_slice_bars_keep_their_labels_level_and_whole_and_write_a_zero():
+    """Explore's slice chart: long slice names are wrapped (level, never cut by the frame) and a slice where every
+    checkpoint scores zero (e.g. "wrong (every checkpoint)") says 0 % instead of looking empty."""
+    import pandas as pd
+    from textcls.viz.dataset import slice_metrics_figure
+    names = ["all", "wrong (every checkpoint)", "a slice with a very long descriptive name indeed"]
+    table = pd.DataFrame([{"slice": s, "checkpoint": ck, "count": 10, "accuracy": 0.0 if "wrong" in s else 0.8,
+                           "macro_f1": 0.5} for s in names for ck in ("a", "b")])
+    fig = slice_metrics_figure(table).fig
+    assert fig.layout.xaxis.tickangle == 0
+    for trace in fig.data:
+        lines = [line for label in trace.x for line in label.split("<br>")]
+        assert max(map(len, lines)) <= 14 and "wrong (every<br>checkpoint)" in trace.x
+        assert list(trace.text) == ["", "0%", ""]

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from textcls.viz.style import RUN_COLORS, FigureOut, esc, label_colors, short, style_figure
+from textcls.viz.style import RUN_COLORS, FigureOut, esc, label_colors, short, style_figure, wrapped
 
 CORRECT_COLORS = {"correct": "#27ae60", "wrong": "#c0392b"}
 
@@ -23,11 +23,16 @@ def slice_metrics_figure(table: pd.DataFrame, *, metric: str = "accuracy", key: 
     fig = go.Figure()
     for k, ck in enumerate(dict.fromkeys(t["checkpoint"]) if len(t) else []):
         part = t[t["checkpoint"] == ck]
-        fig.add_trace(go.Bar(x=[esc(short(s, 30)) for s in part["slice"]], y=part[metric], name=esc(ck),
+        values = part[metric].astype(float)
+        fig.add_trace(go.Bar(x=[wrapped(s) for s in part["slice"]], y=values, name=esc(ck),
                              marker_color=RUN_COLORS[k % len(RUN_COLORS)], customdata=part["count"],
+                             # a score of (nearly) zero is written, so the group does not look empty
+                             text=[f"{v:.0%}" if v < 0.02 else "" for v in values], textposition="outside",
+                             cliponaxis=False,
                              hovertemplate=esc(ck) + "<br>%{x}<br>" + metric + " %{y:.1%}<br>%{customdata} rows"
                              "<extra></extra>"))
-    style_figure(fig, title, 400, barmode="group", legend=dict(orientation="h", y=-0.25))
+    style_figure(fig, title, 430, barmode="group", legend=dict(orientation="h", y=-0.3))
+    fig.update_xaxes(tickangle=0)                   # level labels, wrapped over up to three lines
     fig.update_yaxes(title=metric.replace("_", "-"), tickformat=".0%", range=[0, 1])
     return FigureOut(key, title, fig, table.reset_index(drop=True), caption="Rows of a slice: its count; an empty "
                      "slice has no score.")

@@ -42,6 +42,20 @@ def short(text: str, n: int = 24) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def wrapped(text: str, width: int = 14, lines: int = 3) -> str:
+    """Escaped text broken into lines of about `width` characters at spaces (Plotly's <br>), at most `lines`
+    lines (the last shortened): an axis label that stays level and whole instead of tilting out of the frame."""
+    out: list[str] = []
+    for word in str(text).split():
+        if out and len(out[-1]) + 1 + len(word) <= width:
+            out[-1] += " " + word
+        else:
+            out.append(word)
+    if len(out) > lines:
+        out = out[:lines - 1] + [short(" ".join(out[lines - 1:]), width)]
+    return "<br>".join(esc(line) for line in out)
+
+
 def safe_filename(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:80] or "figure"
 
