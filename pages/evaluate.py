@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.common import cache, inside_app, widgets as w
+from pages.common.defaults import available_data, data_spec, default_limit, default_split, evaluated_part
 from textcls.analysis import corpus_views as cv
 from textcls.data import datasets as tdata
 from textcls.analysis import slices as sl
@@ -21,7 +22,6 @@ from textcls.analysis.metrics import agreement_rows, classification_report, defa
 
 inside_app(__file__)
 
-BIG_SPLIT = 5000            # larger splits are sampled by default (the whole split is one click away)
 INSPECT = "pages/inspect.py"
 
 st.title("Evaluate")
@@ -32,13 +32,6 @@ st.caption("Checkpoints on a split of a data set: accuracy, macro-F1, per-class 
 valid = w.require_checkpoints()
 by_name = {i.name: i for i in valid}
 names = list(by_name)
-
-
-def data_spec(info) -> str:
-    d = info.info.get("data")
-    if isinstance(d, dict):
-        return str(d.get("spec") or d.get("name") or "")
-    return str(d or info.data or "")
 
 
 chosen = st.multiselect("Checkpoints", names, default=w.main_task_checkpoints(valid, pretrained=False),
@@ -54,16 +47,7 @@ infos = [by_name[n] for n in chosen]
 
 # ---------------------------------------------------------------- data set and split
 bundled = tdata.list_datasets()
-
-
-def available(s: str) -> str | None:
-    """The checkpoint's own data set when it is here, else its shipped sample (imdb -> imdb_sample), else None."""
-    if s and (s in bundled or Path(s).exists()):
-        return s
-    return f"{s}_sample" if s and f"{s}_sample" in bundled else None
-
-
-options = list(dict.fromkeys([a for a in (available(data_spec(i)) for i in infos) if a] + bundled))
+options = list(dict.fromkeys([a for a in (available_data(data_spec(i), bundled) for i in infos) if a] + bundled))
 source = st.radio("Evaluate on", ["A data set", "Your labelled file"], horizontal=True, key="eval_source",
                   index=0 if options else 1)
 if source == "A data set":
@@ -87,14 +71,13 @@ else:
     spec = bundle.name
     c2, c3 = st.columns(2)
 splits = list(bundle.splits)
-split_name = c2.selectbox("Split", splits, index=splits.index("test") if "test" in splits else len(splits) - 1,
-                          key="eval_split")
+split_name = c2.selectbox("Split", splits, index=splits.index(default_split(splits)), key="eval_split")
 split = bundle.splits[split_name]
 n_all = len(split)
 limit = c3.number_input("Examples (0 = all)", min_value=0, max_value=n_all, step=100,
-                        value=0 if n_all <= BIG_SPLIT else 2000, key=f"eval_limit_{spec}_{split_name}",
+                        value=default_limit(n_all), key=f"eval_limit_{spec}_{split_name}",
                         help="A seeded random sample of the split (kept in file order).")
-part = split.sample(int(limit), seed=0) if limit else split
+part = evaluated_part(split, limit)
 texts = list(part.texts)
 gold_names = [bundle.labels[y] for y in part.labels]
 if not texts:

@@ -92,30 +92,3 @@ def test_the_app_warm_up_imports_what_the_first_model_page_needs():
     n, new = out.split(" ", 1)
     assert int(n) > 0 and new.strip() == "[]", new
 
-
-def test_the_warm_up_waits_while_a_page_runs():
-    """Between its steps the warm-up waits for every script run in progress (app.py wraps each in
-    cache.page_run), so a page clicked straight after Home does not share the interpreter with Captum's import."""
-    import threading
-    from pages.common import cache
-    assert cache._wait_for_no_page_run(patience=0)
-    entered, leave = threading.Event(), threading.Event()
-
-    def a_page() -> None:
-        with cache.page_run():
-            entered.set()
-            leave.wait(10)
-
-    t = threading.Thread(target=a_page)
-    t.start()
-    entered.wait(10)
-    assert not cache._wait_for_no_page_run(patience=0.2)      # a page is running: the warm-up would wait
-    leave.set()
-    assert cache._wait_for_no_page_run(patience=10)           # the page is done: it goes on at once
-    t.join()
-    try:
-        with cache.page_run():
-            raise RuntimeError("a page that fails")
-    except RuntimeError:
-        pass
-    assert cache._wait_for_no_page_run(patience=0)            # a failed run is no longer counted

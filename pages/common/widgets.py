@@ -22,6 +22,7 @@ from textcls.checkpoint import CheckpointError, CheckpointInfo
 from textcls.data.relation import MARKER_SYNTAX, EntitySpanError, has_markers
 
 from . import cache
+from .defaults import is_pretrained, main_task_checkpoints, tasks  # noqa: F401  (the pages' w.*)
 
 MAX_CHARS = 200_000          # longer inputs are cut (with a message) before they reach a model
 MAX_BATCH = 2_000            # texts per batch on the Compare page
@@ -50,14 +51,6 @@ def ckpt_label(info: CheckpointInfo) -> str:
 
 # ---------------------------------------------------------------- checkpoints
 
-def tasks(valid: Sequence[CheckpointInfo]) -> list[str]:
-    """The data sets of the checkpoints, the main task first: the one with the most shipped checkpoints (a model
-    the user trains on another task does not change what the pages open on), then the most checkpoints, then by
-    name. Compare opens on the first; Inspect, Evaluate and Explore open on its checkpoints."""
-    return sorted({i.data for i in valid}, key=lambda d: (-sum(i.data == d and i.shipped for i in valid),
-                                                          -sum(i.data == d for i in valid), str(d)))
-
-
 def by_label_set(infos: Sequence[CheckpointInfo]) -> list[tuple[str, list[CheckpointInfo]]]:
     """The checkpoints grouped by their label set (agreement means something only within one), the main task's
     group first (`tasks` order), each with a title: its data set(s)."""
@@ -76,18 +69,6 @@ def trained_on(info: CheckpointInfo) -> str:
     """The data set a checkpoint was trained on (sst2_phrases for a model evaluated on sst2), else its data set."""
     data = info.info.get("data") if isinstance(info.info, dict) else None
     return str((data.get("trained_on") if isinstance(data, dict) else None) or info.data or "unknown data")
-
-
-def main_task_checkpoints(valid: Sequence[CheckpointInfo], pretrained: bool = True) -> list[str]:
-    """The names of the checkpoints of the main task (`tasks`), in listing order; `pretrained=False` leaves out
-    the Hugging Face encoders (tens of times slower over a whole split than the small models)."""
-    top = tasks(valid)[0] if valid else None
-    return [i.name for i in valid if i.data == top and (pretrained or not is_pretrained(i))]
-
-
-def is_pretrained(info: CheckpointInfo) -> bool:
-    """A Hugging Face encoder (its model is listed as hf:ARCHITECTURE)."""
-    return str(info.model or "").startswith("hf:")
 
 
 def no_checkpoints_message(invalid: Sequence[CheckpointInfo] = ()) -> None:
