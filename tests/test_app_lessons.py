@@ -88,18 +88,25 @@ def test_toy_notes_follow_the_temperature():
     assert f"{avg:+.2f}" in cold.notes[0]                           # the note states the computed average
 
 
-def test_the_hcan_comparison_takes_every_checkpoint_here_and_names_what_differs():
-    import dataclasses
+def test_the_hcan_comparison_takes_every_checkpoint_here_and_names_what_differs(tmp_path):
+    import json
+    import shutil
+
+    from textcls.checkpoint import checkpoint_info
 
     lib = lessons.default_library()
     hcan = next(i for i in lib.infos if i.name == "hcan-imdb")
-    cfg = {**hcan.info["model_config"], "target_scale": "keras"}           # a retrained variant of the same model
-    twin = dataclasses.replace(hcan, name="hcan-imdb-retrained", info={**hcan.info, "model_config": cfg})
+    folder = tmp_path / "hcan-imdb-retrained"                             # a retrained variant of the same model
+    shutil.copytree(hcan.path, folder)
+    saved = json.loads((folder / "config.json").read_text())
+    saved["model_config"]["target_scale_value"] = 2.0                     # retrained at another fixed scale
+    (folder / "config.json").write_text(json.dumps(saved))
+    twin = checkpoint_info(folder, deep=True)
     step = lessons.get("explanation").steps[-1]
     r = run_step(step, Library([*lib.infos, twin], lib.load))
     table = r.figures[0].table.set_index("name")
-    assert "target_scale=keras" in table.loc["hcan-imdb-retrained", "settings"]
-    assert "target_scale=fixed" in table.loc[hcan.name, "settings"]
+    assert "target_scale_value=2.0" in table.loc["hcan-imdb-retrained", "settings"]
+    assert "target_scale_value=1.75" in table.loc[hcan.name, "settings"]
     assert table.loc["can-imdb", "settings"] == ""                        # nothing sets it apart from another CAN
     # the shipped flat twin (saved before the target fields existed) is described by what it ran with
     assert "target_scale=head" in table.loc["hcan-imdb-flat", "settings"]

@@ -6,6 +6,7 @@ reloaded because its files' modification time is part of the cache key.
 """
 from __future__ import annotations
 
+import atexit
 import sys
 import threading
 import time
@@ -359,7 +360,7 @@ def _wait_for_no_page_run(patience: float | None = None, quiet: float = 0.0) -> 
     is reading), or until `patience` seconds have passed (False)."""
     deadline = time.monotonic() + (WARM_UP_PATIENCE if patience is None else patience)
     with _PAGE_RUNS_CHANGED:
-        while True:
+        while not _STOPPING.is_set():
             now = time.monotonic()
             calm = _LAST_PAGE_RUN_END + quiet - now
             if _PAGE_RUNS == 0 and calm <= 0:
@@ -367,6 +368,23 @@ def _wait_for_no_page_run(patience: float | None = None, quiet: float = 0.0) -> 
             if now >= deadline:
                 return False
             _PAGE_RUNS_CHANGED.wait(timeout=min(deadline - now, calm if _PAGE_RUNS == 0 else deadline - now))
+    return False
+
+
+_STOPPING = threading.Event()     # set at interpreter exit: the warm-up stops between two steps or batches
+_WARM_UPS: list[threading.Thread] = []
+
+
+@atexit.register
+def _stop_warm_up(timeout: float = 10.0) -> None:
+    """At exit (a server stopped, a test run ending): stop the warm-up and wait for it. A daemon thread still
+    inside torch when the interpreter finalises aborts the process ("terminate called without an active
+    exception", exit status 134)."""
+    _STOPPING.set()
+    with _PAGE_RUNS_CHANGED:
+        _PAGE_RUNS_CHANGED.notify_all()
+    for t in _WARM_UPS:
+        t.join(timeout)
 
 
 # seconds after Home's run before the warm-up starts. Measured idle, clicking through every page straight after
@@ -408,6 +426,8 @@ def _prefetch_evaluate() -> list[str]:
     for info in infos:
         if not gold <= set(info.labels):            # the page leaves such a checkpoint out
             continue
+        if _STOPPING.is_set():
+            break
         key = (str(info.path), stamp(info.path), texts)
         try:
             _wait_for_no_page_run(quiet=PREFETCH_QUIET)
@@ -415,7 +435,8 @@ def _prefetch_evaluate() -> list[str]:
             out: list = [None] * len(texts)
             with batch():                           # the page's thread setting for a whole split
                 for s in range(0, len(order), PREFETCH_BATCH):
-                    _wait_for_no_page_run(quiet=PREFETCH_QUIET)
+                    if not _wait_for_no_page_run(quiet=PREFETCH_QUIET) and _STOPPING.is_set():
+                        return done
                     index = order[s:s + PREFETCH_BATCH]
                     for i, p in zip(index, predictor.predict([texts[i] for i in index], batch_size=PREFETCH_BATCH)):
                         out[i] = p
@@ -441,10 +462,12 @@ def warm_up() -> threading.Thread:
     def run() -> None:
         import textcls.inference  # noqa: F401  (torch, the registry, every model)
         import torch.utils._device  # noqa: F401  (`with torch.device("meta")`: the full checkpoint validation)
-        _wait_for_no_page_run()
+        if _STOPPING.is_set() or not _wait_for_no_page_run() and _STOPPING.is_set():
+            return
         from textcls.checkpoint import list_all_checkpoints
         list_all_checkpoints(include_invalid=True, deep=True)   # remembered per file: the pages' listing is free
-        _wait_for_no_page_run()
+        if not _wait_for_no_page_run() and _STOPPING.is_set():
+            return
         import textcls.interpret.attributions  # noqa: F401  (Captum; textcls.interpret itself resolves lazily)
         import textcls.interpret.faithfulness  # noqa: F401
         try:
@@ -453,6 +476,7 @@ def warm_up() -> threading.Thread:
             pass
     t = threading.Timer(WARM_UP_DELAY, run)      # app.py calls this after the page's run
     t.name, t.daemon = "textcls-warm-up", True
+    _WARM_UPS.append(t)
     t.start()
     return t
 

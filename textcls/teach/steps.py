@@ -15,6 +15,8 @@ last step of "Is attention an explanation?" compares every HCAN / CAN checkpoint
 """
 from __future__ import annotations
 
+import dataclasses
+
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -472,16 +474,6 @@ def _hier_entropies(predictions: Sequence[Any]) -> tuple[float | None, float | N
 IGNORED_CONFIG = {"vocab_size", "pad_id"}      # config fields that do not tell two checkpoints' models apart
 
 
-def _legacy_defaults(model: str) -> dict:
-    """The values a model's config takes for fields an older checkpoint did not record (its config class's
-    LEGACY_DEFAULTS), so two checkpoints are told apart by what they ran with, not by what they wrote down."""
-    from textcls.models.registry import get_entry
-    try:
-        return dict(getattr(get_entry(model).config_cls, "LEGACY_DEFAULTS", {}) or {})
-    except (KeyError, ValueError):
-        return {}
-
-
 def _compare_attention(step: Step, lib: Library, value: float | None) -> StepResult:
     """Every checkpoint of the given models on the given data set, side by side: how peaked its word and
     sentence attention is over the first `n` reviews of the embedded sample, its test accuracy (from its
@@ -503,8 +495,9 @@ def _compare_attention(step: Step, lib: Library, value: float | None) -> StepRes
         word, sent = _hier_entropies(out)
         acc = float(np.mean([names.index(p.label) == y if p.label in names else False
                              for p, y in zip(out, labels)]))
-        cfg = info.info.get("model_config", {}) if isinstance(info.info, dict) else {}
-        cfg = {**_legacy_defaults(info.model), **cfg} if isinstance(cfg, dict) else {}   # saved before a field was
+        # what the model ran with (fields an older checkpoint never recorded take their LEGACY_DEFAULTS at load)
+        cfg = dataclasses.asdict(pred.model.config) if dataclasses.is_dataclass(getattr(pred.model, "config", None)) \
+            else {}
         rows.append({"name": info.name, "model": info.model, "config": cfg,
                      "accuracy": info.test_accuracy, "sample_accuracy": acc, "word_entropy": word,
                      "sentence_entropy": sent})
