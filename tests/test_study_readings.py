@@ -185,3 +185,17 @@ def test_cli_shows_shipped_points_without_training(tmp_path, monkeypatch, capsys
     assert json.loads(capsys.readouterr().out)["source"] == "none"
     assert main(["study", "ACT-T3", "--scale", "quick", "--ship"]) == 2    # nothing finished: refused
     assert "not finished" in capsys.readouterr().err
+
+
+def test_identical_scores_are_flagged_only_across_different_runs():
+    """Three configurations with one score to the last digit mean one constant prediction and are said so; the
+    base configuration that every series of a one-knob grid shares has the same runs by construction and is not."""
+    from textcls.experiments.study_results import reading_from
+    st = _study()
+    shared = {"layers=1": [80, 81, 82], "layers=2": [85.5, 85.0, 86.0], "layers=3": [88, 89, 87],
+              "pooling=a": [85.5, 85.0, 86.0], "pooling=b": [85.5, 85.0, 86.0]}    # one base configuration's runs
+    assert "constant prediction" not in reading_from(st, "medium", rows_from(st, "medium", _cache(st, shared)))
+    stuck = {"layers=1": [20, 20, 20], "layers=2": [20, 20, 20], "layers=3": [88, 89, 87],
+             "pooling=a": [19.5, 20, 20.5], "pooling=b": [70, 71, 72]}            # different runs, one score
+    text = reading_from(st, "medium", rows_from(st, "medium", _cache(st, stuck)))
+    assert "constant prediction" in text and "layers=1" in text and "pooling=a" in text

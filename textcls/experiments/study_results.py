@@ -128,10 +128,15 @@ def reading_from(study: Study, scale: str, rs: list[dict[str, Any]]) -> str:
     if not rs:
         return "No finished points yet."
     parts = [describe_item(it) for it in series_readings(study, rs)]
-    same: dict[float, list[str]] = {}
+    # several configurations with one score to the last digit: one constant prediction. Points that share their
+    # runs (the base configuration in every series of a one-knob-at-a-time grid) have the same per-seed numbers
+    # by construction and count once.
+    same: dict[float, dict[tuple, list[str]]] = {}
     for r in rs:
-        same.setdefault(round(r["mean"], 2), []).append(r["key"])
-    flat = [f"{', '.join(k)} ({v:.1f} %)" for v, k in same.items() if len(k) > 2]
+        runs = tuple(round(float(v), 6) for v in r.get("values", ())) or (r["key"],)
+        same.setdefault(round(r["mean"], 2), {}).setdefault(runs, []).append(r["key"])
+    flat = [f"{', '.join(k for keys in groups.values() for k in keys)} ({v:.1f} %)" for v, groups in same.items()
+            if len(groups) > 1 and sum(map(len, groups.values())) > 2]
     if flat:
         parts.append("identical scores for " + "; ".join(flat) + " usually mean one constant prediction (the "
                      "majority class): those runs did not learn at this scale")
