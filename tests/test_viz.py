@@ -417,11 +417,14 @@ def test_slice_bars_keep_their_labels_level_and_whole_and_write_a_zero():
     import pandas as pd
     from textcls.viz.dataset import slice_metrics_figure
     names = ["all", "wrong (every checkpoint)", "a slice with a very long descriptive name indeed"]
-    table = pd.DataFrame([{"slice": s, "checkpoint": ck, "count": 10, "accuracy": 0.0 if "wrong" in s else 0.8,
-                           "macro_f1": 0.5} for s in names for ck in ("a", "b")])
+    table = pd.DataFrame([{"slice": s, "checkpoint": ck, "count": 10, "macro_f1": 0.5,
+                           "accuracy": 0.0 if "wrong" in s or (s == "all" and ck == "b") else 0.8}
+                          for s in names for ck in ("a", "b")])
     fig = slice_metrics_figure(table).fig
     assert fig.layout.xaxis.tickangle == 0
     for trace in fig.data:
         lines = [line for label in trace.x for line in label.split("<br>")]
         assert max(map(len, lines)) <= 14 and "wrong (every<br>checkpoint)" in trace.x
-        assert list(trace.text) == ["", "0%", ""]
+    assert [list(t.text) for t in fig.data] == [["", "", ""], ["0%", "", ""]]     # one checkpoint at zero: its bar
+    notes = [a for a in fig.layout.annotations if a.text.startswith("0 % for every")]
+    assert [a.x for a in notes] == ["wrong (every<br>checkpoint)"]                 # every checkpoint: said once

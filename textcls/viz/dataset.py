@@ -21,13 +21,21 @@ def slice_metrics_figure(table: pd.DataFrame, *, metric: str = "accuracy", key: 
     title = title or f"{metric.replace('_', '-')} per slice and checkpoint"
     t = table[table["checkpoint"] != ""] if len(table) else table
     fig = go.Figure()
+    # a score of (nearly) zero is written, so its group does not look empty: once above a slice where every
+    # checkpoint has it (e.g. "wrong (every checkpoint)"), else on the bar
+    low = t[metric].astype(float).fillna(1) < 0.02 if len(t) else t.get(metric, [])
+    all_low = {s for s, g in t[low].groupby("slice")["checkpoint"] if len(g) == t["checkpoint"].nunique()} \
+        if len(t) else set()
+    for s in all_low:
+        fig.add_annotation(x=wrapped(s), y=0.02, yanchor="bottom", showarrow=False, text="0 % for every<br>checkpoint",
+                           font=dict(size=11))
     for k, ck in enumerate(dict.fromkeys(t["checkpoint"]) if len(t) else []):
         part = t[t["checkpoint"] == ck]
         values = part[metric].astype(float)
         fig.add_trace(go.Bar(x=[wrapped(s) for s in part["slice"]], y=values, name=esc(ck),
                              marker_color=RUN_COLORS[k % len(RUN_COLORS)], customdata=part["count"],
-                             # a score of (nearly) zero is written, so the group does not look empty
-                             text=[f"{v:.0%}" if v < 0.02 else "" for v in values], textposition="outside",
+                             text=[f"{v:.0%}" if v < 0.02 and sl not in all_low else ""
+                                   for v, sl in zip(values, part["slice"])], textposition="outside",
                              cliponaxis=False,
                              hovertemplate=esc(ck) + "<br>%{x}<br>" + metric + " %{y:.1%}<br>%{customdata} rows"
                              "<extra></extra>"))
