@@ -199,3 +199,6 @@ def test_identical_scores_are_flagged_only_across_different_runs():
              "pooling=a": [19.5, 20, 20.5], "pooling=b": [70, 71, 72]}            # different runs, one score
     text = reading_from(st, "medium", rows_from(st, "medium", _cache(st, stuck)))
     assert "constant prediction" in text and "layers=1" in text and "pooling=a" in text
+    seeds = {**shared, "pooling=b": [26.2, 26.2, 26.2]}                              # three seeds, one score
+    text = reading_from(st, "medium", rows_from(st, "medium", _cache(st, seeds)))
+    assert "every seed gives the same score for pooling=b (26.2 %)" in text

@@ -140,6 +140,11 @@ def reading_from(study: Study, scale: str, rs: list[dict[str, Any]]) -> str:
     if flat:
         parts.append("identical scores for " + "; ".join(flat) + " usually mean one constant prediction (the "
                      "majority class): those runs did not learn at this scale")
+    stuck = [f"{r['key']} ({r['mean']:.1f} %)" for r in rs
+             if len(r.get("values", ())) > 1 and max(r["values"]) - min(r["values"]) < 1e-9]
+    if stuck:
+        parts.append("every seed gives the same score for " + ", ".join(stuck) + ": most likely one constant "
+                     "prediction (the majority class), so these points did not learn at this scale")
     if study.measure == "time":
         done = sorted(rs, key=lambda r: r["seconds"])
         parts.append("fastest here: " + str(done[0]["x"]) + ", most accurate: "
