@@ -36,4 +36,4 @@ if deep_link:
     st.switch_page(deep_link, query_params=deep_params)
 with page_run():                                    # the warm-up waits while a page runs
     nav.run()
-warm_up()                                           # torch and Captum load while the user reads the page
+warm_up()                   # torch, the validation, Captum and Evaluate's predictions while the user reads the page
