@@ -401,7 +401,8 @@ def _prefetch_evaluate() -> list[str]:
     """Evaluate's first render, computed ahead: its default checkpoints' predictions on its default split. One
     batch at a time, each only when no page has run for PREFETCH_QUIET seconds, so a page clicked meanwhile waits
     for one batch at most. The batches are the page's own (texts sorted by length, PREFETCH_BATCH each, the batch
-    thread setting), so the predictions are the very numbers the page would compute; they wait in _PREFETCHED
+    thread setting), so the predictions are the numbers the page would compute (up to the last bits, when the
+    load lets the page use another thread count); they wait in _PREFETCHED
     for the page's first `predict`. About 3 s of the two cores for the six small sst2 models, spent while the
     person reads instead of while they wait. Returns the checkpoints done."""
     from textcls.checkpoint import list_all_checkpoints
