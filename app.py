@@ -1,13 +1,15 @@
 """The textcls dashboard: `streamlit run app.py`. Page config, navigation over the pages that exist, run.
 
 To add a page, add one (file, title, icon) line to PAGES; a listed file that does not exist yet is skipped.
+
+This file is read twice. `streamlit run app.py` first imports it to serve it: it finds `app`, an st.App, whose
+start-up reads ahead what the first page needs and whose middleware lets the background work give way while the
+browser loads (pages.common.warmup). Then each page view runs it as the script (`__name__ == "__main__"`), as
+AppTest does.
 """
 from pathlib import Path
 
 import streamlit as st
-
-from pages.common import APP_RAN, DEEP_LINK, DEEP_LINK_PARAMS
-from pages.common.cache import page_run, warm_up
 
 ROOT = Path(__file__).resolve().parent
 PAGES = [
@@ -24,16 +26,27 @@ PAGES = [
     ("pages/benchmarks.py", "Benchmarks", ":material/speed:"),
 ]
 
-# A local file (sent inline as a data: URL): a ":material/...:" page icon makes the browser fetch it from
-# fonts.gstatic.com, and the app must make no request outside the machine.
-st.set_page_config(page_title="textcls", page_icon=str(ROOT / "static" / "textcls.svg"), layout="wide")
-nav = st.navigation([st.Page(f, title=t, icon=i, default=(n == 0))
-                     for n, (f, t, i) in enumerate(PAGES) if (ROOT / f).is_file()])
-st.session_state[APP_RAN] = True
-deep_link = st.session_state.pop(DEEP_LINK, None)   # a first request that was a deep link (pages/common)
-deep_params = st.session_state.pop(DEEP_LINK_PARAMS, None) or None
-if deep_link:
-    st.switch_page(deep_link, query_params=deep_params)
-with page_run():                                    # the warm-up waits while a page runs
-    nav.run()
-warm_up()                   # torch, the validation, Captum and Evaluate's predictions while the user reads the page
+if __name__ != "__main__":          # imported by `streamlit run` (or an ASGI server): the server, no page
+    from starlette.middleware import Middleware
+
+    from pages.common.warmup import Served, lifespan
+
+    app = st.App(__file__, lifespan=lifespan(ROOT / PAGES[0][0]), middleware=[Middleware(Served)])
+else:
+    from pages.common import APP_RAN, DEEP_LINK, DEEP_LINK_PARAMS
+    from pages.common.warmup import page_run, warm_up
+
+    # A local file (sent inline as a data: URL): a ":material/...:" page icon makes the browser fetch it from
+    # fonts.gstatic.com, and the app must make no request outside the machine.
+    st.set_page_config(page_title="textcls", page_icon=str(ROOT / "static" / "textcls.svg"), layout="wide")
+    nav = st.navigation([st.Page(f, title=t, icon=i, default=(n == 0))
+                         for n, (f, t, i) in enumerate(PAGES) if (ROOT / f).is_file()])
+    st.session_state[APP_RAN] = True
+    deep_link = st.session_state.pop(DEEP_LINK, None)   # a first request that was a deep link (pages/common)
+    deep_params = st.session_state.pop(DEEP_LINK_PARAMS, None) or None
+    if deep_link:
+        st.switch_page(deep_link, query_params=deep_params)
+    with page_run():                                    # the warm-up waits while a page runs
+        nav.run()
+    warm_up([ROOT / f for f, _, _ in PAGES if (ROOT / f).is_file()])     # torch, the validation, Captum, the
+                                                                        # pages' modules, Evaluate's predictions

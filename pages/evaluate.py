@@ -153,8 +153,9 @@ def pick_row(table: pd.DataFrame, event, key: str, label: str) -> int | None:
             st.session_state[key] = rows[0]
     if st.session_state.get(key) not in opts:
         st.session_state.pop(key, None)
-    return st.selectbox(label, opts, key=key, format_func=lambda i: f"#{table.iloc[i]['#']} · "
-                        f"{viz.short(str(table.iloc[i]['text']), 90)}")
+    names = [f"#{n} · {viz.short(str(t), 90)}"                    # one pass over the columns, not a row lookup each
+             for n, t in zip(table["#"].iloc[:len(opts)], table["text"].iloc[:len(opts)])]
+    return st.selectbox(label, opts, key=key, format_func=names.__getitem__)
 
 
 def open_in_inspect(text: str, first: str, second: str | None = None) -> None:

@@ -93,9 +93,10 @@ TRACK_JS = """() => {
     const busy = state !== 'notRunning' || (w && !/StatusWidget-exit/.test(w.className))
       || !!document.querySelector('[data-stale="true"]');
     if ((busy && state !== 'initial') || (window.__wsIn || 0) > t.mark) t.seen = true;
-    return busy || !!document.querySelector('[data-testid="stSkeleton"], [data-testid="stAppSkeleton"]')
+    return busy || Array.from(document.querySelectorAll('[data-testid="stSkeleton"], [data-testid="stAppSkeleton"]'))
+           .some(e => e.getClientRects().length > 0)                                // a placeholder shown
       || Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"]'))
-           .some(e => !e.querySelector('.main-svg'));
+           .some(e => e.getClientRects().length > 0 && !e.querySelector('.main-svg'));   // shown, not drawn
   };
   const check = () => {
     if (running() || (requireRun && !t.seen)) { t.since = null; return; }

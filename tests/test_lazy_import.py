@@ -78,9 +78,8 @@ def test_the_app_warm_up_imports_what_the_first_model_page_needs():
     no new module afterwards (and the validation on the meta device needs neither torch._dynamo nor sympy)."""
     out = run_python(f"""
         import sys
-        from pages.common import cache
-        cache.WARM_UP_DELAY = 0
-        cache.warm_up().join()
+        from pages.common import warmup
+        warmup.warm_up().join()
         before = set(sys.modules)
         from textcls.checkpoint import list_checkpoints, load_checkpoint
         infos = list_checkpoints({str(CHECKPOINTS)!r}, deep=True)

@@ -389,17 +389,25 @@ _KEY_LOCKS: dict[tuple, threading.Lock] = {}
 _CHECKED_FILES = ("config.json", "vocab.json", "model.safetensors", "history.json")
 
 
+def _file_identity(path: Path) -> tuple[int, int, int] | None:
+    """(inode, size, modification time in ns) of a file, None when it cannot be read: a file saved again,
+    or replaced, gets a new identity."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _folder_identity(path: Path) -> tuple:
+    """The folder and the identity of each file a validation reads (the key of what is remembered about it)."""
+    return (str(path.absolute()), tuple(_file_identity(path / name) for name in _CHECKED_FILES))
+
+
 def _validation_key(path: Path, limits) -> tuple:
     """What a full validation's verdict depends on: the folder, the parameter limit and each file's identity."""
     from textcls.runtime.limits import current
-    files = []
-    for name in _CHECKED_FILES:
-        try:
-            st = os.stat(path / name)
-            files.append((st.st_ino, st.st_size, st.st_mtime_ns))
-        except OSError:
-            files.append(None)
-    return (str(path.absolute()), (limits or current()).max_parameters, tuple(files))
+    return (_folder_identity(path), (limits or current()).max_parameters)
 
 
 def validate_checkpoint(path: str | Path, limits=None) -> Validated:
@@ -515,8 +523,8 @@ def nonfinite_tensor(path: Path) -> str | None:
     import torch
     from safetensors import safe_open
 
-    st = os.stat(path)
-    key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    os.stat(path)                   # a missing file raises here, as reading it would
+    key = (str(path), _file_identity(path))
     if key not in _FINITE_CACHE:
         found = None
         try:
@@ -638,21 +646,47 @@ def _check_sizes(path: Path, cfg: dict[str, Any], vocab) -> None:
         raise CheckpointError(f"{path}: vocab.json has {len(itos)} entries but model_config.vocab_size is {size}")
 
 
+_READ: dict[tuple, dict[str, Any] | CheckpointError] = {}
+_READ_LOCK = threading.Lock()
+
+
+def _read_checked(path: Path) -> dict[str, Any]:
+    """The checks of checkpoint_info(deep=False) on one of our folders, and its config. The verdict is remembered
+    per folder and file identity, like a full validation's: the app lists the same folders on every page."""
+    key = _folder_identity(path)
+    with _READ_LOCK:
+        found = _READ.get(key)
+    if found is None:
+        try:
+            cfg = read_config(path)
+            safetensors_header(path / "model.safetensors")
+            _check_sizes(path, cfg, _read_json(path / "vocab.json", "vocab.json"))
+            load_history(path)
+            found = cfg
+        except CheckpointError as e:
+            found = e
+        with _READ_LOCK:
+            if len(_READ) > 256:
+                _READ.clear()
+            _READ[key] = found
+    if isinstance(found, CheckpointError):
+        raise CheckpointError(str(found))
+    return copy.deepcopy(found)
+
+
 def checkpoint_info(path: str | Path, deep: bool = False) -> CheckpointInfo:
     """Summary of one checkpoint folder, validated without loading the weights. Raises CheckpointError when
     invalid. deep=False reads only JSON and the safetensors header, without importing torch (config, files, a
     complete safetensors file, label and vocabulary counts); deep=True validates in full (`validate_checkpoint`:
-    model name, config types, tokenizer, parameter limit, every tensor shape), which imports torch."""
+    model name, config types, tokenizer, parameter limit, every tensor shape), which imports torch. Both
+    verdicts are remembered per folder and file identity (a file saved again is read again)."""
     path = Path(path)
     if is_hf_folder(path):
         cfg = hf_summary(path, deep=deep)
     elif deep:
         cfg = validate_checkpoint(path).cfg
     else:
-        cfg = read_config(path)
-        safetensors_header(path / "model.safetensors")
-        _check_sizes(path, cfg, _read_json(path / "vocab.json", "vocab.json"))
-        load_history(path)
+        cfg = _read_checked(path)
     metrics = cfg.get("metrics") if isinstance(cfg.get("metrics"), dict) else {}
     acc = metrics.get("test_accuracy")
     if acc is None and isinstance(metrics.get("test"), dict):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any, Sequence
 
@@ -94,6 +94,22 @@ class Predictor:
     def predict(self, texts: Sequence[str] | str, return_maps: bool = False, batch_size: int = 64
                 ) -> list[Prediction]:
         """One Prediction per text (a single string is taken as a list of one)."""
+        texts = self._checked(texts, batch_size)
+        results: list[Prediction | None] = [None] * len(texts)
+        with for_texts(len(texts)):  # a few texts: interactive thread setting; a split: batch (textcls.runtime.threads)
+            for index, preds in self._batches(texts, return_maps, batch_size):
+                for i, p in zip(index, preds):
+                    results[i] = p
+        return results  # type: ignore[return-value]
+
+    def batches(self, texts: Sequence[str] | str, return_maps: bool = False, batch_size: int = 64
+                ) -> Iterator[tuple[list[int], list[Prediction]]]:
+        """`predict`, one batch at a time: (the texts' positions, their Predictions) per batch, in the order
+        `predict` computes them (texts sorted by length), so a caller can pause between batches and get the same
+        numbers. The caller chooses the thread setting (textcls.runtime.threads), which `predict` sets itself."""
+        yield from self._batches(self._checked(texts, batch_size), return_maps, batch_size)
+
+    def _checked(self, texts, batch_size) -> list[str]:
         if isinstance(texts, str):
             texts = [texts]
         elif isinstance(texts, (bytes, bytearray)):
@@ -109,32 +125,32 @@ class Predictor:
             raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         if self.model.training:  # someone switched the shared model to training mode; predictions need eval
             self.model.eval()
-        with for_texts(len(texts)):  # a few texts: interactive thread setting; a split: batch (textcls.runtime.threads)
-            return self._predict(texts, return_maps, batch_size)
+        return texts
 
-    def _predict(self, texts: list[str], return_maps: bool, batch_size: int) -> list[Prediction]:
+    def _batches(self, texts: list[str], return_maps: bool, batch_size: int
+                 ) -> Iterator[tuple[list[int], list[Prediction]]]:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        results: list[Prediction | None] = [None] * len(texts)
         device = self.device
         for s in range(0, len(order), batch_size):
             index = order[s:s + batch_size]
             enc = self.encode([texts[i] for i in index])
             with torch.no_grad():
                 out = self.model(enc.token_ids.to(device), enc.mask.to(device), return_maps=return_maps)
-            probs = torch.softmax(out.logits.float(), dim=-1).cpu().numpy()
+            probs = torch.softmax(out.logits.float(), dim=-1).cpu().numpy()        # (B, C)
             maps = {k: v.detach().cpu().numpy() for k, v in out.maps.items()} if return_maps else {}
-            for b, i in enumerate(index):
+            preds = []
+            for b in range(len(index)):
                 sentences = enc.sentences[b] if getattr(enc, "sentences", None) is not None else None
                 k = int(probs[b].argmax())
-                results[i] = Prediction(
+                preds.append(Prediction(
                     label=self.labels[k],
                     probabilities={lab: float(p) for lab, p in zip(self.labels, probs[b])},
                     tokens=list(enc.tokens[b]),
                     maps={name: self._crop(name, m[b], len(enc.tokens[b]), sentences) for name, m in maps.items()},
                     truncated=bool(enc.truncated[b]),
                     sentences=[list(x) for x in sentences] if sentences is not None else None,
-                    label_index=k)
-        return results  # type: ignore[return-value]
+                    label_index=k))
+            yield index, preds
 
     def _crop(self, name: str, m: np.ndarray, n_tokens: int, sentences) -> np.ndarray:
         """Crop one example's map (batch axis already removed) along its sequence axes."""

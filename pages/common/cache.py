@@ -6,11 +6,8 @@ reloaded because its files' modification time is part of the cache key.
 """
 from __future__ import annotations
 
-import atexit
+import hashlib
 import sys
-import threading
-import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import streamlit as st
@@ -84,13 +81,25 @@ def predictor(path: str | Path):
     return _predictor(str(path), stamp(path))
 
 
-_PREFETCHED: dict[tuple, list] = {}    # (path, mtime, texts) -> predictions the warm-up computed (`_prefetch_evaluate`)
+_PREFETCHED: dict[tuple, list] = {}    # (path, mtime, texts_key(texts)) -> predictions computed ahead (warmup)
+
+
+def texts_key(texts) -> str:
+    """A digest of a list of texts: the cache key of their predictions. Streamlit would hash a tuple of 1,821
+    texts element by element on every call (0.07 s each, six checkpoints on Evaluate's every run)."""
+    h = hashlib.blake2b(digest_size=16)
+    for t in texts:
+        b = t.encode("utf-8", "surrogatepass")
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return f"{len(texts)}:{h.hexdigest()}"
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def _predict(path: str, mtime: float, texts: tuple[str, ...]):
-    ahead = _PREFETCHED.pop((path, mtime, texts), None)
-    return ahead if ahead is not None else _fast(path, mtime).predict(list(texts), return_maps=False)
+def _predict(path: str, mtime: float, key: str, _texts: tuple[str, ...]):
+    """Keyed by `key` = texts_key(_texts) (arguments named with a leading underscore are not hashed)."""
+    ahead = _PREFETCHED.pop((path, mtime, key), None)
+    return ahead if ahead is not None else _fast(path, mtime).predict(list(_texts), return_maps=False)
 
 
 @st.cache_data(show_spinner=False, max_entries=24)
@@ -100,7 +109,8 @@ def _predict_maps(path: str, mtime: float, text: str):
 
 def predict(path: str | Path, texts: list[str] | tuple[str, ...]):
     """Predictions (no maps) of one checkpoint for texts, cached per (checkpoint, texts)."""
-    return _predict(str(path), stamp(path), tuple(texts))
+    texts = tuple(texts)
+    return _predict(str(path), stamp(path), texts_key(texts), texts)
 
 
 def predict_maps(path: str | Path, text: str):
@@ -328,159 +338,6 @@ def piece_figures(path: str | Path, text: str, *, title: str, opts: dict):
 
 __all__ += ["attention_tests", "counterfactual", "erasure", "erasure_curves", "explanation", "random_erasure", "slice_run",
             "view_figures", "piece_attention", "piece_figures"]
-
-
-# ---------------------------------------------------------------- warm-up (once per server process)
-
-_PAGE_RUNS = 0                              # script runs of any session in progress (app.py: `page_run`)
-_LAST_PAGE_RUN_END = 0.0                    # time.monotonic() when the last one ended
-_PAGE_RUNS_CHANGED = threading.Condition()
-WARM_UP_PATIENCE = 30.0     # seconds the warm-up waits for the pages to be done before it goes on regardless
-
-
-@contextmanager
-def page_run():
-    """Around each script run (app.py): the warm-up gives way to it between its steps. A page clicked straight
-    after Home then shares the two cores and the interpreter lock with nothing but the step already under way
-    (importing torch, which it needs itself), not with Captum's import, the validation or Evaluate's predictions."""
-    global _PAGE_RUNS, _LAST_PAGE_RUN_END
-    with _PAGE_RUNS_CHANGED:
-        _PAGE_RUNS += 1
-    try:
-        yield
-    finally:
-        with _PAGE_RUNS_CHANGED:
-            _PAGE_RUNS -= 1
-            _LAST_PAGE_RUN_END = time.monotonic()
-            _PAGE_RUNS_CHANGED.notify_all()
-
-
-def _wait_for_no_page_run(patience: float | None = None, quiet: float = 0.0) -> bool:
-    """Block until no script run is in progress and none has ended in the last `quiet` seconds (True: the person
-    is reading), or until `patience` seconds have passed (False)."""
-    deadline = time.monotonic() + (WARM_UP_PATIENCE if patience is None else patience)
-    with _PAGE_RUNS_CHANGED:
-        while not _STOPPING.is_set():
-            now = time.monotonic()
-            calm = _LAST_PAGE_RUN_END + quiet - now
-            if _PAGE_RUNS == 0 and calm <= 0:
-                return True
-            if now >= deadline:
-                return False
-            _PAGE_RUNS_CHANGED.wait(timeout=min(deadline - now, calm if _PAGE_RUNS == 0 else deadline - now))
-    return False
-
-
-_STOPPING = threading.Event()     # set at interpreter exit: the warm-up stops between two steps or batches
-_WARM_UPS: list[threading.Thread] = []
-
-
-@atexit.register
-def _stop_warm_up(timeout: float = 10.0) -> None:
-    """At exit (a server stopped, a test run ending): stop the warm-up and wait for it. A daemon thread still
-    inside torch when the interpreter finalises aborts the process ("terminate called without an active
-    exception", exit status 134)."""
-    _STOPPING.set()
-    with _PAGE_RUNS_CHANGED:
-        _PAGE_RUNS_CHANGED.notify_all()
-    for t in _WARM_UPS:
-        t.join(timeout)
-
-
-# seconds after Home's run before the warm-up starts. Measured idle, clicking through every page straight after
-# Home (scripts/bench_app.py, 2026-11-26): 0 s -> Compare 1.7-2.6 s (median 2.3 over 9 runs), Home 4.3-6.3 s (median
-# 4.7); 0.4 s -> Compare 2.4-3.1 s, Home 4.0-4.8 s (3 runs); 0.8 s -> Compare 2.8-4.0 s, Home 3.5-4.8 s (4 runs).
-WARM_UP_DELAY = 0.0
-
-
-PREFETCH_QUIET = 0.3     # seconds without a page run before the warm-up computes (again)
-PREFETCH_BATCH = 64      # texts per step: the page's own batch (Predictor.predict), 20-50 ms of work
-
-
-def _prefetch_evaluate() -> list[str]:
-    """Evaluate's first render, computed ahead: its default checkpoints' predictions on its default split. One
-    batch at a time, each only when no page has run for PREFETCH_QUIET seconds, so a page clicked meanwhile waits
-    for one batch at most. The batches are the page's own (texts sorted by length, PREFETCH_BATCH each, the batch
-    thread setting), so the predictions are the numbers the page would compute (up to the last bits, when the
-    load lets the page use another thread count); they wait in _PREFETCHED
-    for the page's first `predict`. About 3 s of the two cores for the six small sst2 models, spent while the
-    person reads instead of while they wait. Returns the checkpoints done."""
-    from textcls.checkpoint import list_all_checkpoints
-    from textcls.data.datasets import DataError, list_datasets
-    from textcls.runtime.threads import batch
-    from pages.common import defaults as d
-    valid = [i for i in list_all_checkpoints(include_invalid=True, deep=True) if i.valid]
-    infos = [i for i in valid if i.name in d.main_task_checkpoints(valid, pretrained=False)]
-    bundled = list_datasets()
-    spec = next((a for a in (d.available_data(d.data_spec(i), bundled) for i in infos) if a), None)
-    if spec is None:
-        return []
-    try:
-        bundle = dataset(spec)
-    except (DataError, ValueError):
-        return []
-    split = bundle.splits[d.default_split(list(bundle.splits))]
-    part = d.evaluated_part(split, d.default_limit(len(split)))
-    texts, gold = tuple(part.texts), {bundle.labels[y] for y in part.labels}
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))        # Predictor.predict's own order
-    done = []
-    for info in infos:
-        if not gold <= set(info.labels):            # the page leaves such a checkpoint out
-            continue
-        if _STOPPING.is_set():
-            break
-        key = (str(info.path), stamp(info.path), texts)
-        try:
-            _wait_for_no_page_run(quiet=PREFETCH_QUIET)
-            predictor = _fast(*key[:2])
-            out: list = [None] * len(texts)
-            with batch():                           # the page's thread setting for a whole split
-                for s in range(0, len(order), PREFETCH_BATCH):
-                    if not _wait_for_no_page_run(quiet=PREFETCH_QUIET) and _STOPPING.is_set():
-                        return done
-                    index = order[s:s + PREFETCH_BATCH]
-                    for i, p in zip(index, predictor.predict([texts[i] for i in index], batch_size=PREFETCH_BATCH)):
-                        out[i] = p
-        except Exception:  # noqa: BLE001 - the page reports a checkpoint that fails; the warm-up only skips it
-            continue
-        if len(_PREFETCHED) > 16:
-            _PREFETCHED.clear()
-        _PREFETCHED[key] = out
-        done.append(info.name)
-    return done
-
-
-@st.cache_resource(show_spinner=False)
-def warm_up() -> threading.Thread:
-    """Once per server, after the first page is drawn, in a background thread, what the first visits to the other
-    pages would otherwise do while the person waits: import torch and the models (what Compare needs), validate
-    every checkpoint in full (remembered by the library, textcls.checkpoint.validate_checkpoint), import Captum
-    (Inspect, Attribute), then compute Evaluate's default predictions into the page's own cache entries
-    (`_prefetch_evaluate`). Between these steps it waits while any page is running (`page_run`), so it takes the
-    CPU only while the person reads. Not torch._dynamo: the full validation on the meta device does not need it
-    (textcls.runtime.sizing.meta_model). Not transformers: importing it here slowed a Compare clicked straight
-    after Home from 8.4-8.9 s to 12.5 s (they share the CPU and the interpreter lock)."""
-    def run() -> None:
-        import textcls.inference  # noqa: F401  (torch, the registry, every model)
-        import torch.utils._device  # noqa: F401  (`with torch.device("meta")`: the full checkpoint validation)
-        if _STOPPING.is_set() or not _wait_for_no_page_run() and _STOPPING.is_set():
-            return
-        from textcls.checkpoint import list_all_checkpoints
-        list_all_checkpoints(include_invalid=True, deep=True)   # remembered per file: the pages' listing is free
-        if not _wait_for_no_page_run() and _STOPPING.is_set():
-            return
-        import textcls.interpret.attributions  # noqa: F401  (Captum; textcls.interpret itself resolves lazily)
-        import textcls.interpret.faithfulness  # noqa: F401
-        try:
-            _prefetch_evaluate()
-        except Exception:  # noqa: BLE001 - work done ahead: the page does it itself and reports what fails
-            pass
-    t = threading.Timer(WARM_UP_DELAY, run)      # app.py calls this after the page's run
-    t.name, t.daemon = "textcls-warm-up", True
-    _WARM_UPS.append(t)
-    t.start()
-    return t
-
 
 
 # ---------------------------------------------------------------- data-set tools (Explore page)

@@ -1,6 +1,6 @@
 """What the pages open on, as plain functions of the checkpoint listing (no Streamlit): the main task, its
 checkpoints, and the split Evaluate starts with. One implementation for the pages (through `widgets`) and for the
-warm-up (`cache.warm_up`), which computes what Evaluate's first render shows while the person reads another page."""
+warm-up (`warmup.warm_up`), which computes what Evaluate's first render shows while the person reads another page."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -65,10 +65,8 @@ def style_figure(fig: go.Figure, title: str, height: int, top: int = 50, **kw) -
     (`top`: room above the plot for the title and a legend)."""
     fig.update_layout(title=dict(text=esc(title), x=0.01, font=dict(size=14)), height=height,
                       margin=dict(l=10, r=10, t=top, b=10), font=dict(family=FONT), plot_bgcolor="white", **kw)
-    fig.update_xaxes(automargin=True)
-    fig.update_yaxes(automargin=True)
-    fig.update_xaxes(showgrid=True, gridcolor="#eee", zeroline=False)
-    fig.update_yaxes(showgrid=True, gridcolor="#eee", zeroline=False)
+    fig.update_xaxes(automargin=True, showgrid=True, gridcolor="#eee", zeroline=False)
+    fig.update_yaxes(automargin=True, showgrid=True, gridcolor="#eee", zeroline=False)
 
 
 LEGEND_ENTRY_PX = 90          # one "head 12" entry of a horizontal legend, its line sample included

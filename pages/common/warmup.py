@@ -1,0 +1,283 @@
+"""What the app does ahead of the person, once per server process, so that no first visit waits for it.
+
+Two moments:
+- **Start-up** (`lifespan`, run by the server before any browser has connected; app.py serves itself as an
+  `st.App`): import the modules the first page imports and read every checkpoint's summary (no torch). Home's
+  first run then only draws. It shares the interpreter with the server sending the browser the app's JavaScript.
+- **After the first page is drawn** (`warm_up`, called by app.py after each run; once per process): import torch
+  and the models (what Compare needs), validate every checkpoint in full, import Captum (Inspect, Attribute) and
+  what every page imports at its top, then compute Evaluate's default predictions (`_prefetch_evaluate`).
+
+The second part gives way. Before each step (and each batch of predictions) it waits until the server is quiet:
+no page running (app.py wraps each run in `page_run`), no file being served over HTTP (`Served`: the browser
+fetching Streamlit's JavaScript chunks, the dataframe's and Plotly's among them) and neither for `QUIET` seconds.
+Importing torch holds the interpreter lock for most of 2 s (loading its library alone: 0.3 s in one go); started
+while the browser was still fetching Home's chunks it made Home's table appear 1.0-1.3 s after the run instead of
+0.2-0.4 s. How long to wait trades Home against a Compare clicked at once (scripts/bench_app.py, idle, medians of
+five interleaved runs, 2026-11-26): QUIET 0.3 s -> Home 4.2 s, Compare 3.7 s; 0.1 s -> Home 4.7 s, Compare 2.5 s.
+The chunks Home needs come in waves 0.1 s or less apart.
+"""
+from __future__ import annotations
+
+import ast
+import atexit
+import importlib
+import importlib.util
+import inspect
+import threading
+import time
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+
+_ACTIVE = 0                     # page runs and HTTP requests in progress, of any session
+_LAST_ACTIVE_END = 0.0          # time.monotonic() when the last one ended
+_CHANGED = threading.Condition()
+PATIENCE = 30.0                 # seconds a step waits for quiet before it goes on regardless
+QUIET = 0.1                     # seconds without a page run or an HTTP request before a step starts (see below)
+
+
+def _begin() -> None:
+    global _ACTIVE
+    with _CHANGED:
+        _ACTIVE += 1
+
+
+def _end() -> None:
+    global _ACTIVE, _LAST_ACTIVE_END
+    with _CHANGED:
+        _ACTIVE -= 1
+        _LAST_ACTIVE_END = time.monotonic()
+        _CHANGED.notify_all()
+
+
+@contextmanager
+def page_run():
+    """Around each script run (app.py): the warm-up gives way to it between its steps. A page clicked straight
+    after Home then shares the two cores and the interpreter lock with nothing but the step already under way
+    (importing torch, which it needs itself), not with Captum's import, the validation or Evaluate's predictions."""
+    _begin()
+    try:
+        yield
+    finally:
+        _end()
+
+
+class Served:
+    """ASGI middleware (app.py's st.App): counts the HTTP requests being served, so the warm-up waits while the
+    browser fetches files. Websockets (the script runs' messages) pass uncounted: `page_run` covers those."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope.get("type") != "http":
+            return await self.app(scope, receive, send)
+        _begin()
+        try:
+            return await self.app(scope, receive, send)
+        finally:
+            _end()
+
+
+def _wait_until_quiet(patience: float | None = None, quiet: float = 0.0) -> bool:
+    """Block until no page runs, no HTTP request is being served and none of either ended in the last `quiet`
+    seconds (True: the person is reading), or until `patience` seconds have passed (False)."""
+    deadline = time.monotonic() + (PATIENCE if patience is None else patience)
+    with _CHANGED:
+        while not _STOPPING.is_set():
+            now = time.monotonic()
+            calm = _LAST_ACTIVE_END + quiet - now
+            if _ACTIVE == 0 and calm <= 0:
+                return True
+            if now >= deadline:
+                return False
+            _CHANGED.wait(timeout=min(deadline - now, calm if _ACTIVE == 0 else deadline - now))
+    return False
+
+
+_STOPPING = threading.Event()     # set at exit: the threads stop between two steps or batches
+_THREADS: list[threading.Thread] = []
+
+
+@atexit.register
+def _stop(timeout: float = 10.0) -> None:
+    """At exit (a server stopped, a test run ending): stop the threads and wait for them. A daemon thread still
+    inside torch when the interpreter finalises aborts the process ("terminate called without an active
+    exception", exit status 134)."""
+    _STOPPING.set()
+    with _CHANGED:
+        _CHANGED.notify_all()
+    for t in list(_THREADS):
+        if t is not threading.current_thread():
+            t.join(timeout)
+
+
+def _start(name: str, target) -> threading.Thread:
+    t = threading.Thread(target=target, name=name, daemon=True)
+    _THREADS.append(t)
+    t.start()
+    return t
+
+
+# ---------------------------------------------------------------- start-up
+
+def page_imports(page: str | Path) -> list[str]:
+    """The modules a page script imports at its top level (`import a.b`, `from a import b` with b a module: both
+    a and a.b), in order, without running it. Streamlit itself is left out (the server has imported it)."""
+    tree = ast.parse(Path(page).read_text(encoding="utf-8"))
+    names: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module != "__future__":
+            names.append(node.module)
+            for a in node.names:
+                try:
+                    if importlib.util.find_spec(f"{node.module}.{a.name}") is not None:
+                        names.append(f"{node.module}.{a.name}")
+                except (ImportError, ValueError):   # the parent is not a package: `a.name` is not a module
+                    pass
+    return [n for n in dict.fromkeys(names) if n.split(".")[0] != "streamlit"]
+
+
+def _import_page_modules(page: str | Path) -> None:
+    """Import what `page` imports at its top; best effort (the page imports each itself and shows what fails)."""
+    try:
+        names = page_imports(page)
+    except (OSError, SyntaxError, ValueError):
+        return
+    for name in names:
+        if _STOPPING.is_set():
+            return
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def start_up(first_page: str | Path) -> None:
+    """At the server's start: import what the first page imports (Home: pandas and pyarrow for its table,
+    plotly, the app's own modules, about 1 s of one core) and read every checkpoint's summary (remembered by
+    textcls.checkpoint per file; no torch). Best effort: the page does each itself and reports what fails."""
+    _import_page_modules(first_page)
+    try:
+        from textcls.checkpoint import list_all_checkpoints
+        list_all_checkpoints(include_invalid=True)
+    except Exception:  # noqa: BLE001
+        pass
+    # Streamlit's first element in a process asks inspect.stack() whether it runs in a REPL, and inspect maps
+    # every loaded module to its file to answer: 0.19 s of Home's first run after these imports. inspect keeps
+    # that map, so building it here leaves the page only the modules loaded since.
+    inspect.stack(0)
+
+
+def lifespan(first_page: str | Path):
+    """The st.App lifespan of app.py: `start_up(first_page)` in a thread as the server starts, the threads stopped
+    when it stops."""
+    @asynccontextmanager
+    async def run(_app):
+        _start("textcls-start-up", lambda: start_up(first_page))
+        try:
+            yield
+        finally:
+            _stop()
+    return run
+
+
+# ---------------------------------------------------------------- after the first page
+
+PREFETCH_BATCH = 64      # texts per step: the page's own batch (Predictor.predict), 20-50 ms of work
+
+
+def _prefetch_evaluate() -> list[str]:
+    """Evaluate's first render, computed ahead: its default checkpoints' predictions on its default split. One
+    batch at a time, each only when the server has been quiet for QUIET seconds, so a page clicked meanwhile waits
+    for one batch at most. The batches are the page's own (`Predictor.batches`: texts sorted by length, the batch
+    thread setting), so the predictions are the numbers the page would compute (up to the last bits, when the
+    load lets the page use another thread count); they wait in cache._PREFETCHED for the page's first `predict`.
+    About 3 s of the two cores for the six small sst2 models, spent while the person reads instead of while they
+    wait. Returns the checkpoints done."""
+    from textcls.checkpoint import list_all_checkpoints
+    from textcls.data.datasets import DataError, list_datasets
+    from textcls.runtime.threads import batch
+    from pages.common import cache, defaults as d
+    valid = [i for i in list_all_checkpoints(include_invalid=True, deep=True) if i.valid]
+    infos = [i for i in valid if i.name in d.main_task_checkpoints(valid, pretrained=False)]
+    bundled = list_datasets()
+    spec = next((a for a in (d.available_data(d.data_spec(i), bundled) for i in infos) if a), None)
+    if spec is None:
+        return []
+    try:
+        bundle = cache.dataset(spec)
+    except (DataError, ValueError):
+        return []
+    split = bundle.splits[d.default_split(list(bundle.splits))]
+    part = d.evaluated_part(split, d.default_limit(len(split)))
+    texts, gold = tuple(part.texts), {bundle.labels[y] for y in part.labels}
+    done = []
+    for info in infos:
+        if not gold <= set(info.labels):            # the page leaves such a checkpoint out
+            continue
+        if _STOPPING.is_set():
+            break
+        key = (str(info.path), cache.stamp(info.path), cache.texts_key(texts))
+        try:
+            _wait_until_quiet(quiet=QUIET)
+            predictor = cache._fast(*key[:2])
+            out: list = [None] * len(texts)
+            with batch():                           # the page's thread setting for a whole split
+                for index, preds in predictor.batches(list(texts), batch_size=PREFETCH_BATCH):
+                    for i, p in zip(index, preds):
+                        out[i] = p
+                    if not _wait_until_quiet(quiet=QUIET) and _STOPPING.is_set():
+                        return done
+        except Exception:  # noqa: BLE001 - the page reports a checkpoint that fails; the warm-up only skips it
+            continue
+        if len(cache._PREFETCHED) > 16:
+            cache._PREFETCHED.clear()
+        cache._PREFETCHED[key] = out
+        done.append(info.name)
+    return done
+
+
+def _steps(pages: list[Path]) -> None:
+    def quiet() -> bool:            # True: go on
+        return not (not _wait_until_quiet(quiet=QUIET) and _STOPPING.is_set())
+
+    if not quiet():
+        return
+    import textcls.inference  # noqa: F401  (torch, the registry, every model)
+    import torch.utils._device  # noqa: F401  (`with torch.device("meta")`: the full checkpoint validation)
+    if not quiet():
+        return
+    from textcls.checkpoint import list_all_checkpoints
+    list_all_checkpoints(include_invalid=True, deep=True)   # remembered per file: the pages' listing is free
+    if not quiet():
+        return
+    import textcls.interpret.attributions  # noqa: F401  (Captum; textcls.interpret itself resolves lazily)
+    import textcls.interpret.faithfulness  # noqa: F401
+    for page in pages:                      # what the other pages import at their top (Lab: its demos, ...)
+        if not quiet():
+            return
+        _import_page_modules(page)
+    try:
+        _prefetch_evaluate()
+    except Exception:  # noqa: BLE001 - work done ahead: the page does it itself and reports what fails
+        pass
+
+
+_WARM_UP: list[threading.Thread] = []
+_WARM_UP_LOCK = threading.Lock()
+
+
+def warm_up(pages: list[str | Path] = ()) -> threading.Thread:
+    """Once per process, after the first page's run (app.py calls it after every run, with the app's page files):
+    in a background thread, what the first visits to the other pages would otherwise do while the person waits
+    (`_steps`), each step when the server is quiet. Not torch._dynamo: the full validation on the meta device does not need it
+    (textcls.runtime.sizing.meta_model). Not transformers: importing it here slowed a Compare clicked straight
+    after Home from 8.4-8.9 s to 12.5 s (they share the CPU and the interpreter lock)."""
+    with _WARM_UP_LOCK:
+        if not _WARM_UP:
+            files = [Path(p) for p in pages]
+            _WARM_UP.append(_start("textcls-warm-up", lambda: _steps(files)))
+        return _WARM_UP[0]
