@@ -347,6 +347,29 @@ def test_a_full_validation_is_remembered_per_file_and_redone_when_a_file_changes
     assert len(calls) == 3
 
 
+def test_a_summary_is_remembered_per_file_and_redone_when_a_file_changes(saved, monkeypatch):
+    """checkpoint_info(deep=False), what every page's listing does, reads a folder's files once per file identity:
+    a second listing reads nothing, a caller's edit never reaches the next caller, and a file saved over (here a
+    history.json that is no longer a history) is read and judged again."""
+    from textcls import checkpoint as ck
+    path, model, tok = saved
+    reads = []
+    real = ck.read_config
+    monkeypatch.setattr(ck, "read_config", lambda p: reads.append(p) or real(p))
+    first = ck.checkpoint_info(path)
+    first.info["labels"].append("edited by a caller")
+    first.labels.append("edited too")
+    second = ck.checkpoint_info(path)
+    assert len(reads) == 1 and second.labels == LABELS and second.info["labels"] == LABELS
+    (path / "history.json").write_text('{"epochs": "not a list"}')
+    os.utime(path / "history.json", ns=(1, 1))
+    with pytest.raises(CheckpointError, match="history"):
+        ck.checkpoint_info(path)
+    with pytest.raises(CheckpointError, match="history"):          # the verdict is remembered too
+        ck.checkpoint_info(path)
+    assert len(reads) == 2
+
+
 def test_a_model_with_a_tensor_outside_its_state_dict_is_built_the_slow_way(tmp_path, saved, monkeypatch):
     """Loading builds the model on the meta device and hands it the file's tensors; a tensor the file cannot
     fill (a plain attribute) must not stay on the meta device: that model is built and initialised as usual."""

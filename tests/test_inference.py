@@ -91,6 +91,26 @@ def test_batching_and_order_do_not_change_predictions(name):
         assert a.tokens == b.tokens == c.tokens
 
 
+def test_batches_are_predict_one_batch_at_a_time():
+    """Predictor.batches gives every text's position once, shortest texts first, batch_size at most per batch,
+    and the Predictions `predict` returns (the same batches; the thread setting may change the last bits)."""
+    from textcls.runtime.threads import batch
+    pred = predictor("kim_cnn")
+    texts = list(HOSTILE.values()) + TRAIN
+    with batch():
+        whole = pred.predict(texts, batch_size=3)
+        parts = list(pred.batches(texts, batch_size=3))
+    seen = [i for index, _ in parts for i in index]
+    assert sorted(seen) == list(range(len(texts))) and all(len(index) <= 3 for index, _ in parts)
+    assert [len(texts[i]) for i in seen] == sorted(len(t) for t in texts)
+    for index, preds in parts:
+        for i, p in zip(index, preds):
+            assert p.tokens == whole[i].tokens and p.label == whole[i].label
+            assert p.probabilities == pytest.approx(whole[i].probabilities, abs=1e-6)   # thread counts may differ
+    with pytest.raises(ValueError, match="batch_size"):
+        next(pred.batches(texts, batch_size=0))
+
+
 def test_fast_path_has_no_maps_and_a_string_is_a_list_of_one():
     pred = predictor("kim_cnn")
     p = pred.predict("a great film")
