@@ -72,14 +72,19 @@ def test_dashboard_helpers_do_not_import_torch():
         """)
 
 
-def test_the_app_warm_up_imports_what_the_first_model_page_needs():
+def test_the_app_warm_up_imports_what_the_first_model_page_needs(tmp_path):
     """The app's warm-up thread (started after Home is drawn) imports what the first page that runs models would
     otherwise import while the person waits: validating every checkpoint in full and predicting with one imports
-    no new module afterwards (and the validation on the meta device needs neither torch._dynamo nor sympy)."""
+    no new module afterwards (and the validation on the meta device needs neither torch._dynamo nor sympy). It
+    imports what each page it is given imports at its top, too."""
+    page = tmp_path / "page.py"
+    page.write_text("import tabnanny\n")
     out = run_python(f"""
         import sys
         from pages.common import warmup
-        warmup.warm_up().join()
+        assert "tabnanny" not in sys.modules
+        warmup.warm_up([{str(page)!r}]).join()
+        assert "tabnanny" in sys.modules                    # what the page imports at its top
         before = set(sys.modules)
         from textcls.checkpoint import list_checkpoints, load_checkpoint
         infos = list_checkpoints({str(CHECKPOINTS)!r}, deep=True)

@@ -14,8 +14,15 @@ fetching Streamlit's JavaScript chunks, the dataframe's and Plotly's among them)
 Importing torch holds the interpreter lock for most of 2 s (loading its library alone: 0.3 s in one go); started
 while the browser was still fetching Home's chunks it made Home's table appear 1.0-1.3 s after the run instead of
 0.2-0.4 s. How long to wait trades Home against a Compare clicked at once (scripts/bench_app.py, idle, medians of
-five interleaved runs, 2026-11-26): QUIET 0.3 s -> Home 4.2 s, Compare 3.7 s; 0.1 s -> Home 4.7 s, Compare 2.5 s.
-The chunks Home needs come in waves 0.1 s or less apart.
+five interleaved runs each, two sessions of the same day): QUIET 0.3 s -> Home 4.2 / 3.6 s, Compare 3.7 / 3.2 s;
+0.1 s -> Home 4.7 / 3.7 s, Compare 2.5 / 2.6 s. The chunks Home needs come in waves 0.1 s or less apart.
+
+The start-up moves about 0.9 s of imports out of Home's first run into the time the browser spends loading the
+app's JavaScript (it shares the interpreter with the server sending those files). Home itself gains little from it
+(idle 4.07 s with it, 4.28 s without, medians of five interleaved runs); the warm-up starts that much earlier.
+Measured against the previous version (interleaved, idle): with the start-up, Compare straight after Home took
+2.3 s against 2.1 s and Evaluate 1.7 s against 3.0 s; without it, Compare 3.2 s against 2.1 s and Evaluate 4.5 s
+against 5.0 s (docs/performance.md).
 """
 from __future__ import annotations
 
