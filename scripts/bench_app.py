@@ -14,9 +14,10 @@ Playwright and Debian's Chromium the way a user would, printing each figure with
                   gradients, gradient x input, occlusion) shown (target 3 s)
 
 "Shown" means: Streamlit's script run is over (the app's `data-test-script-state` is notRunning, the running
-status widget is gone), no element of the previous run is left (stale) or still loading (skeleton), every Plotly
-chart is drawn, the figure's own content is on the page, and all of that stays so for --quiet seconds; the time
-is when it started to hold.
+status widget is gone), no element of the previous run is left (stale), no placeholder (skeleton) is shown,
+every Plotly chart shown is drawn, the figure's own content is on the page, and all of that stays so for --quiet
+seconds; the time is when it started to hold. A hidden element (display: none; Inspect's one-point Plotly chart
+that makes the browser load Plotly's code early) is not what the person waits for, and is not counted.
 
 --load N starts N busy processes (`python -c "while True: pass"`, the latency benchmark's BusyLoad) before the
 server, to measure a busy machine; they, the server and the browser are always stopped by PID at the end (also on
