@@ -383,10 +383,33 @@ class Validated:
     shapes: dict[str, tuple[int, ...]]   # the state dict's tensor shapes, from the meta-device model
 
 
-_VALIDATED: dict[tuple, Validated | CheckpointError] = {}
-_VALIDATED_LOCK = threading.Lock()
-_KEY_LOCKS: dict[tuple, threading.Lock] = {}
 _CHECKED_FILES = ("config.json", "vocab.json", "model.safetensors", "history.json")
+_REMEMBERED_LOCK = threading.Lock()
+_KEY_LOCKS: dict[tuple, threading.Lock] = {}
+REMEMBERED_MAX = 256            # verdicts kept per store; a full store starts again empty
+
+
+def _remembered(store: dict, key: tuple, compute):
+    """compute()'s result, or the CheckpointError it raised, remembered in `store` under `key` (a folder's and its
+    files' identity): asked again, it is not computed again and the same error is raised again. Two threads asking
+    for the same key at once share one computation. The caller copies what it hands out."""
+    with _REMEMBERED_LOCK:
+        lock = _KEY_LOCKS.setdefault((id(store), key), threading.Lock())
+    with lock:
+        found = store.get(key)
+        if found is None:
+            try:
+                found = compute()
+            except CheckpointError as e:
+                found = e
+            with _REMEMBERED_LOCK:
+                if len(store) > REMEMBERED_MAX:
+                    store.clear()
+                    _KEY_LOCKS.clear()
+                store[key] = found
+    if isinstance(found, CheckpointError):
+        raise CheckpointError(str(found))
+    return found
 
 
 def _file_identity(path: Path) -> tuple[int, int, int] | None:
@@ -410,6 +433,9 @@ def _validation_key(path: Path, limits) -> tuple:
     return (_folder_identity(path), (limits or current()).max_parameters)
 
 
+_VALIDATED: dict[tuple, Validated | CheckpointError] = {}
+
+
 def validate_checkpoint(path: str | Path, limits=None) -> Validated:
     """Check a checkpoint folder in full without reading its weights or building its model: config and its
     types, the model name, labels, vocabulary, tokenizer settings, the parameter count (counted on the meta
@@ -422,23 +448,7 @@ def validate_checkpoint(path: str | Path, limits=None) -> Validated:
     app's warm-up lists every checkpoint in the background while a page may ask for the same). Each caller gets
     its own copy of the config; the tokenizer is shared and read-only, like the cached models that use it."""
     path = Path(path)
-    key = _validation_key(path, limits)
-    with _VALIDATED_LOCK:
-        lock = _KEY_LOCKS.setdefault(key, threading.Lock())
-    with lock:
-        found = _VALIDATED.get(key)
-        if found is None:
-            try:
-                found = _validate(path, limits)
-            except CheckpointError as e:
-                found = e
-            with _VALIDATED_LOCK:
-                if len(_VALIDATED) > 256:
-                    _VALIDATED.clear()
-                    _KEY_LOCKS.clear()
-                _VALIDATED[key] = found
-    if isinstance(found, CheckpointError):
-        raise CheckpointError(str(found))
+    found = _remembered(_VALIDATED, _validation_key(path, limits), lambda: _validate(path, limits))
     return dataclasses.replace(found, cfg=copy.deepcopy(found.cfg), config=copy.deepcopy(found.config))
 
 
@@ -647,31 +657,18 @@ def _check_sizes(path: Path, cfg: dict[str, Any], vocab) -> None:
 
 
 _READ: dict[tuple, dict[str, Any] | CheckpointError] = {}
-_READ_LOCK = threading.Lock()
 
 
 def _read_checked(path: Path) -> dict[str, Any]:
     """The checks of checkpoint_info(deep=False) on one of our folders, and its config. The verdict is remembered
     per folder and file identity, like a full validation's: the app lists the same folders on every page."""
-    key = _folder_identity(path)
-    with _READ_LOCK:
-        found = _READ.get(key)
-    if found is None:
-        try:
-            cfg = read_config(path)
-            safetensors_header(path / "model.safetensors")
-            _check_sizes(path, cfg, _read_json(path / "vocab.json", "vocab.json"))
-            load_history(path)
-            found = cfg
-        except CheckpointError as e:
-            found = e
-        with _READ_LOCK:
-            if len(_READ) > 256:
-                _READ.clear()
-            _READ[key] = found
-    if isinstance(found, CheckpointError):
-        raise CheckpointError(str(found))
-    return copy.deepcopy(found)
+    def read() -> dict[str, Any]:
+        cfg = read_config(path)
+        safetensors_header(path / "model.safetensors")
+        _check_sizes(path, cfg, _read_json(path / "vocab.json", "vocab.json"))
+        load_history(path)
+        return cfg
+    return copy.deepcopy(_remembered(_READ, _folder_identity(path), read))
 
 
 def checkpoint_info(path: str | Path, deep: bool = False) -> CheckpointInfo:
