@@ -39,8 +39,8 @@ else:
     # A local file (sent inline as a data: URL): a ":material/...:" page icon makes the browser fetch it from
     # fonts.gstatic.com, and the app must make no request outside the machine.
     st.set_page_config(page_title="textcls", page_icon=str(ROOT / "static" / "textcls.svg"), layout="wide")
-    nav = st.navigation([st.Page(f, title=t, icon=i, default=(n == 0))
-                         for n, (f, t, i) in enumerate(PAGES) if (ROOT / f).is_file()])
+    present = [(f, t, i) for f, t, i in PAGES if (ROOT / f).is_file()]
+    nav = st.navigation([st.Page(f, title=t, icon=i, default=(n == 0)) for n, (f, t, i) in enumerate(present)])
     st.session_state[APP_RAN] = True
     deep_link = st.session_state.pop(DEEP_LINK, None)   # a first request that was a deep link (pages/common)
     deep_params = st.session_state.pop(DEEP_LINK_PARAMS, None) or None
@@ -48,5 +48,5 @@ else:
         st.switch_page(deep_link, query_params=deep_params)
     with page_run():                                    # the warm-up waits while a page runs
         nav.run()
-    warm_up([ROOT / f for f, _, _ in PAGES if (ROOT / f).is_file()])     # torch, the validation, Captum, the
-                                                                        # pages' modules, Evaluate's predictions
+    warm_up([ROOT / f for f, _, _ in present])     # torch, the validation, Captum, the pages' modules, Evaluate's
+                                                    # predictions, while the person reads

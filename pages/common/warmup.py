@@ -86,6 +86,12 @@ class Served:
             _end()
 
 
+def _give_way() -> bool:
+    """Before a step of the warm-up: wait until the server has been quiet for QUIET seconds (or PATIENCE has
+    passed: it goes on regardless). False only when the process is stopping."""
+    return _wait_until_quiet(quiet=QUIET) or not _STOPPING.is_set()
+
+
 def _wait_until_quiet(patience: float | None = None, quiet: float = 0.0) -> bool:
     """Block until no page runs, no HTTP request is being served and none of either ended in the last `quiet`
     seconds (True: the person is reading), or until `patience` seconds have passed (False)."""
@@ -126,7 +132,7 @@ def _start(name: str, target) -> threading.Thread:
     return t
 
 
-# ---------------------------------------------------------------- start-up
+# ---------------------------------------------------------------- start-up: what a page imports
 
 def page_imports(page: str | Path) -> list[str]:
     """The modules a page script imports at its top level (`import a.b`, `from a import b` with b a module: both
@@ -225,18 +231,17 @@ def _prefetch_evaluate() -> list[str]:
     for info in infos:
         if not gold <= set(info.labels):            # the page leaves such a checkpoint out
             continue
-        if _STOPPING.is_set():
-            break
         key = (str(info.path), cache.stamp(info.path), cache.texts_key(texts))
         try:
-            _wait_until_quiet(quiet=QUIET)
+            if not _give_way():
+                return done
             predictor = cache._fast(*key[:2])
             out: list = [None] * len(texts)
             with batch():                           # the page's thread setting for a whole split
                 for index, preds in predictor.batches(list(texts), batch_size=PREFETCH_BATCH):
                     for i, p in zip(index, preds):
                         out[i] = p
-                    if not _wait_until_quiet(quiet=QUIET) and _STOPPING.is_set():
+                    if not _give_way():
                         return done
         except Exception:  # noqa: BLE001 - the page reports a checkpoint that fails; the warm-up only skips it
             continue
@@ -248,23 +253,20 @@ def _prefetch_evaluate() -> list[str]:
 
 
 def _steps(pages: list[Path]) -> None:
-    def quiet() -> bool:            # True: go on
-        return not (not _wait_until_quiet(quiet=QUIET) and _STOPPING.is_set())
-
-    if not quiet():
+    if not _give_way():
         return
     import textcls.inference  # noqa: F401  (torch, the registry, every model)
     import torch.utils._device  # noqa: F401  (`with torch.device("meta")`: the full checkpoint validation)
-    if not quiet():
+    if not _give_way():
         return
     from textcls.checkpoint import list_all_checkpoints
     list_all_checkpoints(include_invalid=True, deep=True)   # remembered per file: the pages' listing is free
-    if not quiet():
+    if not _give_way():
         return
     import textcls.interpret.attributions  # noqa: F401  (Captum; textcls.interpret itself resolves lazily)
     import textcls.interpret.faithfulness  # noqa: F401
     for page in pages:                      # what the other pages import at their top (Lab: its demos, ...)
-        if not quiet():
+        if not _give_way():
             return
         _import_page_modules(page)
     try:
@@ -280,9 +282,9 @@ _WARM_UP_LOCK = threading.Lock()
 def warm_up(pages: list[str | Path] = ()) -> threading.Thread:
     """Once per process, after the first page's run (app.py calls it after every run, with the app's page files):
     in a background thread, what the first visits to the other pages would otherwise do while the person waits
-    (`_steps`), each step when the server is quiet. Not torch._dynamo: the full validation on the meta device does not need it
-    (textcls.runtime.sizing.meta_model). Not transformers: importing it here slowed a Compare clicked straight
-    after Home from 8.4-8.9 s to 12.5 s (they share the CPU and the interpreter lock)."""
+    (`_steps`), each step when the server is quiet. Not torch._dynamo: the full validation on the meta device does
+    not need it (textcls.runtime.sizing.meta_model). Not transformers: importing it here slowed a Compare clicked
+    straight after Home from 8.4-8.9 s to 12.5 s (they share the CPU and the interpreter lock)."""
     with _WARM_UP_LOCK:
         if not _WARM_UP:
             files = [Path(p) for p in pages]
