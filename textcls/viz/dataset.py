@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 from textcls.viz.style import RUN_COLORS, FigureOut, esc, label_colors, short, style_figure, wrapped
 
 CORRECT_COLORS = {"correct": "#27ae60", "wrong": "#c0392b"}
+WRITTEN_BELOW = 0.02          # a slice score under this is written out: its bar alone would look like no bar
 
 
 def slice_metrics_figure(table: pd.DataFrame, *, metric: str = "accuracy", key: str = "slice_metrics",
@@ -23,18 +24,18 @@ def slice_metrics_figure(table: pd.DataFrame, *, metric: str = "accuracy", key: 
     fig = go.Figure()
     # a score of (nearly) zero is written, so its group does not look empty: once above a slice where every
     # checkpoint has it (e.g. "wrong (every checkpoint)"), else on the bar
-    low = t[metric].astype(float).fillna(1) < 0.02 if len(t) else t.get(metric, [])
+    low = t[metric].astype(float).fillna(1) < WRITTEN_BELOW if len(t) else t.get(metric, [])
     all_low = {s for s, g in t[low].groupby("slice")["checkpoint"] if len(g) == t["checkpoint"].nunique()} \
         if len(t) else set()
     for s in all_low:
-        fig.add_annotation(x=wrapped(s), y=0.02, yanchor="bottom", showarrow=False, text="0 % for every<br>checkpoint",
-                           font=dict(size=11))
+        fig.add_annotation(x=wrapped(s), y=WRITTEN_BELOW, yanchor="bottom", showarrow=False,
+                           text="0 % for every<br>checkpoint", font=dict(size=11))
     for k, ck in enumerate(dict.fromkeys(t["checkpoint"]) if len(t) else []):
         part = t[t["checkpoint"] == ck]
         values = part[metric].astype(float)
         fig.add_trace(go.Bar(x=[wrapped(s) for s in part["slice"]], y=values, name=esc(ck),
                              marker_color=RUN_COLORS[k % len(RUN_COLORS)], customdata=part["count"],
-                             text=[f"{v:.0%}" if v < 0.02 and sl not in all_low else ""
+                             text=[f"{v:.0%}" if v < WRITTEN_BELOW and sl not in all_low else ""
                                    for v, sl in zip(values, part["slice"])], textposition="outside",
                              cliponaxis=False,
                              hovertemplate=esc(ck) + "<br>%{x}<br>" + metric + " %{y:.1%}<br>%{customdata} rows"
