@@ -19,6 +19,11 @@ every Plotly chart shown is drawn, the figure's own content is on the page, and 
 seconds; the time is when it started to hold. A hidden element (display: none; Inspect's one-point Plotly chart
 that makes the browser load Plotly's code early) is not what the person waits for, and is not counted.
 
+--floor measures, the same way, a bare two-page Streamlit app written to a temporary folder (Home: a title and an
+18-row table; Compare: a title and one Plotly chart; this repository's .streamlit/config.toml): the least any
+Streamlit app takes on this machine for Home from the start and for a first page with a Plotly chart, to read the
+targets against.
+
 --load N starts N busy processes (`python -c "while True: pass"`, the latency benchmark's BusyLoad) before the
 server, to measure a busy machine; they, the server and the browser are always stopped by PID at the end (also on
 an error, Ctrl-C or SIGTERM; killed outright, the busy processes stop themselves when they see this process gone,
@@ -160,12 +165,50 @@ def stop(procs: list[subprocess.Popen], grace: float = 10.0) -> list[int]:
     return [p.pid for p in procs]
 
 
-def start_server(env: dict, port: int, log_path: Path) -> subprocess.Popen:
-    """`streamlit run app.py`, headless on `port`, its output in log_path; it dies with this process (Linux)."""
+def start_server(env: dict, port: int, log_path: Path, app: Path | None = None) -> subprocess.Popen:
+    """`streamlit run app.py` (this repository's, or `app`), headless on `port`, in the app's folder (its
+    .streamlit/config.toml), its output in log_path; it dies with this process (Linux)."""
+    app = app or REPO / "app.py"
     with open(log_path, "w") as log:
-        return subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"),
+        return subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(app),
                                  "--server.headless", "true", "--server.port", str(port)],
-                                cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+                                cwd=app.parent, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                preexec_fn=_die_with_parent)
+
+
+# --floor: the least any Streamlit app takes on this machine for the same two figures. Home's table (18 rows, the
+# checkpoint table's columns) and Compare's first Plotly chart, with nothing else: no model, no torch, no data.
+FLOOR_PAGES = [("pages/home.py", "Home"), ("pages/compare.py", "Compare")]
+FLOOR_FILES = {
+    "app.py": """import streamlit as st
+st.set_page_config(page_title="floor", layout="wide")
+st.navigation([st.Page("pages/home.py", title="Home", default=True),
+               st.Page("pages/compare.py", title="Compare")]).run()
+""",
+    "pages/home.py": """import pandas as pd
+import streamlit as st
+st.title("Home")
+st.dataframe(pd.DataFrame({"checkpoint": [f"model-{i}" for i in range(18)], "from": ["shipped"] * 18,
+                           "model": ["cnn"] * 18, "data set": ["sst2"] * 18, "accuracy": [0.8] * 18,
+                           "labels": ["negative, positive"] * 18, "parameters": [1_000_000] * 18}),
+             hide_index=True)
+""",
+    "pages/compare.py": """import plotly.graph_objects as go
+import streamlit as st
+st.title("Compare")
+st.plotly_chart(go.Figure(go.Bar(x=[0.2, 0.8], y=["negative", "positive"], orientation="h")))
+""",
+}
+
+
+def write_floor_app(folder: Path) -> Path:
+    """The bare two-page app in `folder`, with this repository's .streamlit/config.toml; its app.py."""
+    for name, text in FLOOR_FILES.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    (folder / ".streamlit").mkdir(exist_ok=True)
+    (folder / ".streamlit" / "config.toml").write_text((REPO / ".streamlit" / "config.toml").read_text())
+    return folder / "app.py"
 
 
 def wait_healthy(server: subprocess.Popen, url: str, log_path: Path, timeout: float) -> None:
@@ -337,10 +380,10 @@ class Bench:
 def run(args) -> dict:
     from playwright.sync_api import sync_playwright
 
-    pages = app_pages()
+    pages = FLOOR_PAGES if args.floor else app_pages()
     sst2 = sst2_checkpoints()
     pretrained = [n for n, model in sst2.items() if str(model).startswith("hf:")]
-    out: dict = {"load": args.load, "cpus": os.cpu_count(), "quiet_s": args.quiet, "figures": {}, "details": {},
+    out: dict = {"floor": args.floor, "load": args.load, "cpus": os.cpu_count(), "quiet_s": args.quiet, "figures": {}, "details": {},
                  "errors": {}, "exceptions": {}, "outside_requests": []}
     server: subprocess.Popen | None = None
     tmp = tempfile.TemporaryDirectory(prefix="textcls-bench-")
@@ -367,7 +410,8 @@ def run(args) -> dict:
             b = Bench(page, url, args.timeout, args.quiet)
 
             t0 = time.time()
-            server = start_server(env, port, log_path)
+            app = write_floor_app(Path(tmp.name) / "floor") if args.floor else None
+            server = start_server(env, port, log_path, app)
             wait_healthy(server, url, log_path, args.timeout)
             out["details"]["server_up_s"] = round(time.time() - t0, 3)
             page.goto(url, wait_until="domcontentloaded")
@@ -387,6 +431,8 @@ def run(args) -> dict:
                     continue
                 finally:
                     out["exceptions"][title] = b.exceptions()
+                if args.floor:
+                    continue
                 try:
                     if stem == "compare":
                         figure("compare", b.submit("Compare", "Sentence", COMPARE_SENTENCE), TARGETS["compare"])
@@ -431,7 +477,8 @@ def run(args) -> dict:
 
 
 def report(out: dict) -> str:
-    lines = [f"textcls app in headless Chromium: {out['load']} busy background process(es), {out['cpus']} CPUs "
+    what = "a bare two-page Streamlit app (--floor)" if out.get("floor") else "textcls app"
+    lines = [f"{what} in headless Chromium: {out['load']} busy background process(es), {out['cpus']} CPUs "
              f"(a figure = until shown and idle for {out['quiet_s']} s)"]
     for key, f in out["figures"].items():
         lines.append(f"  {key:<24} {f['seconds']:7.2f} s   target {f['target_s']:g} s   "
@@ -465,6 +512,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=0, help="the server's port (default: a free one)")
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds allowed for each step")
     ap.add_argument("--quiet", type=float, default=0.5, help="seconds a figure must stay shown and idle")
+    ap.add_argument("--floor", action="store_true",
+                    help="measure a bare two-page Streamlit app instead (a table on Home, one Plotly chart on "
+                         "Compare, this repository's config): the least any app takes here for those figures")
     args = ap.parse_args(argv)
     if not Path(CHROMIUM).exists():
         print(f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)", file=sys.stderr)

@@ -115,30 +115,47 @@ def test_evaluate_predictions_computed_ahead_are_the_pages_own_numbers():
     """The warm-up predicts Evaluate's default checkpoints on its default split batch by batch while no page runs;
     the page's first `predict` then takes those, and they are the numbers the page would compute (the same
     batches and thread setting; a different thread count under another load changes only the last bits)."""
-    cache._PREFETCHED.clear()
-    done = warmup._prefetch_evaluate()
-    assert len(done) >= 2                               # the main task's small checkpoints (six sst2 ones shipped)
-    (path, mtime, key), ahead = next((k, v) for k, v in cache._PREFETCHED.items() if k[0].endswith(done[0]))
-    texts = next(t for t in _evaluate_texts() if cache.texts_key(t) == key)
-    own = load_checkpoint(path).predict(list(texts))
-    assert [p.label for p in ahead] == [p.label for p in own] and len(own) == len(texts) > 1000
+    texts, done = warmup._prefetch_evaluate()
+    assert len(done) >= 2 and len(texts) > 1000        # the main task's small checkpoints (six sst2 ones shipped)
+    info = next(i for i in cache.checkpoints(deep=True)[0] if i.name == done[0])
+    assert cache.handed_over(info.path, texts)
+    own = load_checkpoint(info.path).predict(list(texts))
+    ahead = cache.predict(info.path, texts)              # the page's call: takes what was computed ahead
+    assert not cache.handed_over(info.path, texts)
+    assert [p.label for p in ahead] == [p.label for p in own]
     # the same batches; the thread count the machine's load allows may differ, and with it the last bits
     assert np.allclose([list(p.probabilities.values()) for p in ahead],
                        [list(p.probabilities.values()) for p in own], rtol=0, atol=1e-6)
-    assert cache._predict(path, mtime, key, texts) is not None and (path, mtime, key) not in cache._PREFETCHED
 
 
-def _evaluate_texts():
-    """The texts of Evaluate's default split (what the page evaluates when it opens)."""
-    from pages.common import defaults as d
-    from textcls.data.datasets import list_datasets
-    for spec in list_datasets():
-        try:
-            bundle = cache.dataset(spec)
-        except Exception:  # noqa: BLE001
-            continue
-        for name, split in bundle.splits.items():
-            yield tuple(d.evaluated_part(split, d.default_limit(len(split))).texts)
+def test_predictions_handed_over_are_taken_once_and_only_for_the_same_files(tmp_path):
+    """`cache.hand_over` is keyed by the checkpoint's modification time and the texts: the first `predict` of the
+    same texts takes them (later ones come from Streamlit's cache), another text list does not, nor does a
+    checkpoint saved again meanwhile; a list of the wrong length is refused."""
+    import os
+    import shutil
+
+    src = next(i for i in cache.checkpoints(deep=True)[0] if i.model == "kim_cnn")
+    path = tmp_path / "ckpt"
+    shutil.copytree(src.path, path)
+    texts = ("a fine film", "a dull one")
+    marker = ["ahead 1", "ahead 2"]                      # not predictions: shows where an answer came from
+    cache.hand_over(path, texts, marker)
+    assert cache.handed_over(path, texts) and not cache.handed_over(path, texts[:1])
+    st = os.stat(path / "model.safetensors")
+    os.utime(path / "model.safetensors", (st.st_atime, st.st_mtime + 5))     # saved again
+    assert not cache.handed_over(path, texts)
+    computed = cache.predict(path, texts)
+    assert [p.label for p in computed] and computed != marker            # the model's, not what waited
+    cache.hand_over(path, texts[::-1], marker)
+    assert cache.predict(path, texts[::-1]) == marker and not cache.handed_over(path, texts[::-1])
+    assert cache.predict(path, texts[::-1]) == marker                     # Streamlit's cache from now on
+    try:
+        cache.hand_over(path, texts, marker[:1])
+    except ValueError as e:
+        assert "1 predictions for 2 texts" in str(e)
+    else:
+        raise AssertionError("a list of the wrong length was taken")
 
 
 def test_texts_key_tells_apart_what_a_join_would_confuse():

@@ -81,7 +81,33 @@ def predictor(path: str | Path):
     return _predictor(str(path), stamp(path))
 
 
-_PREFETCHED: dict[tuple, list] = {}    # (path, mtime, texts_key(texts)) -> predictions computed ahead (warmup)
+def fast_predictor(path: str | Path):
+    """The shared Predictor that `predict` uses: on the GPU when there is one, else the same as `predictor`."""
+    return _fast(str(path), stamp(path))
+
+
+_AHEAD: dict[tuple, list] = {}         # (path, mtime, texts_key(texts)) -> predictions computed ahead
+AHEAD_MAX = 16                         # entries kept (a set of checkpoints' predictions on one split)
+
+
+def _ahead_key(path: str | Path, texts) -> tuple[str, float, str]:
+    return str(path), stamp(path), texts_key(texts)
+
+
+def hand_over(path: str | Path, texts, predictions: list) -> None:
+    """Predictions of `fast_predictor(path)` for `texts` computed ahead (pages.common.warmup), in `predict`'s order:
+    the first `predict(path, texts)` takes them instead of computing them; a checkpoint saved again meanwhile
+    (another modification time) does not."""
+    if len(predictions) != len(texts):
+        raise ValueError(f"{len(predictions)} predictions for {len(texts)} texts")
+    if len(_AHEAD) >= AHEAD_MAX:
+        _AHEAD.clear()
+    _AHEAD[_ahead_key(path, texts)] = list(predictions)
+
+
+def handed_over(path: str | Path, texts) -> bool:
+    """Whether predictions for (path, texts) wait for their first `predict`."""
+    return _ahead_key(path, texts) in _AHEAD
 
 
 def texts_key(texts) -> str:
@@ -98,7 +124,7 @@ def texts_key(texts) -> str:
 @st.cache_data(show_spinner=False, max_entries=512)
 def _predict(path: str, mtime: float, key: str, _texts: tuple[str, ...]):
     """Keyed by `key` = texts_key(_texts) (arguments named with a leading underscore are not hashed)."""
-    ahead = _PREFETCHED.pop((path, mtime, key), None)
+    ahead = _AHEAD.pop((path, mtime, key), None)
     return ahead if ahead is not None else _fast(path, mtime).predict(list(_texts), return_maps=False)
 
 
@@ -118,7 +144,8 @@ def predict_maps(path: str | Path, text: str):
     return _predict_maps(str(path), stamp(path), text)
 
 
-__all__ = ["CheckpointError", "checkpoint_roots", "checkpoints", "user_checkpoints", "predictor", "predict", "predict_maps", "stamp"]
+__all__ = ["CheckpointError", "checkpoint_roots", "checkpoints", "user_checkpoints", "predictor", "fast_predictor",
+           "predict", "predict_maps", "hand_over", "handed_over", "stamp"]
 
 
 # ---------------------------------------------------------------- data sets (Train / Evaluate pages)

@@ -202,14 +202,14 @@ def lifespan(first_page: str | Path):
 PREFETCH_BATCH = 64      # texts per step: the page's own batch (Predictor.predict), 20-50 ms of work
 
 
-def _prefetch_evaluate() -> list[str]:
+def _prefetch_evaluate() -> tuple[tuple[str, ...], list[str]]:
     """Evaluate's first render, computed ahead: its default checkpoints' predictions on its default split. One
     batch at a time, each only when the server has been quiet for QUIET seconds, so a page clicked meanwhile waits
     for one batch at most. The batches are the page's own (`Predictor.batches`: texts sorted by length, the batch
     thread setting), so the predictions are the numbers the page would compute (up to the last bits, when the
-    load lets the page use another thread count); they wait in cache._PREFETCHED for the page's first `predict`.
+    load lets the page use another thread count); `cache.hand_over` keeps them for the page's first `predict`.
     About 3 s of the two cores for the six small sst2 models, spent while the person reads instead of while they
-    wait. Returns the checkpoints done."""
+    wait. Returns the texts and the checkpoints done."""
     from textcls.checkpoint import list_all_checkpoints
     from textcls.data.datasets import DataError, list_datasets
     from textcls.runtime.threads import batch
@@ -219,11 +219,11 @@ def _prefetch_evaluate() -> list[str]:
     bundled = list_datasets()
     spec = next((a for a in (d.available_data(d.data_spec(i), bundled) for i in infos) if a), None)
     if spec is None:
-        return []
+        return (), []
     try:
         bundle = cache.dataset(spec)
     except (DataError, ValueError):
-        return []
+        return (), []
     split = bundle.splits[d.default_split(list(bundle.splits))]
     part = d.evaluated_part(split, d.default_limit(len(split)))
     texts, gold = tuple(part.texts), {bundle.labels[y] for y in part.labels}
@@ -231,25 +231,25 @@ def _prefetch_evaluate() -> list[str]:
     for info in infos:
         if not gold <= set(info.labels):            # the page leaves such a checkpoint out
             continue
-        key = (str(info.path), cache.stamp(info.path), cache.texts_key(texts))
         try:
             if not _give_way():
-                return done
-            predictor = cache._fast(*key[:2])
+                return texts, done
+            saved = cache.stamp(info.path)
+            predictor = cache.fast_predictor(info.path)
             out: list = [None] * len(texts)
             with batch():                           # the page's thread setting for a whole split
                 for index, preds in predictor.batches(list(texts), batch_size=PREFETCH_BATCH):
                     for i, p in zip(index, preds):
                         out[i] = p
                     if not _give_way():
-                        return done
+                        return texts, done
+            if cache.stamp(info.path) != saved:     # saved again meanwhile: these are another file's answers
+                continue
+            cache.hand_over(info.path, texts, out)
         except Exception:  # noqa: BLE001 - the page reports a checkpoint that fails; the warm-up only skips it
             continue
-        if len(cache._PREFETCHED) > 16:
-            cache._PREFETCHED.clear()
-        cache._PREFETCHED[key] = out
         done.append(info.name)
-    return done
+    return texts, done
 
 
 def _steps(pages: list[Path]) -> None:
