@@ -383,8 +383,8 @@ def run(args) -> dict:
     pages = FLOOR_PAGES if args.floor else app_pages()
     sst2 = sst2_checkpoints()
     pretrained = [n for n, model in sst2.items() if str(model).startswith("hf:")]
-    out: dict = {"floor": args.floor, "load": args.load, "cpus": os.cpu_count(), "quiet_s": args.quiet, "figures": {}, "details": {},
-                 "errors": {}, "exceptions": {}, "outside_requests": []}
+    out: dict = {"floor": args.floor, "load": args.load, "cpus": os.cpu_count(), "quiet_s": args.quiet,
+                 "figures": {}, "details": {}, "errors": {}, "exceptions": {}, "outside_requests": []}
     server: subprocess.Popen | None = None
     tmp = tempfile.TemporaryDirectory(prefix="textcls-bench-")
     env = fresh_env(tmp.name)
