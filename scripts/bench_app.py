@@ -19,10 +19,10 @@ every Plotly chart shown is drawn, the figure's own content is on the page, and 
 seconds; the time is when it started to hold. A hidden element (display: none; Inspect's one-point Plotly chart
 that makes the browser load Plotly's code early) is not what the person waits for, and is not counted.
 
---floor measures, the same way, a bare two-page Streamlit app written to a temporary folder (Home: a title and an
-18-row table; Compare: a title and one Plotly chart; this repository's .streamlit/config.toml): the least any
-Streamlit app takes on this machine for Home from the start and for a first page with a Plotly chart, to read the
-targets against.
+--floor measures, the same way, a bare three-page Streamlit app written to a temporary folder, with this repository's
+.streamlit/config.toml: Home (a title and an 18-row table), Compare (the kinds of widget and HTML Compare's first
+render draws) and Chart (one Plotly chart, the first in the tab). No model, no torch, no data: the least any
+Streamlit app takes on this machine for those figures, to read the targets against.
 
 --load N starts N busy processes (`python -c "while True: pass"`, the latency benchmark's BusyLoad) before the
 server, to measure a busy machine; they, the server and the browser are always stopped by PID at the end (also on
@@ -176,14 +176,17 @@ def start_server(env: dict, port: int, log_path: Path, app: Path | None = None) 
                                 preexec_fn=_die_with_parent)
 
 
-# --floor: the least any Streamlit app takes on this machine for the same two figures. Home's table (18 rows, the
-# checkpoint table's columns) and Compare's first Plotly chart, with nothing else: no model, no torch, no data.
-FLOOR_PAGES = [("pages/home.py", "Home"), ("pages/compare.py", "Compare")]
+# --floor: the least any Streamlit app takes on this machine for the same figures, with nothing else (no model, no
+# torch, no data). Home: a title and the checkpoint table's shape (18 rows). Compare: the kinds of element Compare's
+# first render draws (a segmented control, a multiselect, a button, radio buttons, a form with a text area, result
+# cards and bars as HTML; Compare draws no Plotly chart). Chart: a title and one Plotly chart, the first in the tab
+# (the browser then loads Plotly's 4.7 MB chunk, as on the first textcls page that draws one).
+FLOOR_PAGES = [("pages/home.py", "Home"), ("pages/compare.py", "Compare"), ("pages/chart.py", "Chart")]
 FLOOR_FILES = {
     "app.py": """import streamlit as st
 st.set_page_config(page_title="floor", layout="wide")
-st.navigation([st.Page("pages/home.py", title="Home", default=True),
-               st.Page("pages/compare.py", title="Compare")]).run()
+st.navigation([st.Page("pages/home.py", title="Home", default=True), st.Page("pages/compare.py", title="Compare"),
+               st.Page("pages/chart.py", title="Chart")]).run()
 """,
     "pages/home.py": """import pandas as pd
 import streamlit as st
@@ -193,16 +196,30 @@ st.dataframe(pd.DataFrame({"checkpoint": [f"model-{i}" for i in range(18)], "fro
                            "labels": ["negative, positive"] * 18, "parameters": [1_000_000] * 18}),
              hide_index=True)
 """,
-    "pages/compare.py": """import plotly.graph_objects as go
-import streamlit as st
+    "pages/compare.py": """import streamlit as st
+names = [f"model-{i}" for i in range(6)]
 st.title("Compare")
+st.segmented_control("Task", ["sst2", "trec", "all"], default="sst2")
+st.multiselect("Checkpoints", names, default=names)
+st.button("Add another")
+st.radio("Input", ["One sentence", "Many sentences"], horizontal=True)
+with st.form("one"):
+    st.text_area("Sentence", "the food was great but the service was slow .")
+    st.form_submit_button("Compare", type="primary")
+st.html("".join(f"<div style='display:inline-block;border:1px solid #ddd;padding:8px;margin:4px'><b>{n}</b>"
+                f"<div style='background:#c0392b;width:{60 + 5 * i}px;height:8px'></div></div>"
+                for i, n in enumerate(names)))
+""",
+    "pages/chart.py": """import plotly.graph_objects as go
+import streamlit as st
+st.title("Chart")
 st.plotly_chart(go.Figure(go.Bar(x=[0.2, 0.8], y=["negative", "positive"], orientation="h")))
 """,
 }
 
 
 def write_floor_app(folder: Path) -> Path:
-    """The bare two-page app in `folder`, with this repository's .streamlit/config.toml; its app.py."""
+    """The bare app of --floor in `folder`, with this repository's .streamlit/config.toml; its app.py."""
     for name, text in FLOOR_FILES.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text)
@@ -477,7 +494,7 @@ def run(args) -> dict:
 
 
 def report(out: dict) -> str:
-    what = "a bare two-page Streamlit app (--floor)" if out.get("floor") else "textcls app"
+    what = "a bare Streamlit app (--floor)" if out.get("floor") else "textcls app"
     lines = [f"{what} in headless Chromium: {out['load']} busy background process(es), {out['cpus']} CPUs "
              f"(a figure = until shown and idle for {out['quiet_s']} s)"]
     for key, f in out["figures"].items():
@@ -513,8 +530,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds allowed for each step")
     ap.add_argument("--quiet", type=float, default=0.5, help="seconds a figure must stay shown and idle")
     ap.add_argument("--floor", action="store_true",
-                    help="measure a bare two-page Streamlit app instead (a table on Home, one Plotly chart on "
-                         "Compare, this repository's config): the least any app takes here for those figures")
+                    help="measure a bare Streamlit app instead (Home's table, Compare's kinds of widget, one Plotly "
+                         "chart; this repository's config): the least any app takes here for those figures")
     args = ap.parse_args(argv)
     if not Path(CHROMIUM).exists():
         print(f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)", file=sys.stderr)
