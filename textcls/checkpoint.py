@@ -523,33 +523,23 @@ def _validate(path: Path, limits) -> Validated:
     return Validated(cfg, entry, config, tokenizer, shapes)
 
 
-_FINITE_CACHE: dict[tuple, str | None] = {}
-
-
 def nonfinite_tensor(path: Path) -> str | None:
     """The name of the first floating tensor of a safetensors file holding NaN or infinity (None: all finite).
-    Read through a memory map, tensor by tensor; the answer is cached per file identity (inode, size, mtime), so
-    listing the same folders again costs nothing."""
+    Read through a memory map, tensor by tensor. Not remembered here: its caller, the full validation, is
+    remembered per folder and file identity (`_remembered`), so listing the same folders again costs nothing."""
     import torch
     from safetensors import safe_open
 
-    os.stat(path)                   # a missing file raises here, as reading it would
-    key = (str(path), _file_identity(path))
-    if key not in _FINITE_CACHE:
-        found = None
-        try:
-            with safe_open(str(path), framework="pt") as f:
-                for name in f.keys():
-                    t = f.get_tensor(name)
-                    if t.is_floating_point() and not bool(torch.isfinite(t).all()):
-                        found = name
-                        break
-        except Exception as e:  # noqa: BLE001 - safetensors raises its own error types
-            raise CheckpointError(f"{path}: cannot read model.safetensors: {type(e).__name__}: {e}") from None
-        if len(_FINITE_CACHE) > 256:
-            _FINITE_CACHE.clear()
-        _FINITE_CACHE[key] = found
-    return _FINITE_CACHE[key]
+    os.stat(path)                   # a missing file raises FileNotFoundError, not the CheckpointError below
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            for name in f.keys():
+                t = f.get_tensor(name)
+                if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                    return name
+    except Exception as e:  # noqa: BLE001 - safetensors raises its own error types
+        raise CheckpointError(f"{path}: cannot read model.safetensors: {type(e).__name__}: {e}") from None
+    return None
 
 
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu", limits=None):
