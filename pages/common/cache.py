@@ -90,7 +90,8 @@ _AHEAD: dict[tuple, list] = {}         # (path, mtime, texts_key(texts)) -> pred
 AHEAD_MAX = 16                         # entries kept (a set of checkpoints' predictions on one split)
 
 
-def _ahead_key(path: str | Path, texts) -> tuple[str, float, str]:
+def _predict_key(path: str | Path, texts) -> tuple[str, float, str]:
+    """What `predict`'s answer for (path, texts) is cached under, and handed over under."""
     return str(path), stamp(path), texts_key(texts)
 
 
@@ -102,12 +103,12 @@ def hand_over(path: str | Path, texts, predictions: list) -> None:
         raise ValueError(f"{len(predictions)} predictions for {len(texts)} texts")
     if len(_AHEAD) >= AHEAD_MAX:
         _AHEAD.clear()
-    _AHEAD[_ahead_key(path, texts)] = list(predictions)
+    _AHEAD[_predict_key(path, texts)] = list(predictions)
 
 
 def handed_over(path: str | Path, texts) -> bool:
     """Whether predictions for (path, texts) wait for their first `predict`."""
-    return _ahead_key(path, texts) in _AHEAD
+    return _predict_key(path, texts) in _AHEAD
 
 
 def texts_key(texts) -> str:
@@ -136,7 +137,7 @@ def _predict_maps(path: str, mtime: float, text: str):
 def predict(path: str | Path, texts: list[str] | tuple[str, ...]):
     """Predictions (no maps) of one checkpoint for texts, cached per (checkpoint, texts)."""
     texts = tuple(texts)
-    return _predict(str(path), stamp(path), texts_key(texts), texts)
+    return _predict(*_predict_key(path, texts), texts)
 
 
 def predict_maps(path: str | Path, text: str):
