@@ -36,7 +36,7 @@ with st.spinner("Loading PyTorch and Captum…"):          # seconds on a server
     from textcls.interpret.attention import attention_importance_instances, explanation_source
     from textcls.interpret.faithfulness import EXPLANATION_LABELS as LABELS
     from textcls.interpret.faithfulness import SLOW_EXPLANATIONS as SLOW
-    from textcls.interpret.faithfulness import faithfulness_level, kendall_tau
+    from textcls.interpret.faithfulness import ONE_TEXT_NOTE, VERDICT_RULE, kendall_tau, versus_random
     from textcls.interpret import interventions as IV
 
 SENTENCE = "the acting is superb , but the plot is not very good ."
@@ -385,13 +385,14 @@ if tab_faith.open:
             r_suff = float(np.mean([r["aopc_sufficiency"] for r in rand]))
             badges = []
             for m, (ec, ef) in out.items():
-                good, verdict = faithfulness_level(ec, rand)
-                color = ["red", "orange", "green"][good]
-                badges.append(f":{color}-badge[{w.md_escape(LABELS[m])}: {verdict}]")
+                v = versus_random(ec, rand)
+                color = ["gray", "orange", "green"][v["level"]] if v["verdict"] != "worse than random" else "red"
+                badges.append(f":{color}-badge[{w.md_escape(LABELS[m])}: {v['verdict']}]")
                 table_rows.append({"checkpoint": info.name, "explanation": LABELS[m],
                                    "AOPC comprehensiveness": ec["aopc_comprehensiveness"],
                                    "AOPC sufficiency": ec["aopc_sufficiency"],
                                    "random: comp. / suff.": f"{r_comp:.3f} / {r_suff:.3f}",
+                                   "verdict on this text": v["verdict"],
                                    "top word removed flips": ef["top_flip"],
                                    "share removed to flip": ef["fraction_to_flip"],
                                    "Kendall tau vs leave-one-out": kendall_tau(scores_of(expl[m]), loo)})
@@ -419,6 +420,7 @@ if tab_faith.open:
                 c: st.column_config.NumberColumn(format="%.3f") for c in (
                     "AOPC comprehensiveness", "AOPC sufficiency", "share removed to flip",
                     "Kendall tau vs leave-one-out")})
+            st.caption(w.md_escape(f"{VERDICT_RULE} {ONE_TEXT_NOTE}"))
         if model_rows:
             st.markdown("**Per model** - small TVDs under permuted or uniform attention mean the attention weights "
                         "hardly drive the decision (Jain & Wallace 2019; Wiegreffe & Pinter 2019). Blank: the model "

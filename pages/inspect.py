@@ -222,7 +222,7 @@ def piece_panel(slot: int, info, text: str, opts: dict, title_chars: int) -> boo
 
 def faithfulness_line(info, text: str) -> None:
     """The model's own per-token importance (the shading on Compare) against random word orders, on this text."""
-    from textcls.interpret.faithfulness import versus_random
+    from textcls.interpret.faithfulness import ONE_TEXT_NOTE, VERDICT_RULE, versus_random
     try:
         with st.spinner("Testing the attention against random word orders…"):
             curves = cache.erasure_curves(info.path, text, "attention")   # not the flip test: 7 passes per word
@@ -232,7 +232,8 @@ def faithfulness_line(info, text: str) -> None:
         return
     v = versus_random(curves, rand)
     st.caption(f"**Faithful on this text?** {w.md_escape(v['line'])} (The weights are the model's own "
-               "per-token importance, the shading on Compare; over a whole data set: Attribute, *over a data set*.)")
+               "per-token importance, the shading on Compare.)")
+    st.caption(w.md_escape(f"{VERDICT_RULE} {ONE_TEXT_NOTE}"))
 
 
 cols = st.columns(len(loaded)) if len(loaded) > 1 else [st.container()]

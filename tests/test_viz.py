@@ -320,6 +320,51 @@ def test_export_zip_has_numbers_for_every_figure():
     assert '"format": "svg"' in html and "<html" in html
 
 
+def _every_view_figure():
+    """(model, view id, FigureOut) of every view of every model family, built as the pages build them."""
+    import pickle
+    out = []
+    for name in sorted(VIEW_EXPECT):
+        specs, maps, tokens, sentences, config = model_output(name)
+        vi = viz.ViewInput(name, specs, maps, tokens, sentences, title=name, label="positive", config=vars(config))
+        for v in viz.views_for(name, specs):
+            vi.opts = {c.name: c.options[-1] for c in viz.view_controls(v.id, vi)}
+            for f in viz.build_view(v.id, vi):
+                out.append((name, v.id, f, pickle.loads(pickle.dumps(f))))   # st.cache_data pickles figures
+    return out
+
+
+def test_every_figure_keeps_its_export_size_after_the_cache_round_trip():
+    """Issue 40 item 1: after Streamlit's cache (a pickle round trip) a heatmap's z is Plotly's typed array
+    {"dtype", "bdata", "shape"}; export_size read len(z[0]) and raised KeyError, so PNG/SVG/ZIP export did
+    nothing for every heatmap."""
+    items = _every_view_figure()
+    assert any(isinstance(getattr(t, "z", None), dict) for *_, g in items for t in g.fig.data)   # the case is met
+    for name, vid, f, g in items:
+        assert viz.export_size(g.fig) == viz.export_size(f.fig), (name, vid, f.key)
+    assert viz.export_zip([g for *_, g in items][:3], images=False)
+
+
+@pytest.mark.skipif(not viz.image_export_status()[0], reason="kaleido + Chromium not available")
+def test_a_real_image_of_every_kind_of_figure_after_the_cache_round_trip():
+    """A PNG of one figure per view (heatmaps, bars, head view, grids, HCAN's branches ...) and an SVG and a ZIP
+    with images, each from the figure as it comes out of the cache."""
+    seen, done = set(), []
+    for name, vid, f, g in _every_view_figure():
+        kind = (vid, type(g.fig.data[0]).__name__ if g.fig.data else "empty")
+        if kind in seen:
+            continue
+        seen.add(kind)
+        png = viz.figure_image(g.fig, "png", scale=1)
+        assert png[:8] == b"\x89PNG\r\n\x1a\n", (name, vid, g.key)
+        done.append(g)
+    assert len(done) >= 8
+    svg = viz.figure_image(done[0].fig, "svg")
+    assert b"<svg" in svg[:500]
+    names = zipfile.ZipFile(io.BytesIO(viz.export_zip(done[:2], images=True))).namelist()
+    assert any(n.endswith(".png") for n in names) and any(n.endswith(".svg") for n in names)
+
+
 @pytest.mark.skipif(not viz.image_export_status()[0], reason="kaleido + Chromium not available")
 def test_png_and_svg_render_server_side():
     fig = viz.heatmap(np.eye(3), MapSpec("m", ("query_token", "key_token"), "attention"), ["<a>", "b", "c"])

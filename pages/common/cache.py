@@ -260,17 +260,15 @@ def erasure_curves(path: str | Path, text: str, method: str, *, baseline: str = 
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def _random_erasure(path: str, mtime: float, text: str, removal: str, n: int):
-    import numpy as np
-
+def _random_erasure(path: str, mtime: float, text: str, removal: str, n: int | None):
     from textcls.interpret import faithfulness
     model, inst = _predictor(path, mtime).model, _instance(path, mtime, text)
-    rng = np.random.default_rng(0)
-    return [faithfulness.erasure_curves(model, inst, rng.random(inst.n), removal=removal) for _ in range(n)]
+    return faithfulness.random_orders_curves(model, inst, n or faithfulness.N_RANDOM, removal=removal)
 
 
-def random_erasure(path: str | Path, text: str, *, removal: str = "delete", n: int = 5) -> list[dict]:
-    """Erasure curves of `n` seeded random rankings (the floor an explanation should beat), cached."""
+def random_erasure(path: str | Path, text: str, *, removal: str = "delete", n: int | None = None) -> list[dict]:
+    """Erasure curves of seeded random rankings (faithfulness.random_orders_curves: the chance an explanation
+    must beat; N_RANDOM of them by default), cached."""
     return _random_erasure(str(path), stamp(path), text, removal, n)
 
 

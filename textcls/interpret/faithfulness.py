@@ -341,34 +341,61 @@ def explanation_report(model, inst: Instance, importance, removal: str = "delete
     return out
 
 
+N_RANDOM = 19          # random word orders one text is tested against: beating all 19 has a chance of 1 in 20
+LEVEL = 0.05           # the chance below which a result on one text is called better (or worse) than random
+VERDICTS = ("no better than random", "partly better than random", "better than random")
+VERDICT_RULE = (f"The rule: an explanation's ranking is compared with {N_RANDOM} random word orders of the same "
+                "text. It is better than random on this text when removing its top words lowers the label's "
+                "probability more than every random order does (comprehensiveness AOPC) and keeping only its top "
+                "words keeps the probability better than every random order does (sufficiency AOPC): by chance "
+                f"that happens 1 time in {N_RANDOM + 1}. One of the two: partly better. Neither: no better than "
+                "random; below every random order on comprehensiveness: worse than random.")
+ONE_TEXT_NOTE = ("One sentence can show that this ranking beats chance on this sentence; it cannot show that the "
+                 "explanation is faithful in general (a data set can: Attribute, over a data set). Short texts "
+                 "have few distinct word orders, so chance ties them often and no verdict is possible.")
+
+
+def random_orders_curves(model, inst: Instance, n: int = N_RANDOM, removal: str = "delete", seed: int = 0,
+                         target: int | None = None) -> list[dict[str, Any]]:
+    """`erasure_curves` of `n` seeded random rankings of the text's words: the chance an explanation must beat."""
+    rng = np.random.default_rng(seed)
+    return [erasure_curves(model, inst, rng.random(inst.n), removal=removal, target=target) for _ in range(n)]
+
+
+def _chance(x: float, others: np.ndarray, higher_is_better: bool) -> float:
+    """Monte Carlo p-value: (1 + how many random orders do at least as well) / (n + 1)."""
+    at_least = (others >= x - 1e-12) if higher_is_better else (others <= x + 1e-12)
+    return float((1 + int(at_least.sum())) / (others.size + 1))
+
+
 def versus_random(curves: dict[str, Any], random_curves: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """How an explanation's comprehensiveness AOPC on one text (`erasure_curves`) compares with random word
-    orders' (a list of `erasure_curves` of random rankings): {aopc, random_mean, random_sd, n_random, verdict,
-    line}. The verdict: "better than random" when the AOPC exceeds the random mean by more than two random
-    standard deviations (and 0.01), "worse than random" when it falls below by as much, else "no better than
-    random"; `line` says it in one plain sentence."""
+    """The one rule every page and lesson uses to judge an explanation on one text (VERDICT_RULE says it on
+    screen): its comprehensiveness and sufficiency AOPCs (`erasure_curves`) against those of random word orders
+    (`random_orders_curves`). Each is "better than random" when chance does as well with probability at most
+    LEVEL, counted as (1 + random orders at least as good) / (n + 1).
+
+    Returns {aopc, sufficiency, random_mean, random_sd, random_sufficiency, n_random, p_comprehensiveness,
+    p_sufficiency, level (0, 1, 2), verdict, line}."""
+    if not random_curves:
+        raise ValueError("versus_random needs at least one random order")
     r = np.array([c["aopc_comprehensiveness"] for c in random_curves], dtype=float)
-    a = float(curves["aopc_comprehensiveness"])
-    mean = float(r.mean()) if r.size else float("nan")
-    sd = float(r.std(ddof=1)) if r.size > 1 else 0.0
-    margin = max(2 * sd, 0.01)
-    verdict = ("better than random" if a > mean + margin else "worse than random" if a < mean - margin
-               else "no better than random")
-    line = (f"Removing the words in the order of these weights lowers the predicted label's probability by {a:.3f} on average "
-            f"(comprehensiveness AOPC); random orders lower it by {mean:.3f} ± {sd:.3f} ({r.size} orders): "
-            f"{verdict} on this text.")
-    return {"aopc": a, "random_mean": mean, "random_sd": sd, "n_random": int(r.size), "verdict": verdict,
-            "line": line}
-
-
-def faithfulness_level(curves: dict[str, Any], random_curves: Sequence[dict[str, Any]]) -> tuple[int, str]:
-    """The Attribute page's badge for one explanation on one text: one point for a comprehensiveness AOPC above
-    the random orders' mean, one for a sufficiency AOPC below theirs. (0, "not better than random"),
-    (1, "partly faithful") or (2, "faithful")."""
-    r_comp = float(np.mean([r["aopc_comprehensiveness"] for r in random_curves]))
-    r_suff = float(np.mean([r["aopc_sufficiency"] for r in random_curves]))
-    good = int(curves["aopc_comprehensiveness"] > r_comp) + int(curves["aopc_sufficiency"] < r_suff)
-    return good, ("not better than random", "partly faithful", "faithful")[good]
+    rs = np.array([c["aopc_sufficiency"] for c in random_curves], dtype=float)
+    a, s = float(curves["aopc_comprehensiveness"]), float(curves.get("aopc_sufficiency", np.nan))
+    p_comp = _chance(a, r, higher_is_better=True)
+    p_suff = _chance(s, rs, higher_is_better=False) if np.isfinite(s) else 1.0
+    level = int(p_comp <= LEVEL) + int(p_suff <= LEVEL)
+    verdict = VERDICTS[level]
+    if level == 0 and _chance(a, r, higher_is_better=False) <= LEVEL:
+        verdict = "worse than random"
+    mean, sd = float(r.mean()), float(r.std(ddof=1)) if r.size > 1 else 0.0
+    beaten = int((r < a - 1e-12).sum())
+    beaten_s = int((rs > s + 1e-12).sum()) if np.isfinite(s) else 0
+    line = (f"Removing the words in the order of these weights lowers the label's probability by {a:.3f} on average "
+            f"(comprehensiveness AOPC); {r.size} random orders lower it by {mean:.3f} ± {sd:.3f}, and this ranking "
+            f"beats {beaten} of them (on sufficiency, {beaten_s} of them): {verdict} on this text.")
+    return {"aopc": a, "sufficiency": s, "random_mean": mean, "random_sd": sd,
+            "random_sufficiency": float(rs.mean()), "n_random": int(r.size), "p_comprehensiveness": p_comp,
+            "p_sufficiency": p_suff, "level": level, "verdict": verdict, "line": line}
 
 
 EXPLANATIONS = ("attention", "integrated_gradients", "saliency", "grad_x_input", "occlusion", "shapley", "lime",
@@ -398,5 +425,6 @@ def explanation(model, inst: Instance, method: str, *, labels=None, baseline: st
 __all__ = ["BINS", "n_tokens", "erasure_curves", "comprehensiveness", "sufficiency", "leave_one_out",
            "kendall_tau", "topk_overlap", "agreement", "attention_maps", "permutation_test",
            "uniform_attention_test", "erasure_flip", "infidelity", "sensitivity", "explanation_report", "versus_random",
+           "random_orders_curves", "N_RANDOM", "LEVEL", "VERDICTS", "VERDICT_RULE", "ONE_TEXT_NOTE",
            "EXPLANATIONS", "EXPLANATION_LABELS", "SLOW_EXPLANATIONS",
            "USES_BASELINE", "explanation"]

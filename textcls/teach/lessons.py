@@ -209,7 +209,7 @@ EXPLANATION = Lesson("explanation", "Is attention an explanation?",
     Step("Faithful or random?",
          "Another test removes the words the attention ranks highest first and watches the probability of the "
          "predicted label fall. A faithful ranking makes it fall faster than removing words in random order.",
-         "erasure", {"checkpoint": ("act", "sst2"), "text": BUT, "n_random": 5},
+         "erasure", {"checkpoint": ("act", "sst2"), "text": BUT},
          "On the left, is the attention's line above the random line (a bigger drop is better)? On the right, "
          "keeping only the top words, is it below?",
          "What would it mean for attention to do no better than random on this sentence?"),
@@ -253,7 +253,7 @@ DISAGREE = Lesson("methods", "Explanations that disagree",
     Step("Which one does the model bear out?",
          "A referee: remove the words each method ranks highest and watch the prediction. The method whose "
          "removals hurt the prediction most found the words this model relies on; random orders are the floor.",
-         "erasure", {"checkpoint": ("transformer", "sst2"), "text": BUT, "n_random": 5,
+         "erasure", {"checkpoint": ("transformer", "sst2"), "text": BUT,
                      "methods": ["attention", "integrated_gradients", "leave_one_out"],
                      "title": "transformer-sst2: removing each method's top words first"},
          "On the left, which line drops fastest? Is every method above the random line?",

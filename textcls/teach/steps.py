@@ -387,19 +387,19 @@ def _explanations(src, inst, methods: Sequence[str]) -> dict[str, np.ndarray]:
 def _erasure(step: Step, lib: Library, value: float | None) -> StepResult:
     """Faithfulness on one text: removing words in the order of each explanation (the model's own attention by
     default) against random orders (faithfulness.erasure_curves, versus_random)."""
-    from textcls.interpret.faithfulness import erasure_curves, versus_random
+    from textcls.interpret.faithfulness import N_RANDOM, ONE_TEXT_NOTE, VERDICT_RULE, erasure_curves, \
+        random_orders_curves, versus_random
     from textcls.viz.explanations import erasure_figure
 
     inp = step.input
     info, src, inst, text = _instance(lib, inp)
-    rng = np.random.default_rng(0)
-    rand = [erasure_curves(src.model, inst, rng.random(inst.n)) for _ in range(int(inp.get("n_random", 5)))]
+    rand = random_orders_curves(src.model, inst, int(inp.get("n_random", N_RANDOM)))
     curves, notes = {}, []
     for name, v in _explanations(src, inst, inp.get("methods", ("attention",))).items():
         curves[name] = erasure_curves(src.model, inst, v)
         vs = versus_random(curves[name], rand)
-        notes.append(f"{name}: AOPC {vs['aopc']:.3f} against random orders' {vs['random_mean']:.3f} ± "
-                     f"{vs['random_sd']:.3f} ({vs['n_random']} orders) - {vs['verdict']} on this text.")
+        notes.append(f"{name}: {vs['line']}")
+    notes += [VERDICT_RULE, ONE_TEXT_NOTE]
     first = next(iter(curves.values()))
     curves[f"random orders (mean of {len(rand)})"] = {
         "bins": first["bins"], "k_tokens": first["k_tokens"],

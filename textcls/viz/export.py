@@ -46,15 +46,32 @@ def image_export_status() -> tuple[bool, str]:
     return True, chrome
 
 
+def _columns(z) -> int:
+    """How many columns a heatmap's `z` has, in any form Plotly keeps it: a nested list, a numpy array, or - after
+    a JSON or pickle round trip (Streamlit's cache pickles figures) - a typed array `{"dtype", "bdata", "shape"}`."""
+    if z is None:
+        return 0
+    if isinstance(z, dict):                                   # {"dtype": "f8", "bdata": "...", "shape": "3, 5"}
+        shape = [int(s) for s in str(z.get("shape", "")).replace(" ", "").split(",") if s.isdigit()]
+        return shape[-1] if len(shape) >= 2 else 0
+    shape = getattr(z, "shape", None)
+    if shape is not None:
+        return int(shape[-1]) if len(shape) >= 2 else 0
+    try:
+        first = z[0]
+    except (IndexError, KeyError, TypeError):
+        return 0
+    try:
+        return len(first) if not isinstance(first, str) else 0
+    except TypeError:
+        return 0
+
+
 def export_size(fig: go.Figure) -> tuple[int, int]:
     """Pixel size for a static export: the figure's own, else a width that fits its columns."""
     w = fig.layout.width
     if not w:
-        n = 0
-        for t in fig.data:
-            z = getattr(t, "z", None)
-            if z is not None and len(z):
-                n = max(n, len(z[0]))
+        n = max((_columns(getattr(t, "z", None)) for t in fig.data), default=0)
         w = int(min(2400, max(800, 160 + 26 * n)))
     return int(w), int(fig.layout.height or 450)
 
