@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from pages.common import cache, inside_app
+from pages.common import cache, inside_app, shared
 from pages.common import widgets as w
 from textcls.data.relation import EntitySpanError
 
@@ -66,11 +66,13 @@ def shaded(tokens, weights, label: str | None = None, window: tuple[int, int] | 
 
 if any(w.needs_entities(i) for i in valid):
     w.marker_help()
+shared.seed_text("attr_text", w.RELATION_EXAMPLE if RELATION_ONLY else SENTENCE,
+                 fits=lambda t: w.has_markers(t) == RELATION_ONLY)
+shared.seed_choice("attr_ckpts", names, DEFAULT_CKPTS)
 with st.form("attr_form"):
-    text = st.text_input("Sentence", value=w.RELATION_EXAMPLE if RELATION_ONLY else SENTENCE, key="attr_text",
+    text = st.text_input("Sentence", key="attr_text",
                          help="One sentence (or a short text). Hierarchical models (HCAN) split it into sentences.")
-    chosen = st.multiselect("Checkpoints", names, default=DEFAULT_CKPTS, key="attr_ckpts",
-                            format_func=lambda n: w.ckpt_label(by_name[n]))
+    chosen = st.multiselect("Checkpoints", names, key="attr_ckpts", format_func=lambda n: w.ckpt_label(by_name[n]))
     methods = st.multiselect("Explanations", METHOD_CHOICES, default=["attention", "integrated_gradients",
                                                                       "grad_x_input", "occlusion"],
                              key="attr_methods", format_func=lambda m: LABELS[m])
@@ -85,6 +87,8 @@ with st.form("attr_form"):
                                                     "below 5 % of the output difference (at most 800).")
     st.form_submit_button("Explain", type="primary")
 
+shared.keep_text(text)
+shared.keep_choice("attr_ckpts", chosen)
 text = w.clean_text(text, what="sentence")
 if text is None:
     st.stop()

@@ -11,8 +11,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from pages.common import cache, inside_app, widgets as w
+from pages.common import cache, inside_app, shared, urlstate, widgets as w
 from textcls import viz
+from textcls.analysis.lengths import length_note
 from textcls.analysis.metrics import agreement, agreement_rows
 
 inside_app(__file__)
@@ -25,6 +26,13 @@ valid = w.require_checkpoints()
 by_name = {i.name: i for i in valid}
 # Models are compared on one task at a time, by default the main one (w.tasks)
 tasks = w.tasks(valid)
+# A link (?ckpt=A,B&text=...) opens its checkpoints, on their task when they share one.
+if urlstate.restore("compare", {"text": "cmp_text"}):
+    linked = [n for n in st.query_params.get("ckpt", "").split(",") if n in by_name]
+    if linked:
+        data = {by_name[n].data for n in linked}
+        st.session_state["cmp_task"] = data.pop() if len(data) == 1 else "all"
+        st.session_state[f"cmp_ckpts_{st.session_state['cmp_task']}"] = linked
 task = st.segmented_control("Task", tasks + ["all"], default=tasks[0] if tasks else "all", key="cmp_task",
                             help="Checkpoints trained on the same data set share their labels.") or "all"
 shown = [n for n, i in by_name.items() if task == "all" or i.data == task]
@@ -39,8 +47,9 @@ def add_pretrained() -> None:
         n for n in pretrained if n not in st.session_state.get(ckpt_key, [])]
 
 
-chosen = st.multiselect("Checkpoints", shown, default=[n for n in shown if n not in pretrained], key=ckpt_key,
-                        format_func=lambda n: w.ckpt_label(by_name[n]))
+shared.seed_choice(ckpt_key, shown, [n for n in shown if n not in pretrained])   # as left, else the small ones
+chosen = st.multiselect("Checkpoints", shown, key=ckpt_key, format_func=lambda n: w.ckpt_label(by_name[n]))
+shared.keep_choice(ckpt_key, chosen)
 missing = [n for n in pretrained if n not in chosen]
 if missing:
     st.button(f"Add the pretrained baseline{'s' if len(missing) > 1 else ''}: {', '.join(missing)}",
@@ -113,6 +122,10 @@ def single(text: str, infos: list, tag: str = "") -> None:
                           conf=p.probabilities[p.label], agrees=None if len(groups) == 1 else p.label == major,
                           notes=notes))
     st.html(viz.label_cards_html(cards))
+    for n in preds:
+        short_text = length_note(by_name[n], len(text.split()), valid)
+        if short_text:
+            st.caption(":material/short_text: " + w.md_escape(short_text))
     item = viz.probabilities_figure([(n, p.probabilities) for n, p in preds.items()],
                                     title="Probability of each label")
     w.show_figure(item, f"cmp_probs{tag}")
@@ -139,8 +152,13 @@ def single(text: str, infos: list, tag: str = "") -> None:
         st.info("None of these models exposes a token-level weight.")
     else:
         w.show_figure(reasons, f"cmp_reasons{tag}")
-    st.caption(f"Open Inspect for each model's full internals. Predicted on "
-               f"{w.md_escape(cache.describe_predict_device())}.")
+    st.markdown("**Each model's full internals** (Inspect, on this sentence):")
+    links = st.columns(min(4, len(preds)))
+    for k, n in enumerate(preds):
+        links[k % len(links)].page_link("pages/inspect.py", label=n, icon=":material/visibility:",
+                                        query_params=w.inspect_link(n, text),
+                                        help=f"Open {n} on Inspect with this sentence")
+    st.caption(f"Predicted on {w.md_escape(cache.describe_predict_device())}.")
     w.zip_button([item] + ([reasons] if reasons else []), f"compare_sentence{tag}")
 
 
@@ -250,10 +268,13 @@ def per_task(run, *args) -> None:
 
 
 if mode == "One sentence":
+    shared.seed_text("cmp_text", w.RELATION_EXAMPLE if relation else w.EXAMPLE,
+                     fits=lambda t: w.has_markers(t) == relation)
     with st.form("cmp_one"):
-        text = st.text_area("Sentence", value=w.RELATION_EXAMPLE if relation else w.EXAMPLE, height=90,
-                            key="cmp_text")
+        text = st.text_area("Sentence", height=90, key="cmp_text")
         st.form_submit_button("Compare", type="primary")
+    shared.keep_text(text)
+    urlstate.publish("compare", {"ckpt": chosen, "text": text})
     text = w.clean_text(text, what="sentence")
     if text is not None:
         per_task(single, text)

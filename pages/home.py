@@ -6,7 +6,8 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from pages.common import cache, inside_app, widgets as w
+from pages.common import cache, inside_app, shared, widgets as w
+from textcls import viz
 from textcls.analysis.metrics import agreement
 
 inside_app(__file__)
@@ -43,8 +44,8 @@ else:
     rows = []
     for i in valid:
         trained_on = w.trained_on(i)
-        model = i.model.removesuffix("ForSequenceClassification")      # hf:BertForSequenceClassification -> hf:Bert
-        rows.append({"checkpoint": i.name, "from": "shipped" if i.shipped else "yours", "model": model,
+        rows.append({"checkpoint": i.name, "from": "shipped" if i.shipped else "yours",
+                     "model": viz.model_title(i.model),
                      "data set": (i.data or "—") + (f" (trained on {trained_on})"
                                                     if trained_on != (i.data or "unknown data") else ""),
                      "test accuracy": None if i.test_accuracy is None else 100 * i.test_accuracy,
@@ -54,15 +55,15 @@ else:
                  height=min(35 * (len(rows) + 1) + 3, 740),                # every checkpoint visible (to ~20)
                  # widths that show every name and label list whole in a laptop window (about 1,000 px wide)
                  column_config={"checkpoint": st.column_config.TextColumn(width=180),
-                                "from": st.column_config.TextColumn(width=62),
+                                "from": st.column_config.TextColumn(width=54),
                                 "model": st.column_config.TextColumn(
-                                    width=88, help="the model family; hf:NAME is a Hugging Face encoder of "
-                                                   "architecture NAME (a sequence classifier)"),
+                                    width=128, help="the model family; (Hugging Face): a pretrained model you or "
+                                                    "textcls fine-tuned, opened with the transformers library"),
                                 "data set": st.column_config.TextColumn(width=200),
                                 "test accuracy": st.column_config.NumberColumn("accuracy", format="%.1f %%", width=72,
                                                                                help="test accuracy"),
                                 "labels": st.column_config.TextColumn(width=230),
-                                "parameters": st.column_config.NumberColumn(format="compact", width=80)})
+                                "parameters": st.column_config.NumberColumn(format="compact", width=76)})
     roots = cache.checkpoint_roots()
     st.caption(f"{len(valid)} checkpoint(s): shipped ones from {w.md_escape(roots[0])} (read-only; "
                f"TEXTCLS\\_CHECKPOINTS), yours from {w.md_escape(roots[-1])} (TEXTCLS\\_HOME), where the Train page "
@@ -70,19 +71,30 @@ else:
     many = {i.data or i.name: i.labels for i in valid if len(i.labels) > MAX_LABELS_INLINE}
     for data, labels in many.items():
         st.caption(f"{w.md_escape(data)}'s {len(labels)} labels: {w.md_escape(', '.join(labels))}.")
+    note = w.trained_on_note(valid)
+    if note:
+        st.caption(w.md_escape(note))
     w.show_invalid(invalid)
 
     st.subheader("Try a sentence")
+    # One task at a time: a movie review means nothing to the question-type (trec) checkpoints.
+    tasks = w.tasks(valid)
+    task = st.segmented_control("Task", tasks, default=tasks[0], key="home_task", format_func=w.task_title,
+                                help="Each checkpoint classifies texts of the task it was trained on; only that "
+                                     "task's checkpoints classify the sentence.") or tasks[0]
+    st.caption(w.md_escape(w.task_description(valid, task)))
     with st.form("try"):
-        text = st.text_input("Sentence", placeholder="e.g. a gripping, beautifully acted film",
-                             max_chars=w.MAX_CHARS, key="home_text")
-        go = st.form_submit_button("Classify with every checkpoint", type="primary")
+        text = st.text_input("Sentence", placeholder=w.task_placeholder(task), max_chars=w.MAX_CHARS,
+                             key="home_text")
+        go = st.form_submit_button("Classify with this task's checkpoints", type="primary")
+    shared.keep_text(text)
     if go or text:
         text = w.clean_text(text, what="sentence")
         if text is not None:
             out, counts, words = [], {}, {}
-            skip = w.missing_markers(valid, text, quiet=True)
-            for i in valid:
+            mine = [i for i in valid if i.data == task]
+            skip = w.missing_markers(mine, text, quiet=True)
+            for i in mine:
                 if i in skip:
                     continue
                 preds = w.safe_predict(i, [text])

@@ -14,9 +14,10 @@ import zlib
 
 import streamlit as st
 
-from pages.common import cache, inside_app, urlstate
+from pages.common import cache, inside_app, shared, urlstate
 from pages.common import widgets as w
 from textcls import viz
+from textcls.analysis.lengths import length_note
 
 inside_app(__file__)
 
@@ -35,29 +36,37 @@ if urlstate.restore("inspect", {"ckpt": "insp_ckpt", "text": "insp_text"}, optio
         if len(linked) > 1:
             st.session_state["insp_ckpt2"] = linked[1]
 
+# no link: the checkpoint chosen last on another page (the encoder just added on Compare), else the main task's first
+st.session_state.setdefault("insp_ckpt", shared.latest(names) or w.main_task_checkpoints(valid)[0])
 c1, c2 = st.columns([3, 2])
-first = c1.selectbox("Checkpoint", names, index=names.index(w.main_task_checkpoints(valid)[0]), key="insp_ckpt",
-                     format_func=lambda n: w.ckpt_label(by_name[n]))
-two = c2.toggle("Side by side with a second checkpoint", value=False, key="insp_two",
+first = c1.selectbox("Checkpoint", names, key="insp_ckpt", format_func=lambda n: w.ckpt_label(by_name[n]),
+                     on_change=lambda: shared.note_latest(st.session_state["insp_ckpt"]))
+shared.seed_value("insp_two", False)
+two = c2.toggle("Side by side with a second checkpoint", key="insp_two",
                 disabled=len(names) < 2, help="Needs at least two checkpoints.")
+shared.keep_value("insp_two", two)
 slots = [first]
 if two and len(names) > 1:
     rest = [n for n in names if n != first]
+    shared.seed_value("insp_ckpt2", rest[0], options=rest)
     slots.append(c2.selectbox("Second checkpoint", rest, key="insp_ckpt2",
                               format_func=lambda n: w.ckpt_label(by_name[n])))
+    shared.keep_value("insp_ckpt2", slots[-1])
 
 relation = any(w.needs_entities(by_name[n]) for n in slots)
 if relation:
     w.marker_help()
 w.example_picker("insp_text")
 with st.form("insp_form"):
-    # the default, unless a link or an example set it
-    st.session_state.setdefault("insp_text", w.RELATION_EXAMPLE if relation else w.EXAMPLE)
+    # a link's text, an example's, the one typed on another page, else the default
+    shared.seed_text("insp_text", w.RELATION_EXAMPLE if relation else w.EXAMPLE,
+                     fits=lambda t: w.has_markers(t) == relation)
     text = st.text_area("Text", height=100, key="insp_text",
                         help="Several sentences are fine: hierarchical models (HCAN) split them. Relation "
                              "checkpoints: mark the entities <e1>..</e1> and <e2>..</e2>.")
     st.form_submit_button("Inspect", type="primary")
 urlstate.publish("inspect", {"ckpt": slots, "text": text})
+shared.keep_text(text)
 text = w.clean_text(text)
 if text is None:
     st.stop()
@@ -140,6 +149,9 @@ def render(slot: int, info, pred, r, specs) -> None:
     if r.truncated:
         notes.append("the text was cut to the model's maximum length")
     st.caption(" · ".join(notes))
+    short_text = length_note(info, len(text.split()), valid)
+    if short_text:
+        st.info(w.md_escape(short_text), icon=":material/short_text:")
     if not r.tokens:
         st.info("This model read no tokens from the text; nothing to draw.")
         return

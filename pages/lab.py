@@ -171,7 +171,9 @@ with tab_hcan:
 
 with tab_gate:
     read_aloud("gates")
-    text = st.text_input("Sentence", value="a turgid little history lesson , humorless and dull", key="lab_gate_text")
+    text = st.text_input("Sentence", value=lab.GATE_SENTENCE, key="lab_gate_text",
+                         help="A sentence with mixed feelings: a nearly certain prediction cannot move far, "
+                              "whatever a gate does.")
     src = pick_source(("agcnn",), "lab_gate_ckpt", [text])
     text = w.clean_text(text)
     if src is not None and text:
@@ -180,18 +182,23 @@ with tab_gate:
             no_tokens_warning()
             st.stop()
         try:
+            closures = lab.gate_closures(src.model, inst, labels=src.labels)
+            for line in lab.gate_closure_lines(closures):
+                st.markdown(w.md_escape(line))
+            w.show_figure(F.gate_closure_figure(closures), "lab_gate_closures")
             res = lab.gate_suppression(src.model, inst, labels=src.labels)
             labels = src.labels or [str(i) for i in range(len(res["probs"]))]
-            st.markdown(f"Forcing every gate to 1 (a plain CNN) moves the prediction by TVD "
-                        f"**{res['tvd_gates_open']:.3f}**; closing them all (0) by **{res['tvd_gates_closed']:.3f}**.")
+            st.markdown(f"Forcing **every** gate to 1 (a plain CNN) moves the prediction by "
+                        f"{res['tvd_gates_open']:.3f}; closing them all (0) by {res['tvd_gates_closed']:.3f} - "
+                        f"{w.md_escape(lab.TVD_WORDS)}.")
             w.show_figure(F.probability_shift(labels, res["probs"], res["probs_gates_open"],
                                               "Gated (as trained) vs all gates open",
                                               names=("gated", "gates = 1")), "lab_gate_probs")
             n_pos = max((len(v) for v in res["profile"].values()), default=0)
             w.show_figure(F.gate_profile_figure(res, window=long_text_window(n_pos, "lab_gate_win")),
                           "lab_gate_profile")
-            table = pd.DataFrame(res["rows"]).rename(columns={
-                "mean_gate": "mean gate", "suppressed": "share < 1", "closed": "share = 0",
+            table = pd.DataFrame(res["rows"]).assign(map=lambda d: d["map"].map(lab.gate_title)).rename(columns={
+                "map": "gate", "mean_gate": "mean gate", "suppressed": "share < 1", "closed": "share = 0",
                 "kept_mass": "feature mass kept", "picks_moved": "max-pool picks moved"})
             st.dataframe(table, hide_index=True)
         except ValueError as e:

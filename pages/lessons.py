@@ -23,6 +23,15 @@ header [data-testid="stToolbar"] {display: none !important;}
 .stMainBlockContainer [data-baseweb="select"] div {font-size: 1.3rem !important;}
 </style>"""
 
+# After Previous / Next the browser kept the scroll position at the buttons, so a projector showed the new step's
+# chart and not its title or the text to read aloud. This script (a constant: no user text in it) scrolls the page
+# to the top; the step in its comment makes it a new element, run once, each time the step changes.
+SCROLL_TOP = """<script>/* step {step} */
+for (const el of [document.querySelector('[data-testid="stMain"]'), document.scrollingElement, window]) {{
+  if (el && el.scrollTo) el.scrollTo({{top: 0, behavior: "instant"}});
+}}
+</script>"""
+
 lesson, idx = lessons.locate(st.query_params)
 presenter = st.query_params.get("presenter") == "1"
 n = len(lesson.steps)
@@ -50,6 +59,7 @@ st.session_state["lesson_pick"] = lesson.id
 st.session_state["lesson_presenter"] = presenter
 if presenter:
     st.html(PRESENTER_CSS)
+st.html(SCROLL_TOP.format(step=f"{lesson.id}-{idx}"), unsafe_allow_javascript=True)
 
 c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
 c1.selectbox("Lesson", list(by_id), key="lesson_pick", on_change=on_lesson,

@@ -179,23 +179,25 @@ def verdicts(at) -> list[str]:
     return [x.value for x in at.success] + [x.value for x in at.warning if x.value.startswith("**")]
 
 
-def test_home_verdict_is_one_line_per_data_set(mixed_dir, monkeypatch):
+def test_home_classifies_with_one_tasks_checkpoints_and_gives_its_verdict(mixed_dir, monkeypatch):
+    """Issue 40 item 8: a sentence is classified by the checkpoints of the task the person picks (the main one
+    first), never by another task's (a movie review reported as "4 say ENTY; 2 say HUM")."""
     monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(mixed_dir))
     at = open_page()
+    assert at.segmented_control(key="home_task").value == "tiny"
     at.text_input(key="home_text").input(SENTENCE)
     at.button[0].click().run()
     assert not at.exception
     lines = verdicts(at)
-    assert sorted(v.split(":")[0] for v in lines) == ["**qa**", "**tiny**"]      # one verdict per data set
-    tiny = next(v for v in lines if v.startswith("**tiny**"))
-    qa = next(v for v in lines if v.startswith("**qa**"))
-    assert not any(lab in tiny for lab in ("ABBR", "HUM", "NUM"))               # labels of one task only
-    assert "negative" not in qa and "positive" not in qa
-    assert ("all 2 say" in tiny) or ("disagree" in tiny)
-    assert "kim\\_cnn\\_qa says" in qa
+    assert [v.split(":")[0] for v in lines] == ["**tiny**"]                     # one verdict, of this task
+    assert ("all 2 say" in lines[0]) or ("disagree" in lines[0])
+    assert not any(lab in lines[0] for lab in ("ABBR", "HUM", "NUM"))
     table = at.dataframe[-1].value
-    assert dict(zip(table["checkpoint"], table["data set"])) == {"kim_cnn_tiny": "tiny", "act_tiny": "tiny",
-                                                                  "kim_cnn_qa": "qa"}
+    assert dict(zip(table["checkpoint"], table["data set"])) == {"kim_cnn_tiny": "tiny", "act_tiny": "tiny"}
+    at.segmented_control(key="home_task").set_value("qa").run()               # the other task: its checkpoint only
+    assert not at.exception
+    assert "kim\\_cnn\\_qa says" in verdicts(at)[0]
+    assert at.dataframe[-1].value["checkpoint"].tolist() == ["kim_cnn_qa"]
 
 
 def test_home_all_unknown_words_make_the_prediction_meaningless(app, ckpt_dir):

@@ -110,6 +110,9 @@ def test_the_hcan_comparison_takes_every_checkpoint_here_and_names_what_differs(
     assert table.loc["can-imdb", "settings"] == ""                        # nothing sets it apart from another CAN
     # the shipped flat twin (saved before the target fields existed) is described by what it ran with
     assert "target_scale=head" in table.loc["hcan-imdb-flat", "settings"]
+    # issue 40 item 8: on screen the settings are named in words, never as config strings
+    assert not any(k in x for x in r.notes for k in ("target_scale", "target_init", "=")), r.notes
+    assert any("target-attention score scale" in x and "hcan-imdb-retrained" in x for x in r.notes), r.notes
     for name, row in table.iterrows():                                   # the notes state the figure's values
         assert any(x.startswith(f"{row['label']}: ") and f"{row['word_entropy']:.2f}" in x for x in r.notes)
     axis = list(r.figures[0].fig.data[0].x)                            # the axis: names and accuracies only

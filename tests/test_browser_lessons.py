@@ -87,3 +87,31 @@ def test_walk_one_lesson_with_next(app_url):
         wait_idle(page, after_run=True)
         assert "presenter=1" in page.url and not page.locator('[data-testid="stSidebar"]').is_visible()
         browser.close()
+
+
+def test_presenter_next_shows_the_new_steps_title_not_the_old_scroll_position(app_url):
+    """Issue 40 item 3: on a projector (1280 x 720) the teacher scrolls down to Next; the next step must open at
+    its title and the text to read aloud, not at the bottom where the button was."""
+    from playwright.sync_api import sync_playwright
+
+    lesson = lessons.get("gates")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.add_init_script(WS_COUNT_JS)
+        page.set_default_timeout(120_000)
+        page.goto(f"{app_url}/lessons?lesson=gates&step=1&presenter=1")
+        page.locator("h3", has_text=f"Step 1 of {len(lesson.steps)}").wait_for()
+        wait_idle(page)
+        nxt = page.get_by_role("button", name="Next")
+        nxt.scroll_into_view_if_needed()
+        assert page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTop") > 200
+        mark_run(page)
+        nxt.click()
+        page.locator("h3", has_text=f"Step 2 of {len(lesson.steps)}").wait_for()
+        wait_idle(page, after_run=True)
+        page.wait_for_timeout(300)
+        box = page.locator("h3", has_text=f"Step 2 of {len(lesson.steps)}").bounding_box()
+        assert box is not None and 0 <= box["y"] < 720, box            # the new step's title is on screen
+        assert exceptions(page) == []
+        browser.close()

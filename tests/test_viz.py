@@ -127,7 +127,12 @@ def test_compare_cards_and_probability_bars_are_escaped_html_that_match_the_numb
     cards = viz.label_cards_html([dict(name="a", model="m", data="", label="x", conf=1.7, agrees=None),
                                   dict(name="b", model="m", data="", label="y", conf=0.5, agrees=False)])
     assert cards.count("confidence ") == 2 and "confidence 100.0 %" in cards   # clipped to [0, 1]
-    assert "✗ disagrees" in cards and cards.count("✓") == 0
+    # issue 40 item 7: agreement with the majority is said in words, never as a check mark or in green/red that a
+    # class reads as right and wrong
+    cards = viz.label_cards_html([dict(name="a", model="m", data="", label="x", conf=0.6, agrees=True),
+                                  dict(name="b", model="m", data="", label="y", conf=0.5, agrees=False)])
+    assert "differs from most checkpoints" in cards and "same as most checkpoints" in cards
+    assert not any(m in cards for m in ("✓", "✗", "disagrees", "#1a7f37", "#cf222e"))
 
 
 # ---------------------------------------------------------------- long inputs
@@ -473,3 +478,19 @@ def test_slice_bars_keep_their_labels_level_and_whole_and_write_a_zero():
     assert [list(t.text) for t in fig.data] == [["", "", ""], ["0%", "", ""]]     # one checkpoint at zero: its bar
     notes = [a for a in fig.layout.annotations if a.text.startswith("0 % for every")]
     assert [a.x for a in notes] == ["wrong (every<br>checkpoint)"]                 # every checkpoint: said once
+
+
+@pytest.mark.parametrize("layers,heads,max_width", [(6, 12, 470), (6, 12, 900), (2, 4, 470), (12, 12, 470)])
+def test_all_heads_grid_titles_fit_their_cells(layers, heads, max_width):
+    """Issue 40 item 5: side by side with minilm-sst2 (6 layers x 12 heads in a 470 px column) the grid's column
+    titles ran together ("headhead1head2..."). The grid fits its width and every title fits its cell."""
+    from textcls.viz.maps import GRID_TITLE_PX
+    a = np.random.default_rng(0).dirichlet(np.ones(9), size=(layers, heads, 9))
+    fig = viz.attention_grid(a, WORDS[:9], max_width=max_width)
+    assert fig.layout.width <= max_width
+    cell = (fig.layout.width - 150) / heads                         # at least this many px per column
+    titles = [a.text for a in fig.layout.annotations]
+    assert len(titles) == layers + heads
+    assert all(len(t) * GRID_TITLE_PX <= cell for t in titles), (titles, cell)
+    if any(t.isdigit() for t in titles):                             # numbers only: the axes are named once
+        assert f"head 1-{heads}" in fig.layout.title.text and f"layer 1-{layers}" in fig.layout.title.text

@@ -46,7 +46,50 @@ def fmt_acc(x: float | None) -> str:
 
 def ckpt_label(info: CheckpointInfo) -> str:
     data = f", {info.data}" if info.data else ""
-    return f"{info.name} ({info.model}{data})"
+    return f"{info.name} ({viz.model_title(info.model)}{data})"
+
+
+TASK_PLACEHOLDERS = {"sst2": "e.g. a gripping, beautifully acted film", "imdb": "e.g. a whole movie review",
+                     "trec": "e.g. Who wrote Hamlet?", "semeval2010": f"e.g. {RELATION_EXAMPLE}"}
+
+
+def task_title(data: str) -> str:
+    """A data set with its task in a few words: "trec: 6-way question type"."""
+    from textcls.data.datasets import describe_dataset
+    what = describe_dataset(data).split(" (")[0].split(",")[0].split(" between")[0]
+    return f"{data}: {viz.short(what, 30)}" if what else str(data)
+
+
+def task_description(valid: Sequence[CheckpointInfo], data: str) -> str:
+    """One line for the Home page: the task of `data`, its labels and which checkpoints read it."""
+    from textcls.data.datasets import describe_dataset
+    mine = [i for i in valid if i.data == data]
+    labels = mine[0].labels if mine else []
+    what = describe_dataset(data) or "the task these checkpoints were trained on"
+    shown = ", ".join(labels[:8]) + (f" and {len(labels) - 8} more" if len(labels) > 8 else "")
+    return f"{data}: {what}. Labels: {shown}. {len(mine)} checkpoint(s) read it."
+
+
+def inspect_link(checkpoint: str, text: str) -> dict[str, str]:
+    """The query parameters that open Inspect on `checkpoint` with `text` (urlstate's names; a text longer than
+    urlstate.MAX_VALUE is left out, and Inspect then starts from the text shared in the session)."""
+    from .urlstate import MAX_VALUE
+    return {"ckpt": checkpoint, **({"text": text} if len(text) <= MAX_VALUE else {})}
+
+
+def task_placeholder(data: str) -> str:
+    return TASK_PLACEHOLDERS.get(str(data), "a text of this task")
+
+
+def trained_on_note(valid: Sequence[CheckpointInfo]) -> str | None:
+    """What "trained on X" in a data-set cell means, when a checkpoint was trained on another set than the one
+    it is tested on (sst2 checkpoints trained on sst2_phrases); None when none is."""
+    from textcls.data.datasets import describe_dataset
+    pairs = sorted({(i.data, trained_on(i)) for i in valid if i.data and trained_on(i) != i.data})
+    if not pairs:
+        return None
+    return " ".join(f"{t} ({describe_dataset(t) or 'another data set'}) is what {d}'s checkpoints were trained "
+                    f"on; their accuracy is on {d}'s test split." for d, t in pairs)
 
 
 # ---------------------------------------------------------------- checkpoints

@@ -172,6 +172,18 @@ def find_dataset(name: str, root: str | Path | None = None) -> Path | None:
     return None
 
 
+def describe_dataset(name: str, root: str | Path | None = None) -> str:
+    """The task of the data set called `name` in one line, from its dataset.json ("6-way question type (TREC,
+    coarse labels)"); "" when there is no such data set or it says nothing. Reads no rows."""
+    folder = find_dataset(str(name), root) if name else None
+    if folder is None:
+        return ""
+    try:
+        return str(_read_meta(folder).get("task") or "")
+    except DataError:
+        return ""
+
+
 def load_data(spec: str | Path, *, root: str | Path | None = None, text_column: str = "text",
               label_column: str = "label", limit: int | None = None, seed: int = 0,
               labels: Sequence[str] | None = None, as_split: str | None = None) -> DataBundle:

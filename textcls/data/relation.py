@@ -31,7 +31,8 @@ E1_START, E1_END, E2_START, E2_END = "<e1>", "</e1>", "<e2>", "</e2>"
 MARKERS = (E1_START, E1_END, E2_START, E2_END)
 SUBJ, OBJ = "subj-entity", "obj-entity"
 ENTITY_MODES = ("none", "keep", "drop", "mask")
-MARKER_SYNTAX = ("Mark the two entities with tags: `<e1>` ... `</e1>` around the first and `<e2>` ... `</e2>` "
+# plain text (no markdown): the CLI prints it and the pages escape it, so backticks would show as backticks
+MARKER_SYNTAX = ("Mark the two entities with tags: <e1> ... </e1> around the first and <e2> ... </e2> "
                  "around the second, each exactly once, e.g. \"The <e1>burst</e1> was caused by water hammer "
                  "<e2>pressure</e2>.\" Either entity may come first; the spans must not overlap.")
 _TAG = re.compile(r"</?e[12]>", re.IGNORECASE)

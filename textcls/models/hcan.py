@@ -138,8 +138,8 @@ class ConvAttentionConfig(BaseConfig):
                               "(Keras Attention(use_scale=True), the reference code); learned = the same, init "
                               "1/sqrt(d) (the reference code's later scaled_attention); head = fixed 1/sqrt(d_h); "
                               "fixed = target_scale_value, not learned", choices=TARGET_SCALES)
-    target_scale_value: float = param(1.0, "the scale with target_scale='fixed' (1 = Keras Attention without "
-                                      "use_scale); larger = sharper target attention")
+    target_scale_value: float = param(1.0, "the fixed target-attention scale (used with target_scale='fixed'; 1 = "
+                                      "Keras Attention without use_scale); larger = sharper target attention")
 
     # what a stored config that predates a field meant (checkpoint loading fills these in when absent)
     LEGACY_DEFAULTS: ClassVar[dict] = {"target_init": "normal", "target_scale": "head", "target_scale_value": 1.0}

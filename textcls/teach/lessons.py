@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from textcls.teach.presenter import presenter_figure
 from textcls.teach.steps import (KINDS, Lesson, Library, Missing, Slider, Step, StepResult, default_library,
-    presenter_figure, run_step, sample_texts)
+    run_step, sample_texts)
 
 SST2 = [("kim_cnn", "sst2"), ("agcnn", "sst2"), ("act", "sst2"), ("transformer", "sst2"), ("lama", "sst2"),
         ("hcan", "sst2")]
 BUT = "the acting was great but the plot was boring"
+MIXED = "the acting is superb , but the plot is not very good ."   # AGCNN moves on it (interpret.lab.GATE_SENTENCE)
 REVIEW = ("imdb_sample", 11)        # a short, mixed review of six sentences in the embedded IMDB sample
 TOY = {"tokens": BUT.split(), "scores": [0, 0.5, 0, 2.5, 1.0, 0, 0.5, 0, 2.0],
        "values": [0, 0, 0, 1, 0, 0, 0, 0, -1]}
@@ -101,14 +103,22 @@ GATES = Lesson("gates", "Gates that switch features off (AGCNN)",
          "Read each row left to right: where is the gate darkest (most open), where palest? Then compare the top of "
          "the colour bar with 1, the gate that lets a feature pass unchanged.",
          "Why would a sentiment model close its gates on 'history lesson' but not on 'dull'? Does it?"),
+    Step("A gate that switches a feature off",
+         "The averages hide the gates that close completely. On a sentence with mixed feelings we look for them: "
+         "we force each family of gates open in turn, keep the one that moves the prediction most, and then open "
+         "its closed gates one at a time. The outlined cell is a feature the model found and then switched off.",
+         "gates", {"checkpoint": ("agcnn", "sst2"), "text": MIXED, "show": "closures"},
+         "Find the dark cells marked off, and the outlined one: which words did that filter fire on? Read the note "
+         "below: how far does opening that one gate move the prediction?",
+         "Why would a model learn to switch off a feature that fires on praise, in a sentence that ends in a "
+         "complaint?"),
     Step("Open every gate",
-         "What did the gates change? We force every gate to one, which turns AGCNN into a plain CNN with the same "
-         "filters, and classify the sentence again.",
-         "gates", {"checkpoint": ("agcnn", "sst2"), "text": "a turgid little history lesson , humorless and dull",
-                   "show": "open"},
-         "Compare the grey bars (as trained) with the red ones (all gates open). A small change means the gates "
-         "mattered little on this sentence.",
-         "If the prediction barely moves, were the gates useless - or did they matter on other sentences?"),
+         "What did the gates change overall? We force every gate to one, which turns AGCNN into a plain CNN with "
+         "the same filters, and classify the same sentence again.",
+         "gates", {"checkpoint": ("agcnn", "sst2"), "text": MIXED, "show": "open"},
+         "Compare the grey bars (as trained) with the red ones (all gates open). How far did the probability move?",
+         "On the first sentence ('a turgid little history lesson') the same experiment barely moves the "
+         "prediction: were the gates useless there, or was the model simply certain?"),
     Step("Close every gate",
          "The opposite experiment: every gate at zero. No feature reaches the max-pool, so only the classifier's "
          "bias is left.",

@@ -238,23 +238,26 @@ def _reasons(step: Step, lib: Library, value: float | None) -> StepResult:
 def _gates(step: Step, lib: Library, value: float | None) -> StepResult:
     """AGCNN's gates on one sentence (interpret.lab.gate_suppression): the gate profile, or the prediction
     with every gate forced open (1) or shut (0)."""
-    from textcls.interpret.lab import gate_suppression
-    from textcls.viz.explanations import gate_profile_figure, probability_shift
+    from textcls.interpret.lab import TVD_WORDS, gate_closure_lines, gate_closures, gate_suppression, gate_title
+    from textcls.viz.explanations import gate_closure_figure, gate_profile_figure, probability_shift
 
     inp = step.input
     info, src, inst, text = _instance(lib, inp, min_words=1)
+    show = inp.get("show", "profile")
+    if show == "closures":
+        found = gate_closures(src.model, inst, labels=src.labels)
+        return StepResult([gate_closure_figure(found)], gate_closure_lines(found), input=text, used=[info.name])
     res = gate_suppression(src.model, inst, labels=src.labels)
     labels = list(src.labels or [str(i) for i in range(len(res["probs"]))])
     k = int(np.argmax(res["probs"]))
-    show = inp.get("show", "profile")
     notes = [f"{info.name} predicts {labels[k]} (probability {res['probs'][k]:.2f}) with its gates as trained."]
     if show == "profile":
         rows = [r for r in res["rows"] if not math.isnan(r["mean_gate"])]
         if rows:
             lo, hi = min(rows, key=lambda r: r["mean_gate"]), max(rows, key=lambda r: r["mean_gate"])
             kept = [100 * r["kept_mass"] for r in rows]
-            notes.append(f"The mean gate ranges from {lo['mean_gate']:.2f} ({lo['map']}) to {hi['mean_gate']:.2f} "
-                         f"({hi['map']}); after gating the features keep {min(kept):.0f}-{max(kept):.0f} % of the "
+            notes.append(f"The mean gate ranges from {lo['mean_gate']:.2f} ({gate_title(lo['map'])}) to "
+                         f"{hi['mean_gate']:.2f} ({gate_title(hi['map'])}); after gating the features keep {min(kept):.0f}-{max(kept):.0f} % of the "
                          "convolution's activation.")
         fig = gate_profile_figure(res, title=f"{info.name}: how far each gate opens at each position")
     else:
@@ -262,8 +265,8 @@ def _gates(step: Step, lib: Library, value: float | None) -> StepResult:
         tvd = res["tvd_gates_open"] if show == "open" else res["tvd_gates_closed"]
         what = "every gate forced to 1 (a plain CNN)" if show == "open" else "every gate forced to 0"
         j = int(np.argmax(after))
-        notes.append(f"With {what} it predicts {labels[j]} (probability {after[j]:.2f}); the output moved by "
-                     f"TVD {tvd:.3f} (0 = unchanged, 1 = opposite).")
+        notes.append(f"With {what} it predicts {labels[j]} (probability {after[j]:.2f}); {labels[k]} went from "
+                     f"{res['probs'][k]:.2f} to {after[k]:.2f}. The change is {tvd:.3f} on a 0-1 scale - {TVD_WORDS}.")
         fig = probability_shift(labels, res["probs"], after, f"{info.name}: gates as trained vs {what}",
                                 names=("as trained", "gates = 1" if show == "open" else "gates = 0"))
     return StepResult([fig], notes, input=text, used=[info.name])
@@ -474,6 +477,13 @@ def _hier_entropies(predictions: Sequence[Any]) -> tuple[float | None, float | N
 IGNORED_CONFIG = {"vocab_size", "pad_id"}      # config fields that do not tell two checkpoints' models apart
 
 
+def setting_name(key: str, helps: Mapping[str, str]) -> str:
+    """A config field as a class reads it: the start of its help text ("target-attention score scale"), never the
+    field's name (`target_scale`)."""
+    text = (helps.get(key) or key.replace("_", " ")).split(":")[0].split(";")[0].split(" (")[0].strip()
+    return "how " + text[len("how "):] if text.startswith("how ") else text
+
+
 def _compare_attention(step: Step, lib: Library, value: float | None) -> StepResult:
     """Every checkpoint of the given models on the given data set, side by side: how peaked its word and
     sentence attention is over the first `n` reviews of the embedded sample, its test accuracy (from its
@@ -498,19 +508,24 @@ def _compare_attention(step: Step, lib: Library, value: float | None) -> StepRes
         # what the model ran with (fields an older checkpoint never recorded take their LEGACY_DEFAULTS at load)
         cfg = dataclasses.asdict(pred.model.config) if dataclasses.is_dataclass(getattr(pred.model, "config", None)) \
             else {}
-        rows.append({"name": info.name, "model": info.model, "config": cfg,
+        helps = {f.name: f.metadata.get("help", "") for f in dataclasses.fields(pred.model.config)} if cfg else {}
+        rows.append({"name": info.name, "model": info.model, "config": cfg, "helps": helps,
                      "accuracy": info.test_accuracy, "sample_accuracy": acc, "word_entropy": word,
                      "sentence_entropy": sent})
     if not rows:
         raise Missing(f"No {' / '.join(inp['models'])} checkpoint trained on {inp['data']} is here.")
-    for r in rows:                      # name what sets checkpoints of one model apart (a variant, a retraining)
-        same = [x["config"] for x in rows if x["model"] == r["model"]]
-        keys = sorted(k for k in set().union(*same) if k not in IGNORED_CONFIG
-                      and len({repr(c.get(k)) for c in same}) > 1)
-        r["settings"] = ", ".join(f"{k}={r['config'].get(k, '—')}" for k in keys[:3])
+    for model in sorted({r["model"] for r in rows}):    # what sets checkpoints of one model apart
+        same = [r for r in rows if r["model"] == model]
+        keys = sorted(k for k in set().union(*(r["config"] for r in same)) if k not in IGNORED_CONFIG
+                      and len({repr(r["config"].get(k)) for r in same}) > 1)
+        for r in same:                                  # the exact values: in the table (CSV) for a researcher
+            r["settings"] = ", ".join(f"{k}={r['config'].get(k, '—')}" for k in keys[:3])
+        if len(same) > 1 and keys:                      # in words on screen: a class never reads field names
+            notes.append(f"{', '.join(r['name'] for r in same)}: the same architecture, with different settings "
+                         f"for {'; '.join(setting_name(k, same[0]['helps']) for k in keys[:3])}.")
     for r in rows:
-        del r["config"]
-        r["label"] = r["name"] + (f" ({r['settings']})" if r["settings"] else "")    # the notes' name for it
+        del r["config"], r["helps"]
+        r["label"] = r["name"]
     for r in rows:
         acc = "no test accuracy recorded" if r["accuracy"] is None else f"test accuracy {100 * r['accuracy']:.1f} %"
         s = "it has no sentence level" if r["sentence_entropy"] is None else \
@@ -556,21 +571,5 @@ def run_step(step: Step, lib: Library | None = None, value: float | None = None)
 
 
 
-def presenter_figure(fig, scale: float = 1.4):
-    """A copy of a Plotly figure with every font `scale` times larger, for a projector (the original, maybe
-    cached, is not touched)."""
-    import plotly.graph_objects as go
-
-    out = go.Figure(fig)
-    base = out.layout.font.size or 12
-    out.update_layout(font=dict(size=round(base * scale)))
-    title = out.layout.title.font.size
-    if title:
-        out.update_layout(title_font_size=round(title * scale))
-    if out.layout.height:
-        out.update_layout(height=round(out.layout.height * 1.15))
-    return out
-
-
 __all__ = ["KINDS", "Library", "Missing", "Slider", "Step", "StepResult", "Lesson", "default_library",
-           "presenter_figure", "run_step", "sample_texts"]
+           "run_step", "sample_texts"]

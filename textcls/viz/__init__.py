@@ -45,7 +45,8 @@ from textcls.viz.paper_views import reasons_figure  # importing paper_views regi
 from textcls.viz.pieces import piece_controls, piece_figures
 from textcls.viz.reports import (CURVE_TITLES, confusion_figure, filter_ngrams_figure, label_cards_html,
     live_training_figure, probabilities_figure, top_words_figure, training_curves, word_weight_figure)
-from textcls.viz.style import (FONT, MONO, RUN_COLORS, FigureOut, esc, fit_title, label_colors, safe_filename, short,
+from textcls.viz.style import (FONT, MONO, RUN_COLORS, FigureOut, esc, fit_title, label_colors, model_title,
+    safe_filename, short,
     two_label_scale)
 from textcls.viz.tokens import (SHADE_NOTE, UNIFORM_DARKEST, esc_html, highlight_table, shade_weights,
     token_highlight, token_highlight_html, token_highlight_rows, token_rows_html)
@@ -55,7 +56,7 @@ from textcls.viz.views import (MODEL_VIEWS, VIEWS, Control, View, ViewInput, bui
 
 __all__ = [
     # style
-    "FONT", "MONO", "RUN_COLORS", "FigureOut", "esc", "fit_title", "label_colors", "safe_filename", "short", "two_label_scale",
+    "FONT", "MONO", "RUN_COLORS", "FigureOut", "esc", "fit_title", "label_colors", "model_title", "safe_filename", "short", "two_label_scale",
     # axes
     "AXIS_TITLES", "MAX_GRID_TOKENS", "MAX_HIGHLIGHT_TOKENS", "MAX_TOKENS", "PAD_LABEL", "axis_labels",
     "is_sentence_axis", "is_sequence_axis", "is_token_axis", "is_word_axis",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from textcls.viz.style import short
+from textcls.viz.style import short_words
 
 MAX_TOKENS = 200          # most tokens on one heatmap axis before paging / binning
 MAX_GRID_TOKENS = 60      # tokens per axis in each cell of the layer x head grid
@@ -57,7 +57,7 @@ def axis_labels(axis: str, n: int, tokens: Sequence[str] | None = None, *,
         out = []
         for i in range(n):
             if sentences is not None and i < len(sentences):
-                out.append(f"S{i + 1}: {short(' '.join(map(str, sentences[i][:4])), 22)}")
+                out.append(f"S{i + 1}: {short_words(' '.join(map(str, sentences[i][:6])), 24)}")
             else:
                 out.append(f"S{i + 1}" if sentences is None else f"S{i + 1} {PAD_LABEL}")
         return out

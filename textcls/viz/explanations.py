@@ -230,29 +230,78 @@ def branch_rows_figure(res: dict[str, Any], title: str | None = None) -> FigureO
                                                             "branch_b": res["row_b"]}))
 
 
+CLOSED_COLOR = "#3d3d3d"      # a closed gate (exactly 0): dark, never the white of "nothing here"
+
+
+def gate_closure_figure(res: dict[str, Any], n_filters: int = 16) -> FigureOut:
+    """The gate map that matters on a sentence (interpret.lab.gate_closures): its gates for the filters that fire
+    most, one column per n-gram of the sentence (none past its end). Closed gates (0) are dark, open ones green
+    by how much they let through; the closed gate whose opening moves the prediction most is outlined."""
+    gate, conv, ngrams = np.asarray(res["gate"], float), np.asarray(res["conv"], float), list(res["ngrams"])
+    best = res.get("best")
+    order = list(np.argsort(-conv.max(axis=1, initial=0.0), kind="stable")[:n_filters]) if gate.size else []
+    if best is not None and best["filter"] not in order:
+        order = order[:-1] + [best["filter"]] if order else [best["filter"]]
+    z = gate[order] if order else np.zeros((0, len(ngrams)))
+    zmax = float(max(z.max(initial=0.0), 1e-6))
+    x = [f"{j + 1}·{esc(short(g, 22))}" for j, g in enumerate(ngrams)]
+    y = [f"filter {f + 1}" for f in order]
+    text = [["off" if v == 0 else "" for v in row] for row in z]
+    fig = go.Figure(go.Heatmap(z=z, x=x, y=y, zmin=0, zmax=zmax, text=text, texttemplate="%{text}",
+                               textfont=dict(color="white", size=10), customdata=conv[order] if order else None,
+                               colorscale=[[0.0, CLOSED_COLOR], [1e-9, "#f7fcf5"], [1.0, "#00441b"]],
+                               colorbar=dict(title="gate", thickness=12),
+                               hovertemplate="%{y}, n-gram %{x}<br>gate %{z:.3f}<br>feature before the gate "
+                                             "%{customdata:.3f}<extra></extra>"))
+    if best is not None and best["filter"] in order:
+        r, c = order.index(best["filter"]), best["position"]
+        fig.add_shape(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5, line=dict(color="#d62728", width=3))
+    fig.update_xaxes(tickangle=-45, showgrid=False, title=f"the sentence's {res['title'].split(' on ')[-1]}"
+                     .replace("features", "n-grams"))
+    fig.update_yaxes(autorange="reversed", showgrid=False)
+    title = f"{res['title'][0].upper()}{res['title'][1:]}: the {len(order)} filters that fire most"
+    style_figure(fig, title, int(170 + 20 * len(order)))
+    table = pd.DataFrame([{"filter": f + 1, "position": j + 1, "ngram": ngrams[j], "gate": float(gate[f, j]),
+                           "feature_before_gate": float(conv[f, j])} for f in order for j in range(len(ngrams))])
+    return FigureOut("gate_closures", title, fig, table,
+                     caption="Dark cells marked off: a closed gate (exactly 0), the feature is switched off before "
+                             "the max-pool; green: the share of the feature let through. Outlined in red: the "
+                             "closed gate whose opening moves the prediction most.")
+
+
 def gate_profile_figure(res: dict[str, Any], title: str = "Mean gate value per position",
                         window: tuple[int, int] | None = None) -> FigureOut:
     """Per gate map the mean gate at each n-gram position; `window=(start, size)` draws only those positions of
-    a long text (the table keeps every position)."""
+    a long text (the table keeps every position). Positions where a map's n-gram would run past the sentence's
+    end are empty (grey), never 0: 0 is a closed gate."""
+    from textcls.interpret.lab import gate_title
     names = list(res["profile"])
     n = max((len(v) for v in res["profile"].values()), default=0)
     tokens = res["tokens"] or [str(i) for i in range(n)]
-    z = np.array([np.pad(res["profile"][k], (0, n - len(res["profile"][k]))) for k in names])
+    z = np.full((len(names), n), np.nan)
+    for r, k in enumerate(names):
+        h = int(k.split("_h")[1].split("_")[0]) if "_h" in k else 1
+        valid = max(0, len(tokens) - h + 1)
+        z[r, :valid] = np.asarray(res["profile"][k], float)[:valid]
     lo, hi = token_window(n, window)
     title = _window_title(title, lo, hi, n)
     idx = list(range(lo, hi))
-    fig = go.Figure(go.Heatmap(z=z[:, lo:hi], x=idx, y=[esc(k) for k in names], colorscale="Greens", zmin=0,
-                               colorbar=dict(title="mean gate", thickness=12),
+    fig = go.Figure(go.Heatmap(z=z[:, lo:hi], x=idx, y=[esc(gate_title(k)) for k in names], colorscale="Greens",
+                               zmin=0, colorbar=dict(title="mean gate", thickness=12), hoverongaps=False,
                                hovertemplate="%{y}<br>position %{x}: %{z:.3f}<extra></extra>"))
+
     fig.update_xaxes(tickvals=idx, ticktext=[esc(t) for t in tokens[lo:hi]], tickangle=-45, showgrid=False,
                      zeroline=False)
     fig.update_yaxes(autorange="reversed", automargin=True)
     style_figure(fig, title, int(140 + 22 * len(names)))
+    fig.update_layout(plot_bgcolor="#d9d9d9")                      # the empty cells past the end: grey
     table = pd.DataFrame([{"gate": k, "position": i, "token": tokens[i] if i < len(tokens) else "",
                            "mean_gate": float(z[r, i])} for r, k in enumerate(names) for i in range(n)])
     return FigureOut("gate_profile", title, fig, table,
-                     caption="Column j is the n-gram starting at word j; 0 = closed, 1 = passed unchanged, "
-                             "above 1 = amplified (NLReLU gates are not capped at 1).")
+                     caption="Column j is the n-gram starting at word j; each cell averages the gate over the "
+                             "filters, so a few closed gates hide among open ones (the figure above shows them). "
+                             "0 = closed, 1 = passed unchanged, above 1 = amplified (NLReLU gates are not capped "
+                             "at 1); grey: the n-gram would run past the sentence's end.")
 
 
 # ---------------------------------------------------------------- Lessons (textcls.teach.lessons)

@@ -269,6 +269,10 @@ def heatmap_item(key: str, map_array: Any, spec: MapSpec, tokens: Sequence[str] 
 
 # ---------------------------------------------------------------- layer x head grid (bertviz model view)
 
+MIN_GRID_CELL = 22      # px: the smallest cell of the all-heads grid (12 heads side by side fit 470 px)
+GRID_TITLE_PX = 7       # px a character of a 12 px subplot title needs
+
+
 def attention_grid(att: Any, tokens: Sequence[str] | None = None, *, window: tuple[int, int] | None = None,
                    max_tokens: int = MAX_GRID_TOKENS, title: str = "Attention, all layers x heads",
                    axes: tuple[str, str] = ("query_token", "key_token"), row_label: str = "layer",
@@ -289,9 +293,21 @@ def attention_grid(att: Any, tokens: Sequence[str] | None = None, *, window: tup
     labels = axis_labels(axes[0], hi, tokens)[lo:hi]
     # unique category labels "12·food": hover names the tokens without a per-cell customdata array
     cats = [f"{lo + i + 1}·{esc(x)}" for i, x in enumerate(labels)]
+    # square cells, the grid (with its colour bar, 150 px, and token labels, 60 px) at most max_width px wide; the
+    # tokens name the rows of the first column and the columns of the last row while each gets >= 9 px
+    cell = int(min(220, max(MIN_GRID_CELL, (max_width - 150 - 60) / max(nh, nl))))
+    labelled = (hi - lo) * 9 <= cell
+    if not labelled:
+        cell = int(min(220, max(MIN_GRID_CELL, (max_width - 150) / max(nh, nl))))
+    # a column or row title must fit its cell: "head 12" needs about 7 px a character at 12 px; in a narrow cell
+    # only the number, with the axis named once in the title (side by side, "head 1head 2" ran together)
+    named = cell >= GRID_TITLE_PX * len(f"{col_label} {nh}") and cell >= GRID_TITLE_PX * len(f"{row_label} {nl}")
     fig = make_subplots(rows=nl, cols=nh, horizontal_spacing=0.01, vertical_spacing=0.02,
-                        column_titles=[f"{col_label} {h + 1}" for h in range(nh)],
-                        row_titles=[f"{row_label} {l + 1}" for l in range(nl)])
+                        column_titles=[f"{col_label} {h + 1}" if named else f"{h + 1}" for h in range(nh)],
+                        row_titles=[f"{row_label} {l + 1}" if named else f"{l + 1}" for l in range(nl)])
+    fig.update_annotations(font=dict(size=12))
+    if not named:
+        title = f"{title} (columns: {col_label} 1-{nh}; rows: {row_label} 1-{nl})"
     zmax = float(a.max()) if a.size else 1.0
     for l in range(nl):
         for h in range(nh):
@@ -299,12 +315,6 @@ def attention_grid(att: Any, tokens: Sequence[str] | None = None, *, window: tup
                 z=a[l, h], x=cats, y=cats, coloraxis="coloraxis",
                 hovertemplate=(f"{row_label} {l + 1}, {col_label} {h + 1}<br>query: %{{y}}<br>"
                                "key: %{x}<br>weight: %{z:.6g}<extra></extra>")), row=l + 1, col=h + 1)
-    # square cells, the grid (with its colour bar, 150 px, and token labels, 60 px) at most max_width px wide; the
-    # tokens name the rows of the first column and the columns of the last row while each gets >= 9 px
-    cell = int(min(220, max(40, (max_width - 150 - 60) / max(nh, nl))))
-    labelled = (hi - lo) * 9 <= cell
-    if not labelled:
-        cell = int(min(220, max(40, (max_width - 150) / max(nh, nl))))
     ticks = [esc(short(x, 10)) for x in labels]
     fig.update_xaxes(showticklabels=False, showgrid=False)
     fig.update_yaxes(showticklabels=False, showgrid=False, autorange="reversed")

@@ -71,7 +71,8 @@ def probabilities_html(items: Sequence[tuple[str, dict[str, float]]], labels: Se
 
 def label_cards_html(cards: Sequence[dict[str, Any]], per_row: int = 4) -> str:
     """Compare's verdict cards as one HTML block (all text escaped): per checkpoint its name, model and data set,
-    the predicted label (green, or red with "disagrees"), a confidence bar and notes (tokens, unknown words,
+    the predicted label (with "same as" or "differs from most checkpoints" when they disagree: agreement, never
+    correctness - there is no gold label for a pasted sentence), a confidence bar and notes (tokens, unknown words,
     truncation). One element for the browser to draw instead of five per card. A card is a dict with keys
     name, model, data, label, conf (0-1), agrees (True / False / None when all agree), notes (list of str)."""
     out = [f'<div style="display:grid;grid-template-columns:repeat({max(1, per_row)},minmax(0,1fr));gap:12px;'
@@ -79,8 +80,10 @@ def label_cards_html(cards: Sequence[dict[str, Any]], per_row: int = 4) -> str:
     for c in cards:
         conf = float(np.clip(c["conf"], 0.0, 1.0))
         ok = c.get("agrees") is not False
-        color = "#1a7f37" if ok else "#cf222e"
-        mark = "" if c.get("agrees") is None else (" ✓" if ok else " ✗ disagrees")
+        color = "#1f2328" if ok else "#9a6700"       # neutral ink; amber for the odd one out (never right/wrong)
+        mark = ("" if c.get("agrees") is None else
+                f'<div style="color:{color};font-size:0.8em;font-weight:400">'
+                f'{"same as most checkpoints" if ok else "differs from most checkpoints"}</div>')
         where = esc_html(c["model"]) + (f" · {esc_html(c['data'])}" if c.get("data") else "")
         notes = " · ".join(esc_html(n) for n in c.get("notes", ()))
         out.append(

@@ -42,6 +42,17 @@ def short(text: str, n: int = 24) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def short_words(text: str, n: int = 24) -> str:
+    """`text` in at most `n` characters, cut between words ("the actors were…", never "the actors were wonde…");
+    a first word longer than `n` is cut as `short` cuts it."""
+    text = " ".join(str(text).split())
+    if len(text) <= n:
+        return text
+    head = text[: n - 1]
+    cut = head.rfind(" ")
+    return (head[:cut] if cut > 0 else head).rstrip(" ,.;:") + "…"
+
+
 def wrapped(text: str, width: int = 14, lines: int = 3) -> str:
     """Escaped text broken into lines of about `width` characters at spaces (Plotly's <br>), at most `lines`
     lines (the last shortened): an axis label that stays level and whole instead of tilting out of the frame."""
@@ -54,6 +65,23 @@ def wrapped(text: str, width: int = 14, lines: int = 3) -> str:
     if len(out) > lines:
         out = out[:lines - 1] + [short(" ".join(out[lines - 1:]), width)]
     return "<br>".join(esc(line) for line in out)
+
+
+FAMILY_TITLES = {"kim_cnn": "Kim CNN", "transformer": "Transformer", "act": "ACT", "hcan": "HCAN", "can": "CAN",
+                 "agcnn": "AGCNN", "lama": "LAMA"}
+
+
+def model_title(model: str) -> str:
+    """A model family as a class reads it: "ACT", "Kim CNN"; a Hugging Face architecture
+    ("hf:BertForSequenceClassification") as "BERT (Hugging Face)", never "hf:Bert"."""
+    model = str(model or "")
+    if model.startswith("hf:"):
+        arch = model[3:].removesuffix("ForSequenceClassification") or "a model"
+        upper = {"bert": "BERT", "roberta": "RoBERTa", "xlmroberta": "XLM-RoBERTa", "distilbert": "DistilBERT",
+                 "albert": "ALBERT", "electra": "ELECTRA", "debertav2": "DeBERTa-v2", "deberta": "DeBERTa",
+                 "modernbert": "ModernBERT", "gpt2": "GPT-2"}.get(arch.lower(), arch)
+        return f"{upper} (Hugging Face)"
+    return FAMILY_TITLES.get(model, model)
 
 
 def safe_filename(text: str) -> str:
