@@ -214,7 +214,7 @@ if tab_reasons.open:
                 probs = w.safe_predict(info, [text])
                 label = probs[0].label if probs else "?"
                 conf = max(probs[0].probabilities.values()) if probs else float("nan")
-                st.markdown(f"**{w.md_escape(info.name)}** ({w.md_escape(info.model)}) predicts "
+                st.markdown(f"**{w.md_escape(info.name)}** ({w.md_escape(viz.model_title(info.model))}) predicts "
                             f"**{w.md_escape(label)}** ({100 * conf:.1f} %)")
                 if probs and probs[0].truncated:
                     st.caption(f"The text is longer than this model reads: it saw {inst.n} tokens, the rest was "
@@ -401,7 +401,7 @@ if tab_faith.open:
                                    "share removed to flip": ef["fraction_to_flip"],
                                    "Kendall tau vs leave-one-out": kendall_tau(scores_of(expl[m]), loo)})
             st.markdown(f"**{w.md_escape(info.name)}** " + " ".join(badges))
-            mr = {"checkpoint": info.name, "model": info.model}
+            mr = {"checkpoint": info.name, "model": viz.model_title(info.model)}
             perm, unif = extra.get("perm"), extra.get("unif")
 
             def num(v, fmt: str = ".4f") -> str:

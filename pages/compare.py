@@ -118,7 +118,7 @@ def single(text: str, infos: list, tag: str = "") -> None:
             notes.append(f"{unknown[n]} of {len(p.tokens)} unknown")
         if p.truncated:
             notes.append("input truncated")
-        cards.append(dict(name=n, model=by_name[n].model, data=by_name[n].data, label=p.label,
+        cards.append(dict(name=n, model=viz.model_title(by_name[n].model), data=by_name[n].data, label=p.label,
                           conf=p.probabilities[p.label], agrees=None if len(groups) == 1 else p.label == major,
                           notes=notes))
     st.html(viz.label_cards_html(cards))

@@ -337,7 +337,7 @@ with tab_d:
     if banks:
         views += ["Filter n-grams"]
     if not views:
-        st.info(f"{w.md_escape(info.model)} has neither its own token weights nor convolution filters to summarise.")
+        st.info(f"{w.md_escape(viz.model_title(info.model))} has neither its own token weights nor convolution filters to summarise.")
         st.stop()
     view = st.radio("View", views, horizontal=True, key="eval_ds_view")
     corpus_cache = cv.CorpusCache()

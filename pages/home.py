@@ -55,7 +55,7 @@ else:
                  height=min(35 * (len(rows) + 1) + 3, 740),                # every checkpoint visible (to ~20)
                  # widths that show every name and label list whole in a laptop window (about 1,000 px wide)
                  column_config={"checkpoint": st.column_config.TextColumn(width=180),
-                                "from": st.column_config.TextColumn(width=54),
+                                "from": st.column_config.TextColumn(width=60),
                                 "model": st.column_config.TextColumn(
                                     width=128, help="the model family; (Hugging Face): a pretrained model you or "
                                                     "textcls fine-tuned, opened with the transformers library"),
@@ -63,7 +63,8 @@ else:
                                 "test accuracy": st.column_config.NumberColumn("accuracy", format="%.1f %%", width=72,
                                                                                help="test accuracy"),
                                 "labels": st.column_config.TextColumn(width=230),
-                                "parameters": st.column_config.NumberColumn(format="compact", width=76)})
+                                "parameters": st.column_config.NumberColumn("params", format="compact", width=70,
+                                                                            help="parameters")})
     roots = cache.checkpoint_roots()
     st.caption(f"{len(valid)} checkpoint(s): shipped ones from {w.md_escape(roots[0])} (read-only; "
                f"TEXTCLS\\_CHECKPOINTS), yours from {w.md_escape(roots[-1])} (TEXTCLS\\_HOME), where the Train page "
@@ -104,7 +105,7 @@ else:
                     unk = None if pred is None else w.count_unknown(pred, p.tokens)
                     counts[i.name] = (unk, len(p.tokens))
                     words[i.name] = None if pred is None else w.unknown_words(pred, p.tokens)
-                    out.append({"checkpoint": i.name, "model": i.model, "data set": i.data or "—",
+                    out.append({"checkpoint": i.name, "model": viz.model_title(i.model), "data set": i.data or "—",
                                 "prediction": p.label, "confidence": 100 * p.probabilities[p.label],
                                 "tokens": len(p.tokens), "unknown words": unk, "truncated": p.truncated})
             if out:

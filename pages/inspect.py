@@ -135,7 +135,7 @@ def control_widget(c: viz.Control, key: str):
 def render(slot: int, info, pred, r, specs) -> None:
     p = r.probabilities[r.label]
     st.markdown(f"#### {w.md_escape(info.name)}")
-    st.markdown(f"{w.md_escape(info.model)} · {w.md_escape(info.data or 'unknown data')} · predicts "
+    st.markdown(f"{w.md_escape(viz.model_title(info.model))} · {w.md_escape(info.data or 'unknown data')} · predicts "
                 f"**{w.md_escape(r.label)}** ({100 * p:.1f} %)")
     unk = w.count_unknown(pred, r.tokens)
     notes = [f"{len(r.tokens)} tokens"]

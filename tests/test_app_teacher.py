@@ -160,7 +160,9 @@ def test_sentence_labels_are_cut_between_words():
     from textcls.viz.axes import axis_labels
     labels = axis_labels("sentence", 2, sentences=[["the", "plot", "was", "thin", "."],
                                                    ["the", "actors", "were", "wonderful", "though", "."]])
-    assert labels[1] == "S2: the actors were…"                       # never "the actors were wonde…"
+    assert labels[1] == "S2: the actors were wonderful though ."      # whole, as it fits
+    long = axis_labels("sentence", 1, sentences=[("a rather long sentence whose words run on and on well past the room".split())])
+    assert long[0].endswith("…") and "  " not in long[0] and long[0][:-1].split()[-1] in "a rather long sentence whose words run on and on".split()
 
 
 # ---------------------------------------------------------------- item 6: a gate switching a feature off

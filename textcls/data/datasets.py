@@ -174,8 +174,9 @@ def find_dataset(name: str, root: str | Path | None = None) -> Path | None:
 
 def describe_dataset(name: str, root: str | Path | None = None) -> str:
     """The task of the data set called `name` in one line, from its dataset.json ("6-way question type (TREC,
-    coarse labels)"); "" when there is no such data set or it says nothing. Reads no rows."""
-    folder = find_dataset(str(name), root) if name else None
+    coarse labels)"), or from its shipped sample's (`name`_sample: imdb); "" when there is neither or it says
+    nothing. Reads no rows."""
+    folder = (find_dataset(str(name), root) or find_dataset(f"{name}_sample", root)) if name else None
     if folder is None:
         return ""
     try:

@@ -57,7 +57,7 @@ def axis_labels(axis: str, n: int, tokens: Sequence[str] | None = None, *,
         out = []
         for i in range(n):
             if sentences is not None and i < len(sentences):
-                out.append(f"S{i + 1}: {short_words(' '.join(map(str, sentences[i][:6])), 24)}")
+                out.append(f"S{i + 1}: {short_words(' '.join(map(str, sentences[i][:10])), 40)}")
             else:
                 out.append(f"S{i + 1}" if sentences is None else f"S{i + 1} {PAD_LABEL}")
         return out
