@@ -1,7 +1,9 @@
 """textcls: small interpretable text classifiers and the library behind the dashboard.
 
 Public contract (see docs/architecture.md): list_models, create_model, ClassifierOutput, MapSpec,
-load_checkpoint, Predictor, Prediction; training: fit, TrainSpec, run_training / train_from_spec.
+load_checkpoint, Predictor, Prediction; data: load_data, list_datasets; training: fit, TrainSpec, run_training /
+train_from_spec; a notebook's figures and numbers: paper_figures, explanation_figure, evaluate_slice
+(docs/notebook.md).
 
 The public names are resolved lazily (PEP 562): `import textcls` does not import torch, so torch-free code
 (listing checkpoints, the dashboard's Home page) starts fast. The first access to a name imports its module.
@@ -23,6 +25,9 @@ _LAZY = {
     **dict.fromkeys(("EpochEvent", "History", "StepEvent"), "records"),
     **dict.fromkeys(("TrainConfig", "fit"), "train.fit"),
     **dict.fromkeys(("TrainSpec", "run_training", "train_from_spec"), "train.pipeline"),
+    **dict.fromkeys(("DataBundle", "Split", "list_datasets", "load_data"), "data.datasets"),
+    **dict.fromkeys(("explanation_figure", "paper_figures"), "viz.notebook"),
+    **dict.fromkeys(("evaluate_slice",), "interpret.batched"),
 }
 
 __all__ = ["AXES", "KINDS", "ClassifierOutput", "MapSpec", "create_model", "get_entry", "list_models",
@@ -30,7 +35,8 @@ __all__ = ["AXES", "KINDS", "ClassifierOutput", "MapSpec", "create_model", "get_
            "CheckpointError", "CheckpointInfo", "list_checkpoints", "load_checkpoint", "save_checkpoint",
            "Prediction", "Predictor", "classification_report", "evaluate",
            "EpochEvent", "History", "StepEvent", "TrainConfig", "TrainSpec", "fit", "run_training",
-           "train_from_spec"]
+           "train_from_spec", "DataBundle", "Split", "list_datasets", "load_data", "explanation_figure",
+           "paper_figures", "evaluate_slice"]
 
 
 def __getattr__(name: str):

@@ -21,7 +21,9 @@ export use style only):
 - `dataset`: Explore page figures (metrics per slice, the embedding projector, counterfactual flip rates, ROC / PR
   curves, reliability diagrams);
 - `benchmarks`: Benchmarks page figures (ACT Table 5, LAMA Fig. 4, models, accuracy against the papers);
-- `export`: PNG/SVG (kaleido + Chromium, serialised), interactive HTML, ZIP.
+- `export`: PNG/SVG (kaleido + Chromium, serialised), interactive HTML, ZIP;
+- `notebook`: the door for a notebook - `paper_figures(predictor, text)` (a paper view, as Inspect draws it) and
+  `explanation_figure(predictor, text, methods)` (explanations on one word grid, as Attribute draws them).
 
 Safety: every string that comes from user text (tokens, sentences) is HTML-escaped before it reaches a
 figure - Plotly renders tick labels, annotations and hover labels as a subset of HTML.
@@ -51,6 +53,7 @@ from textcls.viz.style import (FONT, MONO, RUN_COLORS, FigureOut, esc, fit_title
 from textcls.viz.tokens import (SHADE_NOTE, UNIFORM_DARKEST, esc_html, highlight_table, shade_weights,
     token_highlight, token_highlight_html, token_highlight_rows, token_rows_html)
 from textcls.interpret.importance import token_weights
+from textcls.viz.notebook import explanation_figure, paper_figures, view_input
 from textcls.viz.views import (MODEL_VIEWS, VIEWS, Control, View, ViewInput, build_view, register_view,
     view_controls, views_for)
 
@@ -85,6 +88,8 @@ __all__ = [
     # export
     "CHROME_NAMES", "export_size", "export_zip", "figure_html", "figure_image", "find_chrome",
     "image_export_status",
+    # notebook: a checkpoint and a text in, the app's figures out
+    "explanation_figure", "paper_figures", "view_input",
 ]
 
 
