@@ -131,7 +131,7 @@ for n in chosen:
                    "explain.")
         continue
     notes = []
-    unknown = int((inst.real_ids() == inst.unk_id).sum())
+    unknown = w.count_unknown(pred, inst.tokens or []) or 0
     if unknown:
         notes.append(f"{unknown} of {inst.n} tokens are not in this model's vocabulary: it reads each as the "
                      "same unknown word" + (" - every token is unknown, so the prediction says nothing about "
@@ -308,14 +308,8 @@ def slice_panel(results) -> None:
             if s_from in saved:
                 s_data, chosen_slice = saved[s_from]
                 bundle = cache.dataset(s_data, limit=None)
-                split_name = chosen_slice.split or ("test" if "test" in bundle.splits else next(iter(bundle.splits)))
-                split = bundle.splits[split_name]
-                preds = cache.predict(by_name[s_ckpt].path, split.texts)
-                ctx = sl.SliceContext(split.texts, [bundle.labels[y] for y in split.labels],
-                                      {s_ckpt: [p.label for p in preds]})
-                texts = [split.texts[i] for i in sl.slice_rows(chosen_slice, ctx)]
-                if not texts:
-                    raise ValueError(f"the slice {chosen_slice.name!r} is empty on {s_data} / {split_name}")
+                split_name, texts = sl.slice_texts(chosen_slice, bundle, name=s_ckpt,
+                                                   predict=lambda t: cache.predict(by_name[s_ckpt].path, t))
                 where = f"{s_data}/{split_name} · slice {chosen_slice.name}"
             else:
                 bundle = cache.dataset(s_data, limit=None)

@@ -18,7 +18,8 @@ from textcls.analysis import slices as sl
 from textcls import viz
 from textcls.data.text import readable
 from textcls.checkpoint import CheckpointError, load_history
-from textcls.analysis.metrics import agreement_rows, classification_report, default_ignore_label
+from textcls.analysis.metrics import (agreement_rows, default_ignore_label, score_predictions, select_scored,
+    unknown_labels)
 
 inside_app(__file__)
 
@@ -89,7 +90,7 @@ st.caption(f"{len(texts):,} of {n_all:,} examples of **{w.md_escape(bundle.name)
 runs = {}              # name -> dict(info, labels, gold (model indices), pred, conf, probs, report)
 with st.spinner(f"Running {len(infos)} checkpoint(s) on {len(texts):,} texts…"):
     for info in infos:
-        unknown = sorted(set(gold_names) - set(info.labels))
+        unknown = unknown_labels(gold_names, info.labels)
         if unknown:
             st.warning(f"{info.name} does not know the label(s) {w.md_escape(', '.join(unknown[:5]))} of this data "
                        f"set (its labels: {w.md_escape(', '.join(info.labels[:8]))}); it is left out.")
@@ -97,14 +98,8 @@ with st.spinner(f"Running {len(infos)} checkpoint(s) on {len(texts):,} texts…"
         preds = w.safe_predict(info, texts)
         if preds is None:
             continue
-        pos = {lab: k for k, lab in enumerate(info.labels)}
-        gold = np.array([pos[g] for g in gold_names])
-        pred = np.array([p.label_index if p.label_index >= 0 else pos[p.label] for p in preds])
-        probs = np.array([[p.probabilities[lab] for lab in info.labels] for p in preds])
-        ignore = default_ignore_label(bundle.name, info.labels)
-        rep = classification_report(gold, pred, info.labels, ignore_label=ignore)
-        runs[info.name] = dict(info=info, labels=info.labels, gold=gold, pred=pred, probs=probs, report=rep,
-                               pred_names=[info.labels[k] for k in pred])
+        runs[info.name] = dict(info=info, **score_predictions(
+            preds, gold_names, info.labels, ignore_label=default_ignore_label(bundle.name, info.labels)))
 if not runs:
     st.stop()
 
@@ -127,10 +122,7 @@ if saved_slices:
             st.stop()
         texts, gold_names = [texts[i] for i in keep], [gold_names[i] for i in keep]
         for r in runs.values():
-            r.update(gold=r["gold"][keep], pred=r["pred"][keep], probs=r["probs"][keep],
-                     pred_names=[r["pred_names"][i] for i in keep])
-            r["report"] = classification_report(r["gold"], r["pred"], r["labels"],
-                                                ignore_label=r["report"]["ignore_label"])
+            r.update(select_scored(r, keep))
         st.caption(f"Slice **{w.md_escape(pick_slice)}** ({w.md_escape(chosen_slice.describe())}): "
                    f"{len(keep):,} examples.")
 

@@ -19,6 +19,7 @@ from textcls.data import datasets as tdata
 from textcls.analysis import slices as sl
 from textcls import viz
 from textcls.data.text import readable
+from textcls.analysis.metrics import score_predictions, unknown_labels
 
 inside_app(__file__)
 
@@ -90,7 +91,7 @@ if not texts:
 preds, probs = {}, {}
 with st.spinner(f"Running {len(infos)} checkpoint(s) on {len(texts):,} texts…"):
     for info in infos:
-        unknown = sorted(set(gold) - set(info.labels))
+        unknown = unknown_labels(gold, info.labels)
         if unknown:
             st.warning(f"{w.md_escape(info.name)} does not know the label(s) {w.md_escape(', '.join(unknown[:5]))} "
                        "of this data set; it is left out.")
@@ -98,8 +99,8 @@ with st.spinner(f"Running {len(infos)} checkpoint(s) on {len(texts):,} texts…"
         ps = w.safe_predict(info, texts)
         if ps is None:
             continue
-        preds[info.name] = [p.label for p in ps]
-        probs[info.name] = np.array([[p.probabilities[lab] for lab in info.labels] for p in ps])
+        scored = score_predictions(ps, gold, info.labels)
+        preds[info.name], probs[info.name] = scored["pred_names"], scored["probs"]
 if not preds:
     st.stop()
 ctx = sl.SliceContext(texts, gold, preds)

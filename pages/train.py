@@ -57,15 +57,12 @@ def say(message: object, limit: int = MSG_LIMIT) -> str:
     return w.md_escape(viz.short(str(message), limit))
 
 
-def unique_name(base: str) -> str:
-    """base, or base_2, base_3, ... : the first name not taken in any checkpoint folder (shipped or yours) nor by
-    a run still training on this server (its folder appears only when it is saved)."""
+def unique_name(model: str, data: str) -> str:
+    """The name the CLI would give (`runtime.paths.run_name`: MODEL-DATA, then -2, -3, ...), also skipping the
+    names of runs still training on this server (their folders appear only when they are saved)."""
+    from textcls.runtime.paths import run_name
     busy = {Path(str(x.spec.get("out"))).name for x in map(REGISTRY.snapshot, REGISTRY.running()) if x is not None}
-    name, k = base, 1
-    while name in busy or any((r / name).exists() for r in cache.checkpoint_roots()):
-        k += 1
-        name = f"{base}_{k}"
-    return name
+    return run_name(model, data, taken=lambda n: n in busy or any((r / n).exists() for r in cache.checkpoint_roots()))
 
 
 def target(name: str, replace: bool) -> tuple[Path | None, list[str]]:
@@ -243,7 +240,7 @@ if kind == PRETRAINED:
                                 key="tr_hf_freeze", help="The word-piece vectors keep their pretrained values "
                                 "(faster; words missing from the small training set keep their meaning).")
         n1, n2 = st.columns([3, 1])
-        default_name = unique_name(re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{hf_short}_{data_name or 'data'}")[:60])
+        default_name = unique_name(hf_short, data_name or "data")
         hf_name = n1.text_input("Checkpoint name", value=default_name, key=f"tr_hf_name_{default_name}",
                                 help=f"Saved as a folder in {root} (your folder; set TEXTCLS_HOME to move "
                                      "it).").strip()
@@ -374,8 +371,7 @@ else:
                                 help="Replaces batch size / learning rate / optimiser with the paper's: "
                                      + (", ".join(f"{k}={v}" for k, v in paper.items()) if paper else "none known"))
         n1, n2 = st.columns([3, 1])
-        default_name = unique_name(re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{model}_{data_name or 'data'}"
-                                          f"{'_' + preset if preset else ''}{'_' + variant if variant else ''}")[:60])
+        default_name = unique_name("-".join(x for x in (model, preset, variant) if x), data_name or "data")
         out_name = n1.text_input("Checkpoint name", value=default_name, key=f"tr_name_{default_name}",
                                  help=f"Saved as a folder in {root} (your folder; set TEXTCLS_HOME to move "
                                       "it).").strip()

@@ -109,18 +109,18 @@ def test_a_tiny_folder_fine_tunes_to_a_checkpoint_in_the_user_folder(env, tiny):
     choose_folder(at, tiny)
     assert not at.error, texts_of(at.error)
     assert "bert · 2 layers" in texts_of(at.caption)
-    assert name_box(at).value == "tiny-bert_sst2"
+    assert name_box(at).value == "tiny-bert-sst2"
     at.number_input(key="tr_hf_epochs").set_value(0.5)
     at.number_input(key="tr_hf_lr").set_value(1e-3)
     at.number_input(key="tr_hf_max_len").set_value(24)
     start(at)
     assert not at.error, texts_of(at.error)
     (jid,) = at.session_state["train_jobs"]
-    saved = env / "tiny-bert_sst2"
+    saved = env / "tiny-bert-sst2"
     wait_for(at, lambda a: any("saved" in str(x.value) for x in a.success) or bool(a.error), what="the run",
              timeout=300)
     assert not at.error, texts_of(at.error)
-    assert "hf:tiny-bert on sst2 → tiny-bert_sst2" in " ".join(m.value for m in at.markdown).replace("\\", "")
+    assert "hf:tiny-bert on sst2 → tiny-bert-sst2" in " ".join(m.value for m in at.markdown).replace("\\", "")
     assert metric(at, "Epochs done") == "1/1"
     assert {"dev", "test"} <= set(at.dataframe[0].value["split"])       # the run's metrics table
     assert not any((env.parents[1] / "shipped").iterdir())

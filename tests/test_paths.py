@@ -25,7 +25,20 @@ def test_default_user_folder_is_outside_the_repository(monkeypatch):
 def test_new_run_folders_never_collide(tmp_path, monkeypatch):
     monkeypatch.setenv("TEXTCLS_HOME", str(tmp_path))
     first = paths.new_run_dir("kim_cnn", "../some dir/reviews.csv")
-    assert first.parent == tmp_path / "checkpoints" and first.name.startswith("kim_cnn-reviews-")
+    assert first.parent == tmp_path / "checkpoints" and first.name == "kim_cnn-reviews"
     first.mkdir(parents=True)
     second = paths.new_run_dir("kim_cnn", "../some dir/reviews.csv")
-    assert second != first and not second.exists()
+    assert second != first and not second.exists() and second.name == "kim_cnn-reviews-2"
+
+
+def test_one_naming_rule_for_the_cli_and_the_train_page():
+    """Issue 42 item 4: the CLI and the Train page name a new checkpoint the same way (they named it
+    MODEL-DATA-timestamp and MODEL_DATA_N)."""
+    import re
+    assert paths.run_name("act", "sst2", taken=lambda n: False) == "act-sst2"
+    assert paths.run_name("act", "sst2", taken=lambda n: n in {"act-sst2", "act-sst2-2"}) == "act-sst2-3"
+    assert paths.run_name("hf:sentence-transformers/all-MiniLM", "my data.csv", taken=lambda n: False) == \
+        "all-MiniLM-my_data"
+    assert paths.run_name("act", "sst2") == "act-sst2-2"                 # the shipped act-sst2 is taken
+    train_page = (paths.REPO / "pages" / "train.py").read_text()
+    assert "run_name" in train_page and not re.search(r"f\"\{model\}_\{data", train_page)

@@ -440,18 +440,16 @@ def count_unknown(predictor, tokens: Sequence[str]) -> int | None:
     """How many of `tokens` the predictor's vocabulary does not know (the model reads them as `<unk>`), or None
     when the predictor has no word vocabulary to check against. A literal "<pad>"/"<unk>" typed by the user is
     unknown too (the tokenizer maps both to the unknown id)."""
-    stoi = getattr(getattr(getattr(predictor, "tokenizer", None), "vocab", None), "stoi", None)
-    if stoi is None:
-        return None
-    return sum(1 for t in tokens if stoi.get(t, 1) <= 1)
+    from textcls.data.text import unknown_tokens          # torch: the predictor is loaded by now
+    unknown = unknown_tokens(getattr(getattr(predictor, "tokenizer", None), "vocab", None), tokens)
+    return None if unknown is None else len(unknown)
 
 
 def unknown_words(predictor, tokens: Sequence[str]) -> list[str] | None:
     """The distinct `tokens` the predictor's vocabulary does not know, in order (None: no word vocabulary)."""
-    stoi = getattr(getattr(getattr(predictor, "tokenizer", None), "vocab", None), "stoi", None)
-    if stoi is None:
-        return None
-    return list(dict.fromkeys(t for t in tokens if stoi.get(t, 1) <= 1))
+    from textcls.data.text import unknown_tokens          # torch: the predictor is loaded by now
+    unknown = unknown_tokens(getattr(getattr(predictor, "tokenizer", None), "vocab", None), tokens)
+    return None if unknown is None else list(dict.fromkeys(unknown))
 
 
 MAX_UNKNOWN_NAMED = 12     # unknown words named in the warning (then "and N more")

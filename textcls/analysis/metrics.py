@@ -118,6 +118,43 @@ def classification_report(y_true, y_pred, labels: Sequence[str], ignore_label: s
     return report
 
 
+def unknown_labels(gold_names: Sequence[str], labels: Sequence[str]) -> list[str]:
+    """The gold label names a model with `labels` does not know (it cannot be scored on them), sorted."""
+    return sorted(set(map(str, gold_names)) - set(map(str, labels)))
+
+
+def score_predictions(predictions: Sequence[Any], gold_names: Sequence[str], labels: Sequence[str],
+                      ignore_label: str | None = None) -> dict[str, Any]:
+    """A model's predictions (`inference.Prediction`s) on labelled texts, scored - the one evaluation of
+    predictions the Evaluate and Explore pages and `evaluate` share. Returns {gold, pred (label indices of the
+    model, numpy), probs (N, C), pred_names, labels, report (`classification_report`)}; a gold label the model
+    does not know is a ValueError naming it."""
+    labels = [str(x) for x in labels]
+    missing = unknown_labels(gold_names, labels)
+    if missing:
+        raise ValueError(f"the model does not know the label(s) {', '.join(missing[:5])}")
+    if len(predictions) != len(gold_names):
+        raise ValueError(f"{len(predictions)} predictions for {len(gold_names)} gold labels")
+    pos = {lab: k for k, lab in enumerate(labels)}
+    gold = np.array([pos[str(g)] for g in gold_names], dtype=int)
+    pred = np.array([p.label_index if getattr(p, "label_index", -1) >= 0 else pos[p.label] for p in predictions],
+                    dtype=int)
+    probs = np.array([[p.probabilities[lab] for lab in labels] for p in predictions], dtype=float)
+    probs = probs.reshape(len(predictions), len(labels))
+    return {"gold": gold, "pred": pred, "probs": probs, "pred_names": [labels[k] for k in pred], "labels": labels,
+            "report": classification_report(gold, pred, labels, ignore_label=ignore_label)}
+
+
+def select_scored(scored: dict[str, Any], rows: Sequence[int]) -> dict[str, Any]:
+    """`score_predictions`' result on a subset of its rows (a slice), its report recomputed."""
+    rows = np.asarray(rows, dtype=int)
+    out = dict(scored, gold=scored["gold"][rows], pred=scored["pred"][rows], probs=scored["probs"][rows],
+               pred_names=[scored["pred_names"][i] for i in rows])
+    out["report"] = classification_report(out["gold"], out["pred"], scored["labels"],
+                                          ignore_label=scored["report"]["ignore_label"])
+    return out
+
+
 _DIRECTED = re.compile(r"^(?P<rel>.+)\((?P<args>e1,e2|e2,e1)\)$")
 
 

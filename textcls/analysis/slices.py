@@ -13,7 +13,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -173,6 +173,22 @@ def slice_rows(s: Slice, ctx: SliceContext) -> np.ndarray:
     return np.nonzero(slice_mask(s, ctx))[0]
 
 
+def slice_texts(s: Slice, bundle: Any, predict: Callable[[list[str]], Sequence[Any]] | None = None,
+                name: str = "model") -> tuple[str, list[str]]:
+    """(split name, texts) of a saved slice applied to its data set `bundle` (`data.DataBundle`): its own split
+    (else test, else the first), the rows it selects in order. `predict(texts)` -> predictions gives the labels
+    a slice on predictions needs (as model `name`). SliceError when the slice selects nothing."""
+    split_name = s.split or ("test" if "test" in bundle.splits else next(iter(bundle.splits)))
+    split = bundle.splits[split_name]
+    texts = list(split.texts)
+    preds = {name: [p.label for p in predict(texts)]} if predict is not None else {}
+    ctx = SliceContext(texts, [bundle.labels[y] for y in split.labels], preds)
+    rows = slice_rows(s, ctx)
+    if not len(rows):
+        raise SliceError(f"the slice {s.name!r} is empty on {bundle.name} / {split_name}")
+    return split_name, [texts[i] for i in rows]
+
+
 def check_split(s: Slice, split: str, sampled: bool = False) -> None:
     """SliceError when a "rows" slice cannot apply to `split` (made on another split, or the rows were sampled,
     so row numbers mean other texts). Every other kind applies to any split."""
@@ -268,5 +284,5 @@ def delete_slice(dataset: str, name: str) -> list[Slice]:
     return keep
 
 
-__all__ = ["KINDS", "Slice", "SliceContext", "SliceError", "check_split", "compile_pattern", "default_slices", "delete_slice",
+__all__ = ["KINDS", "Slice", "SliceContext", "SliceError", "check_split", "slice_texts", "compile_pattern", "default_slices", "delete_slice",
            "length_buckets", "load_slices", "save_slice", "slice_mask", "slice_metrics", "slice_rows", "slices_file"]

@@ -12,9 +12,9 @@ the data roots searched by name. No torch, no Streamlit: every page and command 
 """
 from __future__ import annotations
 
-import datetime as _dt
 import os
 from pathlib import Path
+from typing import Callable
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLED_DATA = Path(__file__).resolve().parents[1] / "data" / "bundled"
@@ -76,16 +76,31 @@ def data_roots(root: str | Path | None = None) -> list[Path]:
     return out
 
 
+def _name_part(text: str, limit: int) -> str:
+    return "".join(c if c.isalnum() or c in "_.-" else "_" for c in str(text))[:limit].strip("._-")
+
+
+def run_name(model: str, data: str, taken: Callable[[str], bool] | None = None) -> str:
+    """The one name a new checkpoint gets when the person gives none, in the CLI and on the Train page alike:
+    MODEL-DATA ("act-sst2"; a file's data set by its stem, a hub model by its last part, unsafe characters as
+    _), then MODEL-DATA-2, -3, ... while `taken(name)` (default: a folder of that name in the shipped or the
+    user's checkpoints)."""
+    if taken is None:
+        roots = (user_checkpoints(), shipped_checkpoints())
+        taken = lambda n: any((r / n).exists() for r in roots)      # noqa: E731
+    m = _name_part(str(model).split("/")[-1].replace(":", "-"), 40) or "model"
+    d = _name_part(Path(str(data)).stem if str(data) else "data", 40) or "data"
+    base = f"{m}-{d}"
+    name, k = base, 1
+    while taken(name):
+        k += 1
+        name = f"{base}-{k}"
+    return name
+
+
 def new_run_dir(model: str, data: str) -> Path:
-    """A fresh folder name in the user's checkpoints for a run with no --out: MODEL-DATA-YYYYmmdd-HHMMSS."""
-    safe = "".join(c if c.isalnum() or c in "_.-" else "_" for c in Path(str(data)).stem)[:40] or "data"
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = user_checkpoints() / f"{model}-{safe}-{stamp}"
-    out, n = base, 1
-    while out.exists():
-        n += 1
-        out = base.with_name(f"{base.name}-{n}")
-    return out
+    """A fresh folder in the user's checkpoints for a run with no --out, named by `run_name`."""
+    return user_checkpoints() / run_name(model, data)
 
 
 def _same(a: Path, b: Path) -> bool:
