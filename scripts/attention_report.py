@@ -108,7 +108,7 @@ def markdown(rows: list[dict], n: int, seconds: float, before: str | None = None
              "texts of each checkpoint's data set; each view built as Inspect draws it. Normalised entropy: 1 = "
              "uniform (median over texts of the per-text median over heads / query rows); peak: largest weight / "
              f"uniform weight; 'nearly uniform': texts whose verdict says so (normalised entropy >= {BANDS[0]}). "
-             "Before: the same measure on the checkpoint this one replaced (issue 31 retrained HCAN's and LAMA's "
+             "Before: the same measure on the checkpoint this one replaced (HCAN's and LAMA's were retrained "
              "with the reference code's target attention / score normalisation; see textcls/models/hcan.py and "
              "lama.py); '-' where it was not retrained.",
              "", "| checkpoint | view | map | texts | median normalised entropy | median peak | nearly uniform | "
