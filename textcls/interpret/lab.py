@@ -189,6 +189,18 @@ def hcan_branches(model, inst: Instance, word: int = 0) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- AGCNN gate suppression
 
+def _gate_maps(model, inst: Instance) -> tuple[list[str], torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+    """(the model's gate map names, ids, mask, every map) of one example; ValueError for a model without gates."""
+    check_model(model)
+    gates = [s.name for s in model.map_specs() if s.kind == "gate"]
+    if not gates:
+        raise ValueError(f"{type(model).__name__} has no gates (AGCNN only)")
+    ids, mask = inst.batch()
+    with torch.no_grad():
+        maps = model(ids, mask, return_maps=True).maps
+    return gates, ids, mask, maps
+
+
 @interactive_work
 def gate_suppression(model, inst: Instance, labels: Sequence[str] | None = None) -> dict[str, Any]:
     """How AGCNN's gates act on one example: per (h, k) the mean gate, the share of valid positions with gate
@@ -197,14 +209,7 @@ def gate_suppression(model, inst: Instance, labels: Sequence[str] | None = None)
     prediction with all gates forced to 1 and to 0."""
     from textcls.models.layers import to_length, window_mask
 
-    check_model(model)
-    specs = {s.name: s for s in model.map_specs()}
-    gates = [n for n, s in specs.items() if s.kind == "gate"]
-    if not gates:
-        raise ValueError(f"{type(model).__name__} has no gates (AGCNN only)")
-    ids, mask = inst.batch()
-    with torch.no_grad():
-        maps = model(ids, mask, return_maps=True).maps
+    gates, ids, mask, maps = _gate_maps(model, inst)
     L = ids.shape[1]
     min_len = max(int(re.search(r"_h(\d+)", g).group(1)) for g in gates)
     pm = torch.nn.functional.pad(mask, (0, max(0, min_len - L)))
@@ -260,14 +265,7 @@ def gate_closures(model, inst: Instance, labels: Sequence[str] | None = None, ca
        with it opened.
     Returns {maps: [{map, title, closed, tvd_open, probs_open}], map, title, gate (F, n), conv (F, n), ngrams,
     probs, label, opened: [{filter, position, ngram, activation, probs, tvd}], best}."""
-    check_model(model)
-    specs = {s.name: s for s in model.map_specs()}
-    gates = [n for n, s in specs.items() if s.kind == "gate"]
-    if not gates:
-        raise ValueError(f"{type(model).__name__} has no gates (AGCNN only)")
-    ids, mask = inst.batch()
-    with torch.no_grad():
-        maps = model(ids, mask, return_maps=True).maps
+    gates, ids, mask, maps = _gate_maps(model, inst)
     n = inst.n
     rows = []
     for g in gates:
