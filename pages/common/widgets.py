@@ -112,6 +112,16 @@ def load(info: CheckpointInfo):
         return None
 
 
+def facts(info: CheckpointInfo):
+    """The checkpoint's `ModelFacts` (map specs, word vocabulary; cache.facts: from the model worker), or None with
+    the error shown, like `load`."""
+    try:
+        return cache.facts(info.path)
+    except Exception as e:  # noqa: BLE001 - any load failure is shown, not raised
+        _failed(info, e, loading=True)
+        return None
+
+
 def needs_entities(info: CheckpointInfo) -> bool:
     """Whether a checkpoint reads relation sentences (its tokenizer checks <e1>..</e2> entity tags)."""
     tok = info.info.get("tokenizer") if isinstance(info.info, dict) else None
@@ -393,11 +403,18 @@ def example_picker(target_key: str) -> None:
 
 # ---------------------------------------------------------------- unknown words
 
+def _stoi(predictor):
+    """A word vocabulary's token -> id map: a Predictor's tokenizer's, or a ModelFacts' (`facts`); None if none."""
+    if hasattr(predictor, "stoi"):
+        return predictor.stoi
+    return getattr(getattr(getattr(predictor, "tokenizer", None), "vocab", None), "stoi", None)
+
+
 def count_unknown(predictor, tokens: Sequence[str]) -> int | None:
     """How many of `tokens` the predictor's vocabulary does not know (the model reads them as `<unk>`), or None
     when the predictor has no word vocabulary to check against. A literal "<pad>"/"<unk>" typed by the user is
     unknown too (the tokenizer maps both to the unknown id)."""
-    stoi = getattr(getattr(getattr(predictor, "tokenizer", None), "vocab", None), "stoi", None)
+    stoi = _stoi(predictor)
     if stoi is None:
         return None
     return sum(1 for t in tokens if stoi.get(t, 1) <= 1)
@@ -405,7 +422,7 @@ def count_unknown(predictor, tokens: Sequence[str]) -> int | None:
 
 def unknown_words(predictor, tokens: Sequence[str]) -> list[str] | None:
     """The distinct `tokens` the predictor's vocabulary does not know, in order (None: no word vocabulary)."""
-    stoi = getattr(getattr(getattr(predictor, "tokenizer", None), "vocab", None), "stoi", None)
+    stoi = _stoi(predictor)
     if stoi is None:
         return None
     return list(dict.fromkeys(t for t in tokens if stoi.get(t, 1) <= 1))
