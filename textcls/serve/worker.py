@@ -23,7 +23,9 @@ import threading
 import time
 from collections import OrderedDict
 
-_MODELS: OrderedDict = OrderedDict()      # (path, stamp) -> Predictor, least recently used first
+_MODELS: OrderedDict = OrderedDict()      # (path, stamp, device) -> Predictor, least recently used first
+_MODELS_LOCK = threading.Lock()            # the requests' thread and `warm_background`'s
+_LOADING: dict = {}                        # key -> a lock held while that model loads (one load per model)
 MAX_MODELS = 12                            # models kept (TEXTCLS_WORKER_MODELS); the six sst2 + six trec ones
 _PREFETCH: dict = {}                       # key -> (iterator of batches, number of texts)
 _PARENT = 0
@@ -60,14 +62,24 @@ def predictor(path: str, stamp: float, device: str = "cpu"):
     """The loaded Predictor of a checkpoint folder on `device`, loaded on first use; at most MAX_MODELS are kept
     (the least recently used is dropped), so memory stays flat over a day of use."""
     key = (str(path), float(stamp), device)
-    p = _MODELS.get(key)
-    if p is None:
-        from textcls.checkpoint import load_checkpoint
-        p = load_checkpoint(path, device=device)
-        _MODELS[key] = p
-        while len(_MODELS) > MAX_MODELS:
-            _MODELS.popitem(last=False)
-    _MODELS.move_to_end(key)
+    with _MODELS_LOCK:
+        p = _MODELS.get(key)
+        if p is not None:
+            _MODELS.move_to_end(key)
+            return p
+        loading = _LOADING.setdefault(key, threading.Lock())
+    with loading:                               # a load under way in the other thread: wait for it, do not repeat
+        with _MODELS_LOCK:
+            p = _MODELS.get(key)
+        if p is None:
+            from textcls.checkpoint import load_checkpoint
+            p = load_checkpoint(path, device=device)
+        with _MODELS_LOCK:
+            _MODELS[key] = p
+            _MODELS.move_to_end(key)
+            while len(_MODELS) > MAX_MODELS:
+                _MODELS.popitem(last=False)
+            _LOADING.pop(key, None)
     return p
 
 
@@ -170,6 +182,13 @@ def warm(env: dict[str, str], paths: list[tuple[str, float]]) -> list[str]:
         except Exception as e:  # noqa: BLE001 - the page that uses it loads it again and shows the error
             errors.append(f"{path}: {type(e).__name__}: {e}")
     return errors
+
+
+def warm_background(env: dict[str, str], paths: list[tuple[str, float]]) -> None:
+    """`warm` in a thread of this process, returning at once: a large model (the pretrained encoder: transformers'
+    import, seconds) loads while the requests go on being answered (its import is Python code, which lets the
+    requests' thread run between its steps)."""
+    threading.Thread(target=warm, args=(env, paths), name="textcls-warm-large", daemon=True).start()
 
 
 def pid() -> int:
