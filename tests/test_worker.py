@@ -185,3 +185,50 @@ def test_the_setting_turns_it_off(monkeypatch):
     assert not client.enabled()
     monkeypatch.setenv(client.ENV, "1")
     assert client.enabled()
+
+
+def test_compare_answers_without_torch_in_the_servers_interpreter():
+    """A fresh server-like interpreter: Home, then Compare's first render with its answers, and torch was never
+    imported there (the worker did the validation, the loads and the predictions)."""
+    code = textwrap.dedent("""
+        import sys
+        sys.path.insert(0, "tests")
+        from pages.common import warmup
+        warmup.QUIET_HEAVY = 600                 # the server's own torch import (for other pages) stays away
+        from app_pages import open_page, page_text
+        at = open_page("pages/compare.py")
+        text = page_text(at)
+        print("torch" in sys.modules, "agree" in text, len(at.get("html")) > 0)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-3:] == ["False", "True", "True"], out.stdout[-2000:]
+
+
+def test_a_killed_worker_is_reported_in_one_line_and_the_page_still_answers():
+    sys.path.insert(0, str(ROOT / "tests"))
+    from app_pages import APP, open_page, page_text
+    from streamlit.testing.v1 import AppTest
+    at = open_page("pages/compare.py")
+    w = client.shared()
+    before = w.restarts
+    os.kill(w.pid(), signal.SIGKILL)
+    at.text_area(key="cmp_text").input("a dull , lifeless and tedious film that nobody asked for")
+    at.button[0].click().run()                   # a new sentence: the killed worker is asked, and replaced
+    assert not at.exception, [e.value for e in at.exception]
+    assert "agree" in page_text(at) and w.restarts == before + 1
+    home = AppTest.from_file(APP, default_timeout=120)
+    home.run()                                   # app.py's run says so, in one line (a toast), not a traceback
+    toasts = [t.value for t in home.toast]
+    assert len(toasts) == 1 and "restarted" in toasts[0] and "\n" not in toasts[0], toasts
+    assert not home.exception
+
+
+def test_a_worker_killed_while_idle_is_replaced_before_anyone_asks(light):
+    first = light.pid()
+    os.kill(first, signal.SIGKILL)
+    assert _gone(first)
+    end = time.monotonic() + 10
+    while light.check() is None and time.monotonic() < end:      # the executor notices the death within moments
+        time.sleep(0.05)
+    assert light.restarts == 1 and light.notice() and light.pid() != first

@@ -256,6 +256,7 @@ def worker_notice(state) -> str | None:
     if not client.enabled():
         return None
     w = client.shared(start=False)
+    w.check()                                    # died while idle: replaced now, and said
     note = w.notice(state.get("_textcls_worker_seen", 1))
     state["_textcls_worker_seen"] = w.generation
     return note

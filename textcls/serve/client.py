@@ -139,6 +139,19 @@ class ModelWorker:
         if pool is not None:
             _kill(pool)
 
+    def check(self) -> str | None:
+        """Replace a process that has died while idle (nobody asked it anything since), so the next request finds
+        a live one; returns notice() then. Cheap: reads the executor's state, sends nothing."""
+        with self._lock:
+            pool, generation = self._pool, self.generation
+        if pool is None:
+            return None
+        procs = list(getattr(pool, "_processes", {}).values())
+        if getattr(pool, "_broken", False) or any(not p.is_alive() for p in procs):
+            self._restart(generation, f"stopped unexpectedly{_exit_code(pool)}")
+            return self.notice()
+        return None
+
     def notice(self, seen: int = 0) -> str | None:
         """One line for the page when the worker was restarted recently (and after generation `seen`), else None."""
         if self.restarts and self.generation > max(seen, 1) and \
