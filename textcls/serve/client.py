@@ -104,6 +104,9 @@ class ModelWorker:
                                    initializer=worker.initialize,
                                    initargs=(os.getpid(), self.max_models, self.imports))
         pool.submit(worker.pid)               # the executor starts its process on the first submit
+        # The executor keeps no public handle on its process (3.14 adds terminate_workers): keep ours, to kill a
+        # stuck one and to say how one ended (the executor forgets a broken pool's processes).
+        pool._textcls_processes = list(getattr(pool, "_processes", {}).values())
         self.generation += 1
         return pool
 
@@ -146,7 +149,7 @@ class ModelWorker:
             pool, generation = self._pool, self.generation
         if pool is None:
             return None
-        procs = list(getattr(pool, "_processes", {}).values())
+        procs = _processes(pool)
         if getattr(pool, "_broken", False) or any(not p.is_alive() for p in procs):
             self._restart(generation, f"stopped unexpectedly{_exit_code(pool)}")
             return self.notice()
@@ -234,7 +237,7 @@ class ModelWorker:
 
 def _kill(pool: ProcessPoolExecutor) -> None:
     """Stop a pool now: kill its process (a stuck one never returns to read a shutdown) and let it go."""
-    for p in list(getattr(pool, "_processes", {}).values()):   # the executor keeps no public handle on it
+    for p in _processes(pool):
         try:
             p.kill()
         except Exception:  # noqa: BLE001 - already gone
@@ -245,8 +248,15 @@ def _kill(pool: ProcessPoolExecutor) -> None:
         pass
 
 
+def _processes(pool: ProcessPoolExecutor) -> list:
+    return list(getattr(pool, "_textcls_processes", None) or getattr(pool, "_processes", {}).values())
+
+
 def _exit_code(pool: ProcessPoolExecutor) -> str:
-    codes = [p.exitcode for p in list(getattr(pool, "_processes", {}).values()) if p.exitcode is not None]
+    procs = _processes(pool)
+    for p in procs:
+        p.join(1.0)                           # dead already (the pool broke): reaped at once
+    codes = [p.exitcode for p in procs if p.exitcode is not None]
     if not codes:
         return ""
     c = codes[0]
