@@ -173,6 +173,9 @@ def test_predictions_from_the_worker_equal_the_servers_own_and_sessions_are_batc
             assert g.probabilities == pytest.approx(r.probabilities, abs=1e-5)
             assert set(g.maps) == set(r.maps)
         assert calls == ["predict_groups"]                    # one call, one batch, for eight sessions
+        end = time.monotonic() + 10
+        while w._busy and time.monotonic() < end:             # the batch's thread marks the checkpoint idle
+            time.sleep(0.01)
         assert not w._busy and not w._pending
         facts = w.call_env(worker.facts, path, 1.0)
         assert facts.stoi and {s.name for s in facts.map_specs()} >= set(local[0].maps)

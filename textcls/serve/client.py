@@ -217,22 +217,26 @@ class ModelWorker:
         return slot["result"]
 
     def _next(self, key: tuple) -> None:
-        """The call for `key` returned: send what waited meanwhile as one batch (and so on), or mark it idle."""
-        while True:
-            with self._batch_lock:
-                group = self._pending.pop(key, None)
-                if group is None:
-                    self._busy.discard(key)
-                    return
-            try:
-                out = self.call_env(worker.predict_groups, key[0], key[1], [t for t, _ in group.items], key[2])
-                for (_, slot), res in zip(group.items, out):
-                    slot["error" if isinstance(res, BaseException) else "result"] = res
-            except BaseException as e:  # noqa: BLE001 - every waiting request gets the error
-                for _, slot in group.items:
-                    slot["error"] = e
-            finally:
-                group.done.set()
+        """The call for `key` returned: what waited meanwhile goes as one batch, from a thread of its own (the
+        caller returns its answer at once), and so on until nothing waits; then `key` is idle."""
+        with self._batch_lock:
+            group = self._pending.pop(key, None)
+            if group is None:
+                self._busy.discard(key)
+                return
+        threading.Thread(target=self._serve, args=(key, group), name="textcls-batch", daemon=True).start()
+
+    def _serve(self, key: tuple, group: _Group) -> None:
+        try:
+            out = self.call_env(worker.predict_groups, key[0], key[1], [t for t, _ in group.items], key[2])
+            for (_, slot), res in zip(group.items, out):
+                slot["error" if isinstance(res, BaseException) else "result"] = res
+        except BaseException as e:  # noqa: BLE001 - every waiting request gets the error
+            for _, slot in group.items:
+                slot["error"] = e
+        finally:
+            group.done.set()
+            self._next(key)
 
 
 def _kill(pool: ProcessPoolExecutor) -> None:
