@@ -535,7 +535,8 @@ def report(out: dict) -> str:
     lines.append(f"  exceptions shown: {bad or 'none'}")
     lines.append(f"  requests to other hosts: {out['outside_requests'] or 'none'} (of {d.get('requests', 0)})")
     lines.append(f"  'Inotify' lines in the server log: {d.get('inotify_lines', 0)}")
-    lines.append(f"  stopped: server {out.get('server_pid_stopped')} (its model worker {out.get('worker_pids')}), "
+    lines.append(f"  stopped: server {out.get('server_pid_stopped')} (its children - the model worker and "
+                 f"multiprocessing's resource tracker - {out.get('worker_pids')}), "
                  f"busy processes {out['load_pids_stopped']}"
                  + (f"; STILL RUNNING: {out['load_left_running']}" if out["load_left_running"] else "")
                  + (f"; WORKER STILL RUNNING: {out['worker_left_running']}" if out.get("worker_left_running") else ""))
