@@ -235,3 +235,16 @@ def test_a_worker_killed_while_idle_is_replaced_before_anyone_asks(light):
     while light.check() is None and time.monotonic() < end:      # the executor notices the death within moments
         time.sleep(0.05)
     assert light.restarts == 1 and light.notice() and light.pid() != first
+
+
+def test_the_listing_falls_back_to_the_server_when_the_worker_cannot_answer(monkeypatch):
+    from pages.common import cache
+
+    class Dead:
+        def call_env(self, *a, **k):
+            raise WorkerError("the model worker stopped twice while answering this request")
+
+    monkeypatch.setattr(cache, "remote", lambda: Dead())
+    monkeypatch.setattr(cache, "_torch_here", lambda: False)   # as in a server that has not imported torch
+    valid, _ = cache._checkpoints.__wrapped__(("x",), True)
+    assert {"act-sst2", "kim_cnn-sst2"} <= {i.name for i in valid}

@@ -45,13 +45,22 @@ def remote():
     return client.shared() if client.enabled() else None
 
 
+def _torch_here() -> bool:
+    """Whether this process has imported torch (then a full listing here costs only the validation)."""
+    return "torch" in sys.modules
+
+
 @st.cache_data(ttl=10, show_spinner=False)
 def _checkpoints(roots: tuple[str, ...], deep: bool) -> tuple[list[CheckpointInfo], list[CheckpointInfo]]:
-    w = remote() if deep and "torch" not in sys.modules else None
+    w = remote() if deep and not _torch_here() else None
+    infos = None
     if w is not None:                       # validated in full by the worker: torch stays out of this process
-        from textcls.serve import worker
-        infos = w.call_env(worker.listing, True)
-    else:
+        from textcls.serve import client, worker
+        try:
+            infos = w.call_env(worker.listing, True)
+        except client.WorkerError:          # it cannot answer now: the listing is done here instead
+            infos = None
+    if infos is None:
         infos = list_all_checkpoints(include_invalid=True, deep=deep)
     return [i for i in infos if i.valid], [i for i in infos if not i.valid]
 
@@ -85,8 +94,11 @@ def predict_device() -> str:
 def _device_description() -> str:
     w = remote()
     if w is not None:
-        from textcls.serve import worker
-        return w.call_env(worker.device_description)
+        from textcls.serve import client, worker
+        try:
+            return w.call_env(worker.device_description)
+        except client.WorkerError:          # it cannot answer now: asked here instead (imports torch)
+            pass
     from textcls.runtime.devices import describe_device
     return describe_device(predict_device())
 
