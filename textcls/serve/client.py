@@ -8,8 +8,9 @@ What it survives:
 - **Killed or crashed** (the pool breaks): the next call, or the one waiting, starts a new process; a request
   that was waiting when the process died is sent again once (`call`), and `notice()` says in one line what
   happened.
-- **A request that never answers** (`timeout`, TEXTCLS_WORKER_TIMEOUT, 120 s by default): the process is killed,
-  a new one started, and the call raises `WorkerTimeout` (one line) rather than waiting for ever.
+- **A request that never answers** (`timeout`, TEXTCLS_WORKER_TIMEOUT, 120 s by default, plus PER_TEXT per text
+  of a prediction): the process is killed, a new one started, and the call raises `WorkerTimeout` (one line)
+  rather than waiting for ever.
 - **Memory:** the worker keeps at most `max_models` models, least recently used dropped (TEXTCLS_WORKER_MODELS).
 - **Two servers on one machine:** each server starts its own process as its child and talks to it over pipes
   only it holds (no port, no file name): nothing can be shared by accident.
@@ -38,6 +39,7 @@ ENV = "TEXTCLS_WORKER"
 TIMEOUT = 120.0              # seconds a call may take before the worker is deemed stuck (TEXTCLS_WORKER_TIMEOUT)
 MAX_MODELS = 12              # models the worker keeps (TEXTCLS_WORKER_MODELS)
 NOTICE_SECONDS = 120.0       # how long a restart is reported by notice()
+PER_TEXT = 0.1               # seconds more a prediction call may take per text (a pretrained encoder, a busy machine)
 
 
 class WorkerError(RuntimeError):
@@ -208,7 +210,8 @@ class ModelWorker:
                 group.items.append((list(texts), slot))
         if group is None:
             try:
-                return self.call_env(worker.predict, key[0], key[1], list(texts), maps)
+                return self.call_env(worker.predict, key[0], key[1], list(texts), maps,
+                                     timeout=self.timeout + PER_TEXT * len(texts))
             finally:
                 self._next(key)
         group.done.wait()
@@ -228,7 +231,9 @@ class ModelWorker:
 
     def _serve(self, key: tuple, group: _Group) -> None:
         try:
-            out = self.call_env(worker.predict_groups, key[0], key[1], [t for t, _ in group.items], key[2])
+            groups = [t for t, _ in group.items]
+            out = self.call_env(worker.predict_groups, key[0], key[1], groups, key[2],
+                                timeout=self.timeout + PER_TEXT * sum(map(len, groups)))
             for (_, slot), res in zip(group.items, out):
                 slot["error" if isinstance(res, BaseException) else "result"] = res
         except BaseException as e:  # noqa: BLE001 - every waiting request gets the error
