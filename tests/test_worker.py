@@ -248,3 +248,22 @@ def test_the_listing_falls_back_to_the_server_when_the_worker_cannot_answer(monk
     monkeypatch.setattr(cache, "_torch_here", lambda: False)   # as in a server that has not imported torch
     valid, _ = cache._checkpoints.__wrapped__(("x",), True)
     assert {"act-sst2", "kim_cnn-sst2"} <= {i.name for i in valid}
+
+
+def test_errors_cross_as_plain_data():
+    """textcls's own errors keep their type (the pages tell them apart); another library's type, or one that does
+    not pickle, arrives as a RuntimeError naming it (reading it must not import torch in the server or break the
+    pool)."""
+    from textcls.checkpoint import CheckpointError
+
+    class Odd(Exception):
+        def __init__(self, a, b):
+            super().__init__(a)
+
+    ours = CheckpointError("broken folder")
+    assert worker.plain_error(ours) is ours
+    assert worker.plain_error(ValueError("x")).__class__ is ValueError
+    odd = worker.plain_error(Odd("no", "pickle"))
+    assert type(odd) is RuntimeError and str(odd) == "Odd: no"
+    with pytest.raises(CheckpointError):
+        worker.facts({}, str(ROOT / "checkpoints" / "no-such-folder"), 1.0)

@@ -18,7 +18,9 @@ applied before it runs: the worker answers for the server's folders even when th
 """
 from __future__ import annotations
 
+import functools
 import os
+import pickle
 import threading
 import time
 from collections import OrderedDict
@@ -29,6 +31,35 @@ _LOADING: dict = {}                        # key -> a lock held while that model
 MAX_MODELS = 12                            # models kept (TEXTCLS_WORKER_MODELS); the six sst2 + six trec ones
 _PREFETCH: dict = {}                       # key -> (iterator of batches, number of texts)
 _PARENT = 0
+
+
+def plain_error(e: BaseException) -> BaseException:
+    """`e` as the server may receive it: itself when it is one of Python's or textcls's own and pickles (the pages
+    tell a CheckpointError from an EntitySpanError); otherwise a RuntimeError saying its type and message. An
+    error of torch's or transformers' own type would make the server import them to read it, and one that does not
+    pickle would break the pool."""
+    module = type(e).__module__ or ""
+    if module == "builtins" or module.startswith("textcls."):
+        try:
+            pickle.loads(pickle.dumps(e))
+            return e
+        except Exception:  # noqa: BLE001 - not picklable: sent as words
+            pass
+    return RuntimeError(f"{type(e).__name__}: {e}")
+
+
+def answers(fn):
+    """A call the server makes: what it raises crosses as `plain_error`."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:  # noqa: BLE001 - re-raised as plain data
+            plain = plain_error(e)
+            if plain is e:
+                raise
+            raise plain from None
+    return run
 
 
 def _watch_parent(parent_pid: int, every: float = 0.5) -> None:
@@ -95,23 +126,27 @@ def predict_device() -> str:
     return str(app_device())
 
 
+@answers
 def device_description(env: dict[str, str]) -> str:
     set_env(env)
     from textcls.runtime.devices import describe_device
     return describe_device(predict_device())
 
 
+@answers
 def listing(env: dict[str, str], deep: bool):
     set_env(env)
     from textcls.checkpoint import list_all_checkpoints
     return list_all_checkpoints(include_invalid=True, deep=deep)
 
 
+@answers
 def predict(env: dict[str, str], path: str, stamp: float, texts: list[str], maps: bool = False):
     set_env(env)
     return predictor(path, stamp, "cpu" if maps else predict_device()).predict(list(texts), return_maps=maps)
 
 
+@answers
 def predict_groups(env: dict[str, str], path: str, stamp: float, groups: list[list[str]], maps: bool = False):
     """Several requests' texts of one checkpoint in one `predict` (one batch, one pass): a list per group, or, for
     a group whose texts fail (a relation sentence without entity tags, ...), the exception, so one session's bad
@@ -127,7 +162,7 @@ def predict_groups(env: dict[str, str], path: str, stamp: float, groups: list[li
             try:
                 out.append(p.predict(list(g), return_maps=maps))
             except Exception as e:  # noqa: BLE001 - returned to that group's caller, raised there
-                out.append(e)
+                out.append(plain_error(e))
         return out
     out, k = [], 0
     for g in groups:
@@ -136,6 +171,7 @@ def predict_groups(env: dict[str, str], path: str, stamp: float, groups: list[li
     return out
 
 
+@answers
 def facts(env: dict[str, str], path: str, stamp: float):
     set_env(env)
     from textcls.records import ModelFacts, SpecRecord
@@ -146,6 +182,7 @@ def facts(env: dict[str, str], path: str, stamp: float):
     return ModelFacts(specs, dict(stoi) if stoi is not None else None, tuple(p.labels))
 
 
+@answers
 def prefetch_start(env: dict[str, str], key: str, path: str, stamp: float, texts: list[str],
                    batch_size: int = 64) -> int:
     """Begin a long prediction kept here under `key`; `prefetch_next(key)` computes its batches one by one, in
@@ -159,6 +196,7 @@ def prefetch_start(env: dict[str, str], key: str, path: str, stamp: float, texts
     return len(texts)
 
 
+@answers
 def prefetch_next(key: str):
     """The next (positions, predictions) of a prefetch, or None when it is done (or unknown: a restarted worker)."""
     entry = _PREFETCH.get(key)
@@ -172,6 +210,7 @@ def prefetch_next(key: str):
     return item
 
 
+@answers
 def warm(env: dict[str, str], paths: list[tuple[str, float]]) -> list[str]:
     """Load these checkpoints ahead, in order; returns the errors (one line each) of those that fail."""
     set_env(env)
