@@ -34,7 +34,7 @@ if __name__ != "__main__":          # imported by `streamlit run` (or an ASGI se
     app = st.App(__file__, lifespan=lifespan(ROOT / PAGES[0][0]), middleware=[Middleware(Served)])
 else:
     from pages.common import APP_RAN, DEEP_LINK, DEEP_LINK_PARAMS
-    from pages.common.warmup import page_run, warm_up
+    from pages.common.warmup import page_run, warm_up, worker_notice
 
     # A local file (sent inline as a data: URL): a ":material/...:" page icon makes the browser fetch it from
     # fonts.gstatic.com, and the app must make no request outside the machine.
@@ -47,6 +47,11 @@ else:
     if deep_link:
         st.switch_page(deep_link, query_params=deep_params)
     with page_run():                                    # the warm-up waits while a page runs
-        nav.run()
+        try:
+            nav.run()
+        finally:                                        # the model worker restarted: one line, never a traceback
+            note = worker_notice(st.session_state)
+            if note:
+                st.toast(note, icon=":material/restart_alt:")
     warm_up([ROOT / f for f, _, _ in present])     # torch, the validation, Captum, the pages' modules, Evaluate's
                                                     # predictions, while the person reads

@@ -94,7 +94,7 @@ def single(text: str, infos: list, tag: str = "") -> None:
                    "predictions below are what each model says about an empty input.")
     unknown, words = {}, {}
     for n, p in preds.items():
-        pred = w.load(by_name[n])
+        pred = w.facts(by_name[n])         # specs and vocabulary only: the model itself stays in the worker
         unknown[n] = None if pred is None else w.count_unknown(pred, p.tokens)
         words[n] = None if pred is None else w.unknown_words(pred, p.tokens)
     meaningless = w.unknown_warning({n: (unknown[n], len(p.tokens)) for n, p in preds.items()}, words)
@@ -133,10 +133,10 @@ def single(text: str, infos: list, tag: str = "") -> None:
     st.subheader("What each model looked at")
     items = []
     for n, p in preds.items():
-        pred = w.load(by_name[n])
+        pred = w.facts(by_name[n])
         if pred is None:
             continue
-        items.append(dict(name=n, model=by_name[n].model, specs={s.name: s for s in pred.model.map_specs()},
+        items.append(dict(name=n, model=by_name[n].model, specs={s.name: s for s in pred.map_specs()},
                           maps=p.maps, tokens=p.tokens, sentences=p.sentences, label=p.label))
     n_tok = max((len(p.tokens) for p in preds.values()), default=0)
     window = None

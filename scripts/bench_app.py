@@ -150,6 +150,19 @@ def _die_with_parent() -> None:
         pass
 
 
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (the server's model worker), from /proc; [] elsewhere."""
+    out = []
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (d / "stat").read_text()
+            if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
+                out.append(int(d.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
 def stop(procs: list[subprocess.Popen], grace: float = 10.0) -> list[int]:
     """Terminate each process by its PID, then kill what is left; returns the PIDs stopped."""
     for p in procs:
@@ -479,7 +492,13 @@ def run(args) -> dict:
             browser.close()
     finally:
         if server is not None:
+            kids = _children(server.pid)            # the model worker (textcls.serve): it stops with the server
             out["server_pid_stopped"] = stop([server])[0]
+            end = time.time() + 5
+            while time.time() < end and any(Path(f"/proc/{k}").exists() for k in kids):
+                time.sleep(0.1)
+            out["worker_pids"] = kids
+            out["worker_left_running"] = [k for k in kids if Path(f"/proc/{k}").exists()]
         procs = list(load.procs)
         load.stop()
         out["load_pids_stopped"] = [p.pid for p in procs]
@@ -516,8 +535,11 @@ def report(out: dict) -> str:
     lines.append(f"  exceptions shown: {bad or 'none'}")
     lines.append(f"  requests to other hosts: {out['outside_requests'] or 'none'} (of {d.get('requests', 0)})")
     lines.append(f"  'Inotify' lines in the server log: {d.get('inotify_lines', 0)}")
-    lines.append(f"  stopped: server {out.get('server_pid_stopped')}, busy processes {out['load_pids_stopped']}"
-                 + (f"; STILL RUNNING: {out['load_left_running']}" if out["load_left_running"] else ""))
+    lines.append(f"  stopped: server {out.get('server_pid_stopped')} (its children - the model worker and "
+                 f"multiprocessing's resource tracker - {out.get('worker_pids')}), "
+                 f"busy processes {out['load_pids_stopped']}"
+                 + (f"; STILL RUNNING: {out['load_left_running']}" if out["load_left_running"] else "")
+                 + (f"; WORKER STILL RUNNING: {out['worker_left_running']}" if out.get("worker_left_running") else ""))
     return "\n".join(lines)
 
 

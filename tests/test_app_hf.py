@@ -36,8 +36,8 @@ def test_home_lists_it_with_its_architecture_and_predicts(app, ckpts):
     at = app()
     table = at.dataframe[0].value
     assert "tiny-bert" in set(table["checkpoint"])
-    assert "hf:Bert" in set(table["model"])                          # the architecture, short enough to be read
-    assert max(map(len, table["model"])) <= 11                           # whole in the column's 88 px
+    assert "BERT (Hugging Face)" in set(table["model"])              # the architecture in words, never "hf:Bert"
+    assert max(map(len, table["model"])) <= 19                           # whole in the column's 128 px
     at.text_input(key="home_text").input(SENTENCE)
     at.button[0].click().run()
     assert not at.exception, [e.value for e in at.exception]

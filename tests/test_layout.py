@@ -130,6 +130,7 @@ LAYERS = {
     "analysis": 4, "records": 4, "inference": 4, "checkpoint": 4, "hf_checkpoint": 4,   # the contract; analysis
     "train": 5, "viz": 5,                             # training; figures
     "experiments": 6, "teach": 6,                     # benchmarks, studies, reproductions; the lessons
+    "serve": 6,                                       # the app's model worker process
     "cli": 7, "__main__": 8,                          # the command line
 }
 TOP_LEVEL_FILES = 8

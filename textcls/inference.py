@@ -25,27 +25,12 @@ import torch
 import torch.nn.functional as F
 
 from textcls.interpret.importance import crop_map
+from textcls.records import Prediction
 from textcls.runtime.threads import for_texts
 
 
-@dataclass
-class Prediction:
-    label: str
-    probabilities: dict[str, float]
-    tokens: list[str]                                     # what the model saw, in order (after truncation)
-    maps: dict[str, np.ndarray] = field(default_factory=dict)  # batch axis removed, cropped to true length
-    truncated: bool = False                               # the text was cut to the tokenizer's max length
-    sentences: list[list[str]] | None = None              # hierarchical models: the sentences' words
-    label_index: int = -1
-
-    def to_dict(self, include_maps: bool = False) -> dict[str, Any]:
-        d = {"label": self.label, "label_index": self.label_index, "probabilities": self.probabilities,
-             "tokens": self.tokens, "truncated": self.truncated}
-        if self.sentences is not None:
-            d["sentences"] = self.sentences
-        if include_maps:
-            d["maps"] = {k: v.tolist() for k, v in self.maps.items()}
-        return d
+# Prediction lives in textcls.records (no torch): the app's server unpickles predictions made in its model
+# worker (textcls.serve) without importing torch. It is re-exported here, where it has always been named.
 
 
 def _pad_min(t: torch.Tensor, value) -> torch.Tensor:

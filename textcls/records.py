@@ -1,10 +1,14 @@
-"""What a training run reports, as plain dataclasses with no torch: `StepEvent` after every optimiser step,
-`EpochEvent` after every epoch (what callbacks receive), and the run's `History` (saved as history.json)."""
+"""Plain dataclasses with no torch. What a training run reports: `StepEvent` after every optimiser step,
+`EpochEvent` after every epoch (what callbacks receive), and the run's `History` (saved as history.json). What a
+prediction is: `Prediction` (textcls.inference makes it; numpy maps). What the app's server needs to know of a
+model it does not load itself (textcls.serve): `ModelFacts`, with its maps' specs as `SpecRecord`."""
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 
 @dataclass
@@ -88,3 +92,47 @@ _EPOCH_NUMBERS = ("epoch", "steps", "train_loss", "train_accuracy", "dev_accurac
 
 def _number_or_none(v) -> bool:
     return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+@dataclass
+class Prediction:
+    label: str
+    probabilities: dict[str, float]
+    tokens: list[str]                                     # what the model saw, in order (after truncation)
+    maps: dict[str, np.ndarray] = field(default_factory=dict)  # batch axis removed, cropped to true length
+    truncated: bool = False                               # the text was cut to the tokenizer's max length
+    sentences: list[list[str]] | None = None              # hierarchical models: the sentences' words
+    label_index: int = -1
+
+    def to_dict(self, include_maps: bool = False) -> dict[str, Any]:
+        d = {"label": self.label, "label_index": self.label_index, "probabilities": self.probabilities,
+             "tokens": self.tokens, "truncated": self.truncated}
+        if self.sentences is not None:
+            d["sentences"] = self.sentences
+        if include_maps:
+            d["maps"] = {k: v.tolist() for k, v in self.maps.items()}
+        return d
+
+
+@dataclass(frozen=True)
+class SpecRecord:
+    """A `textcls.models.outputs.MapSpec` as plain data (the same fields, no validation, no torch): what the
+    figures read of a map spec (name, axes, kind, values)."""
+    name: str
+    axes: tuple[str, ...]
+    kind: str
+    description: str = ""
+    values: str = "real"
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What a page needs to know of a checkpoint's model without holding it: its maps' specs and, for a word
+    vocabulary, the token -> id map (None for word pieces and models without one). `map_specs()` and `stoi` read
+    like a Predictor's `model.map_specs()` and `tokenizer.vocab.stoi`."""
+    specs: tuple[SpecRecord, ...] = ()
+    stoi: dict[str, int] | None = None
+    labels: tuple[str, ...] = ()
+
+    def map_specs(self) -> list[SpecRecord]:
+        return list(self.specs)

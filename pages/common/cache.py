@@ -3,6 +3,12 @@
 Models are loaded once per process (st.cache_resource) and shared read-only by every session: nothing here
 or in the pages trains, edits or switches a cached model to training mode. A checkpoint replaced on disk is
 reloaded because its files' modification time is part of the cache key.
+
+The model worker (textcls.serve.client, on unless TEXTCLS_WORKER=0): the full checkpoint listing, plain
+predictions, one text's maps, the facts Compare needs of a model (`facts`) and the device's description are
+answered by a process of their own, so the server's interpreter never imports torch for Home, Compare or
+Evaluate's predictions. What needs a live model object here (Inspect's views, Attribute's explanations and
+interventions, Explore, the Lab, the lessons) still loads it in the server (`predictor`).
 """
 from __future__ import annotations
 
@@ -33,9 +39,29 @@ def stamp(path: str | Path) -> float:
                default=0.0)
 
 
+def remote():
+    """The server's model worker (textcls.serve.client.shared), or None when TEXTCLS_WORKER turns it off."""
+    from textcls.serve import client
+    return client.shared() if client.enabled() else None
+
+
+def _torch_here() -> bool:
+    """Whether this process has imported torch (then a full listing here costs only the validation)."""
+    return "torch" in sys.modules
+
+
 @st.cache_data(ttl=10, show_spinner=False)
 def _checkpoints(roots: tuple[str, ...], deep: bool) -> tuple[list[CheckpointInfo], list[CheckpointInfo]]:
-    infos = list_all_checkpoints(include_invalid=True, deep=deep)
+    w = remote() if deep and not _torch_here() else None
+    infos = None
+    if w is not None:                       # validated in full by the worker: torch stays out of this process
+        from textcls.serve import client, worker
+        try:
+            infos = w.call_env(worker.listing, True)
+        except client.WorkerError:          # it cannot answer now: the listing is done here instead
+            infos = None
+    if infos is None:
+        infos = list_all_checkpoints(include_invalid=True, deep=deep)
     return [i for i in infos if i.valid], [i for i in infos if not i.valid]
 
 
@@ -64,10 +90,23 @@ def predict_device() -> str:
     return str(app_device())
 
 
-def describe_predict_device() -> str:
-    """In words, for the pages: where predictions run (explanations and maps of the internals stay on the CPU)."""
+@st.cache_resource(show_spinner=False)
+def _device_description() -> str:
+    w = remote()
+    if w is not None:
+        from textcls.serve import client, worker
+        try:
+            return w.call_env(worker.device_description)
+        except client.WorkerError:          # it cannot answer now: asked here instead (imports torch)
+            pass
     from textcls.runtime.devices import describe_device
     return describe_device(predict_device())
+
+
+def describe_predict_device() -> str:
+    """In words, for the pages: where predictions run (explanations and maps of the internals stay on the CPU).
+    Asked of the model worker when there is one (the answer needs torch)."""
+    return _device_description()
 
 
 def _fast(path: str, mtime: float):
@@ -126,12 +165,40 @@ def texts_key(texts) -> str:
 def _predict(path: str, mtime: float, key: str, _texts: tuple[str, ...]):
     """Keyed by `key` = texts_key(_texts) (arguments named with a leading underscore are not hashed)."""
     ahead = _AHEAD.pop((path, mtime, key), None)
-    return ahead if ahead is not None else _fast(path, mtime).predict(list(_texts), return_maps=False)
+    if ahead is not None:
+        return ahead
+    w = remote()
+    if w is not None:
+        return w.predict(path, mtime, list(_texts))
+    return _fast(path, mtime).predict(list(_texts), return_maps=False)
 
 
 @st.cache_data(show_spinner=False, max_entries=24)
 def _predict_maps(path: str, mtime: float, text: str):
+    w = remote()
+    if w is not None:
+        return w.predict(path, mtime, [text], maps=True)[0]
     return _predictor(path, mtime).predict([text], return_maps=True)[0]
+
+
+@st.cache_resource(show_spinner="Loading the model…", max_entries=64)
+def _facts(path: str, mtime: float):
+    w = remote()
+    if w is not None:
+        from textcls.serve import worker
+        return w.call_env(worker.facts, path, mtime)
+    from textcls.records import ModelFacts, SpecRecord
+    p = _predictor(path, mtime)
+    stoi = getattr(getattr(getattr(p, "tokenizer", None), "vocab", None), "stoi", None)
+    return ModelFacts(tuple(SpecRecord(s.name, tuple(s.axes), s.kind, s.description, s.values)
+                            for s in p.model.map_specs()), dict(stoi) if stoi is not None else None,
+                      tuple(p.labels))
+
+
+def facts(path: str | Path):
+    """`textcls.records.ModelFacts` of a checkpoint (its maps' specs, its word vocabulary): what Compare reads
+    of a model, without loading it in this process when the model worker is on. Shared, read-only."""
+    return _facts(str(path), stamp(path))
 
 
 def predict(path: str | Path, texts: list[str] | tuple[str, ...]):
@@ -146,7 +213,7 @@ def predict_maps(path: str | Path, text: str):
 
 
 __all__ = ["CheckpointError", "checkpoint_roots", "checkpoints", "user_checkpoints", "predictor", "fast_predictor",
-           "predict", "predict_maps", "hand_over", "handed_over", "stamp"]
+           "predict", "predict_maps", "hand_over", "handed_over", "stamp", "facts", "remote"]
 
 
 # ---------------------------------------------------------------- data sets (Train / Evaluate pages)

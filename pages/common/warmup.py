@@ -8,6 +8,14 @@ Two moments:
   and the models (what Compare needs), validate every checkpoint in full, import Captum (Inspect, Attribute) and
   what every page imports at its top, then compute Evaluate's default predictions (`_prefetch_evaluate`).
 
+With the model worker (textcls.serve.client; on unless TEXTCLS_WORKER=0) the start-up also starts that process
+and has it work ahead in its own interpreter (`warm_worker`): import torch, validate every checkpoint in full,
+load the main task's small models, then, in a thread of its own there, transformers and the pretrained encoder.
+None of it holds this interpreter's lock: Home and a Compare clicked at once only share the cores with it. The
+warm-up after the first page then has the worker compute Evaluate's predictions, one batch at a time, and only
+imports torch here (for the pages that still hold a live model in the server: Inspect, Attribute, Explore, Lab,
+the lessons) once the server has been quiet for `QUIET_HEAVY` seconds.
+
 The second part gives way. Before each step (and each batch of predictions) it waits until the server is quiet:
 no page running (app.py wraps each run in `page_run`), no file being served over HTTP (`Served`: the browser
 fetching Streamlit's JavaScript chunks, the dataframe's and Plotly's among them) and neither for `QUIET` seconds.
@@ -41,6 +49,7 @@ _LAST_ACTIVE_END = 0.0          # time.monotonic() when the last one ended
 _CHANGED = threading.Condition()
 PATIENCE = 30.0                 # seconds a step waits for quiet before it goes on regardless
 QUIET = 0.1                     # seconds without a page run or an HTTP request before a step starts (see below)
+QUIET_HEAVY = 1.0               # with the worker: quiet seconds before this process imports torch (holds the lock)
 
 
 def _begin() -> None:
@@ -86,10 +95,10 @@ class Served:
             _end()
 
 
-def _give_way() -> bool:
+def _give_way(quiet: float | None = None) -> bool:
     """Before a step of the warm-up: wait until the server has been quiet for QUIET seconds (or PATIENCE has
     passed: it goes on regardless). False only when the process is stopping."""
-    return _wait_until_quiet(quiet=QUIET) or not _STOPPING.is_set()
+    return _wait_until_quiet(quiet=QUIET if quiet is None else quiet) or not _STOPPING.is_set()
 
 
 def _wait_until_quiet(patience: float | None = None, quiet: float = 0.0) -> bool:
@@ -168,10 +177,42 @@ def _import_page_modules(page: str | Path) -> None:
             pass
 
 
+def _worker():
+    """The server's model worker, or None when it is off (textcls.serve.client)."""
+    from textcls.serve import client
+    return client.shared() if client.enabled() else None
+
+
+def warm_worker() -> None:
+    """In the worker, ahead of any click: torch (its start), the full validation of every checkpoint, the main
+    task's small models (Compare's first answers), then - in a thread of its own there - the main task's
+    pretrained encoder (transformers' import, seconds), so "Add the pretrained baseline" finds it loaded. Best
+    effort: a page that needs a model loads it and shows what fails."""
+    w = _worker()
+    if w is None:
+        return
+    from textcls.serve import worker
+    from pages.common.defaults import is_pretrained, main_task_checkpoints
+    from pages.common.cache import stamp
+    infos = [i for i in w.call_env(worker.listing, True) if i.valid]
+    main = set(main_task_checkpoints(infos))
+    small = [(str(i.path), stamp(i.path)) for i in infos if i.name in main and not is_pretrained(i)]
+    large = [(str(i.path), stamp(i.path)) for i in infos if i.name in main and is_pretrained(i)]
+    w.call_env(worker.warm, small)
+    if large and not _STOPPING.is_set():
+        w.call_env(worker.warm_background, large)
+
+
 def start_up(first_page: str | Path) -> None:
-    """At the server's start: import what the first page imports (Home: pandas and pyarrow for its table,
-    plotly, the app's own modules, about 1 s of one core) and read every checkpoint's summary (remembered by
-    textcls.checkpoint per file; no torch). Best effort: the page does each itself and reports what fails."""
+    """At the server's start: start the model worker and have it work ahead (`warm_worker`, in a thread that only
+    waits for it), import what the first page imports (Home: pandas and pyarrow for its table, plotly, the app's
+    own modules, about 1 s of one core) and read every checkpoint's summary (remembered by textcls.checkpoint per
+    file; no torch). Best effort: the page does each itself and reports what fails."""
+    try:
+        if _worker() is not None:               # spawning it first: its torch import overlaps all the rest
+            _start("textcls-worker-warm-up", _quietly(warm_worker))
+    except Exception:  # noqa: BLE001 - the pages call the worker themselves and show what fails
+        pass
     _import_page_modules(first_page)
     try:
         from textcls.checkpoint import list_all_checkpoints
@@ -184,22 +225,64 @@ def start_up(first_page: str | Path) -> None:
     inspect.stack(0)
 
 
+def _quietly(fn):
+    def run():
+        try:
+            fn()
+        except Exception:  # noqa: BLE001 - work ahead only; the page does it again and shows what fails
+            pass
+    return run
+
+
 def lifespan(first_page: str | Path):
-    """The st.App lifespan of app.py: `start_up(first_page)` in a thread as the server starts, the threads stopped
-    when it stops."""
+    """The st.App lifespan of app.py: `start_up(first_page)` in a thread as the server starts; when it stops, the
+    model worker stopped and the threads waited for."""
     @asynccontextmanager
     async def run(_app):
         _start("textcls-start-up", lambda: start_up(first_page))
         try:
             yield
         finally:
+            from textcls.serve import client
+            client.stop_shared()
             _stop()
     return run
+
+
+def worker_notice(state) -> str | None:
+    """One line for this session when the model worker was restarted since it last said so (killed, crashed or
+    stuck: textcls.serve.client), else None. state: the session's st.session_state."""
+    from textcls.serve import client
+    if not client.enabled():
+        return None
+    w = client.shared(start=False)
+    w.check()                                    # died while idle: replaced now, and said
+    note = w.notice(state.get("_textcls_worker_seen", 1))
+    state["_textcls_worker_seen"] = w.generation
+    return note
 
 
 # ---------------------------------------------------------------- after the first page
 
 PREFETCH_BATCH = 64      # texts per step: the page's own batch (Predictor.predict), 20-50 ms of work
+
+
+def _batches(path, saved: float, texts: tuple[str, ...]):
+    """`Predictor.batches` of the checkpoint that `cache.predict` uses, one batch per step: asked of the model
+    worker when it is on (it keeps the batches' order between calls), else run here under the batch setting."""
+    from textcls.runtime.threads import batch
+    from pages.common import cache
+    w = cache.remote()
+    if w is None:
+        predictor = cache.fast_predictor(path)
+        with batch():                               # the page's thread setting for a whole split
+            yield from predictor.batches(list(texts), batch_size=PREFETCH_BATCH)
+        return
+    from textcls.serve import worker
+    key = f"{path}|{saved}|{cache.texts_key(texts)}"
+    w.call_env(worker.prefetch_start, key, str(path), saved, list(texts), PREFETCH_BATCH)
+    while (item := w.call(worker.prefetch_next, key)) is not None:
+        yield item
 
 
 def _prefetch_evaluate() -> tuple[tuple[str, ...], list[str]]:
@@ -212,9 +295,13 @@ def _prefetch_evaluate() -> tuple[tuple[str, ...], list[str]]:
     wait. Returns the texts and the checkpoints done."""
     from textcls.checkpoint import list_all_checkpoints
     from textcls.data.datasets import DataError, list_datasets
-    from textcls.runtime.threads import batch
     from pages.common import cache, defaults as d
-    valid = [i for i in list_all_checkpoints(include_invalid=True, deep=True) if i.valid]
+    w = cache.remote()
+    if w is not None:                               # validated in full by the worker (no torch here)
+        from textcls.serve import worker
+        valid = [i for i in w.call_env(worker.listing, True) if i.valid]
+    else:
+        valid = [i for i in list_all_checkpoints(include_invalid=True, deep=True) if i.valid]
     infos = [i for i in valid if i.name in d.main_task_checkpoints(valid, pretrained=False)]
     bundled = list_datasets()
     spec = next((a for a in (d.available_data(d.data_spec(i), bundled) for i in infos) if a), None)
@@ -235,14 +322,14 @@ def _prefetch_evaluate() -> tuple[tuple[str, ...], list[str]]:
             if not _give_way():
                 return texts, done
             saved = cache.stamp(info.path)
-            predictor = cache.fast_predictor(info.path)
             out: list = [None] * len(texts)
-            with batch():                           # the page's thread setting for a whole split
-                for index, preds in predictor.batches(list(texts), batch_size=PREFETCH_BATCH):
-                    for i, p in zip(index, preds):
-                        out[i] = p
-                    if not _give_way():
-                        return texts, done
+            for index, preds in _batches(info.path, saved, texts):
+                for i, p in zip(index, preds):
+                    out[i] = p
+                if not _give_way():
+                    return texts, done
+            if any(p is None for p in out):         # a restarted worker forgot the prefetch: the page computes
+                continue
             if cache.stamp(info.path) != saved:     # saved again meanwhile: these are another file's answers
                 continue
             cache.hand_over(info.path, texts, out)
@@ -253,7 +340,17 @@ def _prefetch_evaluate() -> tuple[tuple[str, ...], list[str]]:
 
 
 def _steps(pages: list[Path]) -> None:
-    if not _give_way():
+    if _worker() is not None:
+        # The worker computes Evaluate's predictions (this thread only waits for each batch); this process imports
+        # torch only when the person has been reading for QUIET_HEAVY s (it holds the interpreter lock for ~2 s).
+        try:
+            if _give_way():
+                _prefetch_evaluate()
+        except Exception:  # noqa: BLE001 - work done ahead: the page does it itself and reports what fails
+            pass
+        if not _give_way(QUIET_HEAVY):
+            return
+    elif not _give_way():
         return
     import textcls.inference  # noqa: F401  (torch, the registry, every model)
     import torch.utils._device  # noqa: F401  (`with torch.device("meta")`: the full checkpoint validation)
@@ -269,10 +366,11 @@ def _steps(pages: list[Path]) -> None:
         if not _give_way():
             return
         _import_page_modules(page)
-    try:
-        _prefetch_evaluate()
-    except Exception:  # noqa: BLE001 - work done ahead: the page does it itself and reports what fails
-        pass
+    if _worker() is None:
+        try:
+            _prefetch_evaluate()
+        except Exception:  # noqa: BLE001 - work done ahead: the page does it itself and reports what fails
+            pass
 
 
 _WARM_UP: list[threading.Thread] = []

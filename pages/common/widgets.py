@@ -20,6 +20,7 @@ from textcls.data import datasets as tdata
 from textcls import viz
 from textcls.checkpoint import CheckpointError, CheckpointInfo
 from textcls.data.relation import MARKER_SYNTAX, EntitySpanError, has_markers
+from textcls.data.unknown import unknown_tokens
 
 from . import cache
 from .defaults import is_pretrained, main_task_checkpoints, tasks  # noqa: F401  (the pages' w.*)
@@ -150,6 +151,16 @@ def load(info: CheckpointInfo):
     """The shared Predictor, or None with an error shown (a broken checkpoint never crashes the page)."""
     try:
         return cache.predictor(info.path)
+    except Exception as e:  # noqa: BLE001 - any load failure is shown, not raised
+        _failed(info, e, loading=True)
+        return None
+
+
+def facts(info: CheckpointInfo):
+    """The checkpoint's `ModelFacts` (map specs, word vocabulary; cache.facts: from the model worker), or None with
+    the error shown, like `load`."""
+    try:
+        return cache.facts(info.path)
     except Exception as e:  # noqa: BLE001 - any load failure is shown, not raised
         _failed(info, e, loading=True)
         return None
@@ -436,19 +447,24 @@ def example_picker(target_key: str) -> None:
 
 # ---------------------------------------------------------------- unknown words
 
+def _stoi(predictor):
+    """A word vocabulary's token -> id map: a Predictor's tokenizer's, or a ModelFacts' (`facts`); None if none."""
+    if hasattr(predictor, "stoi"):
+        return predictor.stoi
+    return getattr(getattr(getattr(predictor, "tokenizer", None), "vocab", None), "stoi", None)
+
+
 def count_unknown(predictor, tokens: Sequence[str]) -> int | None:
     """How many of `tokens` the predictor's vocabulary does not know (the model reads them as `<unk>`), or None
     when the predictor has no word vocabulary to check against. A literal "<pad>"/"<unk>" typed by the user is
     unknown too (the tokenizer maps both to the unknown id)."""
-    from textcls.data.text import unknown_tokens          # torch: the predictor is loaded by now
-    unknown = unknown_tokens(getattr(getattr(predictor, "tokenizer", None), "vocab", None), tokens)
+    unknown = unknown_tokens(_stoi(predictor), tokens)
     return None if unknown is None else len(unknown)
 
 
 def unknown_words(predictor, tokens: Sequence[str]) -> list[str] | None:
     """The distinct `tokens` the predictor's vocabulary does not know, in order (None: no word vocabulary)."""
-    from textcls.data.text import unknown_tokens          # torch: the predictor is loaded by now
-    unknown = unknown_tokens(getattr(getattr(predictor, "tokenizer", None), "vocab", None), tokens)
+    unknown = unknown_tokens(_stoi(predictor), tokens)
     return None if unknown is None else list(dict.fromkeys(unknown))
 
 

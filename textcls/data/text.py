@@ -50,8 +50,7 @@ import torch
 
 PAD = "<pad>"
 UNK = "<unk>"
-PAD_ID = 0
-UNK_ID = 1
+from textcls.data.unknown import PAD_ID, UNK_ID, unknown_tokens  # noqa: F401  (one rule; re-exported)
 LEVELS = ("word", "char")
 SENTENCE_END = frozenset({".", "!", "?"})
 # SemEval's entity tags (relation.MARKERS): with entities="none" (every model not made for relation data) they are
@@ -220,17 +219,6 @@ class TokenizerConfig:
 
 
 # ------------------------------------------------------------------------------------------------ vocabulary
-
-def unknown_tokens(vocab: Any, tokens: Sequence[str]) -> list[str] | None:
-    """The tokens a word vocabulary reads as unknown, in order and with repeats: words it lacks, and a literal pad
-    or unknown token typed by the user (the tokenizer maps both to the unknown id). None for a vocabulary with no
-    word table to check (a Hugging Face tokenizer reads every word as pieces). The one rule of every page."""
-    stoi = getattr(vocab, "stoi", None)
-    if stoi is None:
-        return None
-    unk, pad = getattr(vocab, "unk_id", UNK_ID), getattr(vocab, "pad_id", PAD_ID)
-    return [t for t in tokens if stoi.get(t, unk) in (unk, pad)]
-
 
 class Vocab:
     """Token <-> id table with `<pad>` = 0 and `<unk>` = 1."""

@@ -1,0 +1,269 @@
+"""The model worker (textcls.serve): a process of its own that survives being killed, a request that never
+answers, a server that dies; bounded memory; predictions equal to the server's own; several sessions batched.
+Most workers here skip torch's import (imports=False) so each test takes a second or two."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from textcls.serve import client, worker
+from textcls.serve.client import ModelWorker, WorkerError, WorkerTimeout
+
+ROOT = Path(__file__).resolve().parents[1]
+SST2 = [ROOT / "checkpoints" / n for n in ("kim_cnn-sst2", "lama-sst2", "act-sst2")]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:                                    # a zombie (exited, not yet reaped) counts as gone
+        return Path(f"/proc/{pid}/status").read_text().find("State:\tZ") < 0
+    except OSError:
+        return True
+
+
+def _gone(pid: int, within: float = 10.0) -> bool:
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def light():
+    w = ModelWorker(imports=False, timeout=30)
+    yield w
+    w.stop()
+
+
+def test_killed_mid_request_restarts_and_the_request_is_sent_again(light):
+    first = light.pid()
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("r", light.call(time.sleep, 1.0)))
+    t.start()
+    time.sleep(0.4)                              # the request is running in the worker
+    os.kill(first, signal.SIGKILL)
+    t.join(20)
+    assert not t.is_alive() and out == {"r": None}       # answered by the new process, not an exception
+    assert light.restarts == 1
+    second = light.pid()
+    assert second != first and _alive(second)
+    note = light.notice()
+    assert note and "\n" not in note and "restarted" in note and "signal 9" in note
+
+
+def test_a_worker_that_never_answers_is_restarted_and_the_call_fails_in_one_line(light):
+    first = light.pid()
+    t0 = time.monotonic()
+    with pytest.raises(WorkerTimeout) as e:
+        light.call(time.sleep, 60, timeout=1.0)
+    assert time.monotonic() - t0 < 8
+    assert "\n" not in str(e.value) and "did not answer within 1 s" in str(e.value)
+    assert _gone(first)                          # the stuck process was killed, not left running
+    assert light.pid() != first                  # a new one answers
+    assert light.call(sum, [1, 2, 3]) == 6
+
+
+def test_a_request_that_kills_the_worker_twice_fails_once_not_forever(light):
+    light.pid()
+    with pytest.raises(WorkerError, match="stopped twice"):
+        light.call(os._exit, 3)
+    assert light.restarts == 2
+    assert light.call(sum, [2, 2]) == 4
+
+
+def test_errors_raised_in_the_worker_reach_the_caller_as_themselves(light):
+    with pytest.raises(ValueError, match="invalid literal"):
+        light.call(int, "not a number")
+    assert light.restarts == 0
+
+
+def test_it_stops_with_the_server_and_then_refuses(light):
+    pid = light.pid()
+    light.stop()
+    assert _gone(pid)
+    with pytest.raises(WorkerError, match="stopped"):
+        light.call(sum, [1])
+
+
+def test_it_exits_by_itself_when_its_server_is_killed(tmp_path):
+    code = textwrap.dedent("""
+        import os, sys
+        from textcls.serve.client import ModelWorker
+        print(ModelWorker(imports=False).pid(), flush=True)
+        os.kill(os.getpid(), 9)              # the server dies without stopping anything
+    """)
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    child = int(out.stdout.split()[0])
+    assert _gone(child, within=10), "the worker outlived its server"
+
+
+def test_two_servers_never_share_a_worker():
+    a, b = ModelWorker(imports=False), ModelWorker(imports=False)
+    try:
+        assert a.pid() != b.pid()
+    finally:
+        a.stop(), b.stop()
+
+
+def test_the_worker_keeps_the_least_recently_used_models(monkeypatch):
+    monkeypatch.setattr(worker, "MAX_MODELS", 2)
+    monkeypatch.setattr(worker, "_MODELS", type(worker._MODELS)())
+    stamps = {p: 1.0 for p in SST2}
+    worker.predictor(str(SST2[0]), stamps[SST2[0]])
+    worker.predictor(str(SST2[1]), stamps[SST2[1]])
+    worker.predictor(str(SST2[0]), stamps[SST2[0]])          # used again: SST2[1] is now the oldest
+    worker.predictor(str(SST2[2]), stamps[SST2[2]])
+    assert [k[0] for k in worker.loaded()] == [str(SST2[0]), str(SST2[2])]
+
+
+def test_grouped_predictions_equal_single_ones_and_a_bad_group_fails_alone(monkeypatch):
+    monkeypatch.setattr(worker, "_MODELS", type(worker._MODELS)())
+    path = str(ROOT / "checkpoints" / "act-semeval2010")      # needs entity tags: a text without them fails
+    good = "the <e1>author</e1> wrote the <e2>book</e2>"
+    out = worker.predict_groups({}, path, 1.0, [[good], ["no tags here"], [good, good]])
+    assert isinstance(out[1], Exception) and not isinstance(out[0], Exception)
+    single = worker.predict({}, path, 1.0, [good])[0]
+    assert out[0][0].label == single.label and len(out[2]) == 2
+    assert out[2][1].probabilities == pytest.approx(single.probabilities, abs=1e-6)
+
+
+def test_predictions_from_the_worker_equal_the_servers_own_and_sessions_are_batched():
+    """One real worker (it imports torch): eight sessions asking at once get exactly their own answers."""
+    from textcls.checkpoint import load_checkpoint
+    from textcls.records import Prediction
+    w = ModelWorker(timeout=120)
+    try:
+        path = str(SST2[0])
+        texts = [f"a {'good ' * k}film" for k in range(8)]
+        local = load_checkpoint(path).predict(texts, return_maps=True)
+        w.predict(path, 1.0, ["warm up"], maps=True)         # the model is loaded before the crowd comes
+        calls = []
+        real = w.call_env
+        w.call_env = lambda fn, *a, **k: (calls.append(fn.__name__), real(fn, *a, **k))[1]
+        key = (path, 1.0, True)
+        with w._batch_lock:
+            w._busy.add(key)                                  # a call for this checkpoint is in flight
+        got = [None] * len(texts)
+        threads = [threading.Thread(target=lambda i=i: got.__setitem__(i, w.predict(path, 1.0, [texts[i]],
+                                                                                      maps=True)[0]))
+                   for i in range(len(texts))]
+        for t in threads:
+            t.start()
+        end = time.monotonic() + 30
+        while (len(w._pending[key].items) if key in w._pending else 0) < len(texts) and time.monotonic() < end:
+            time.sleep(0.01)
+        w._next(key)                                          # the call in flight returns: the eight go together
+        for t in threads:
+            t.join(60)
+        for g, r in zip(got, local):
+            assert isinstance(g, Prediction) and g.tokens == r.tokens and g.label == r.label
+            assert g.probabilities == pytest.approx(r.probabilities, abs=1e-5)
+            assert set(g.maps) == set(r.maps)
+        assert calls == ["predict_groups"]                    # one call, one batch, for eight sessions
+        end = time.monotonic() + 10
+        while w._busy and time.monotonic() < end:             # the batch's thread marks the checkpoint idle
+            time.sleep(0.01)
+        assert not w._busy and not w._pending
+        facts = w.call_env(worker.facts, path, 1.0)
+        assert facts.stoi and {s.name for s in facts.map_specs()} >= set(local[0].maps)
+    finally:
+        w.stop()
+
+
+def test_the_setting_turns_it_off(monkeypatch):
+    monkeypatch.setenv(client.ENV, "off")
+    assert not client.enabled()
+    monkeypatch.setenv(client.ENV, "1")
+    assert client.enabled()
+
+
+def test_compare_answers_without_torch_in_the_servers_interpreter():
+    """A fresh server-like interpreter: Home, then Compare's first render with its answers, and torch was never
+    imported there (the worker did the validation, the loads and the predictions)."""
+    code = textwrap.dedent("""
+        import sys
+        sys.path.insert(0, "tests")
+        from pages.common import warmup
+        warmup.QUIET_HEAVY = 600                 # the server's own torch import (for other pages) stays away
+        from app_pages import open_page, page_text
+        at = open_page("pages/compare.py")
+        text = page_text(at)
+        print("torch" in sys.modules, "agree" in text, len(at.get("html")) > 0)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-3:] == ["False", "True", "True"], out.stdout[-2000:]
+
+
+def test_a_killed_worker_is_reported_in_one_line_and_the_page_still_answers():
+    sys.path.insert(0, str(ROOT / "tests"))
+    from app_pages import APP, open_page, page_text
+    from streamlit.testing.v1 import AppTest
+    at = open_page("pages/compare.py")
+    w = client.shared()
+    before = w.restarts
+    os.kill(w.pid(), signal.SIGKILL)
+    at.text_area(key="cmp_text").input("a dull , lifeless and tedious film that nobody asked for")
+    at.button[0].click().run()                   # a new sentence: the killed worker is asked, and replaced
+    assert not at.exception, [e.value for e in at.exception]
+    assert "agree" in page_text(at) and w.restarts == before + 1
+    home = AppTest.from_file(APP, default_timeout=120)
+    home.run()                                   # app.py's run says so, in one line (a toast), not a traceback
+    toasts = [t.value for t in home.toast]
+    assert len(toasts) == 1 and "restarted" in toasts[0] and "\n" not in toasts[0], toasts
+    assert not home.exception
+
+
+def test_a_worker_killed_while_idle_is_replaced_before_anyone_asks(light):
+    first = light.pid()
+    os.kill(first, signal.SIGKILL)
+    assert _gone(first)
+    end = time.monotonic() + 10
+    while light.check() is None and time.monotonic() < end:      # the executor notices the death within moments
+        time.sleep(0.05)
+    assert light.restarts == 1 and light.notice() and light.pid() != first
+
+
+def test_the_listing_falls_back_to_the_server_when_the_worker_cannot_answer(monkeypatch):
+    from pages.common import cache
+
+    class Dead:
+        def call_env(self, *a, **k):
+            raise WorkerError("the model worker stopped twice while answering this request")
+
+    monkeypatch.setattr(cache, "remote", lambda: Dead())
+    monkeypatch.setattr(cache, "_torch_here", lambda: False)   # as in a server that has not imported torch
+    valid, _ = cache._checkpoints.__wrapped__(("x",), True)
+    assert {"act-sst2", "kim_cnn-sst2"} <= {i.name for i in valid}
+
+
+def test_errors_cross_as_plain_data():
+    """textcls's own errors keep their type (the pages tell them apart); another library's type, or one that does
+    not pickle, arrives as a RuntimeError naming it (reading it must not import torch in the server or break the
+    pool)."""
+    from textcls.checkpoint import CheckpointError
+
+    class Odd(Exception):
+        def __init__(self, a, b):
+            super().__init__(a)
+
+    ours = CheckpointError("broken folder")
+    assert worker.plain_error(ours) is ours
+    assert worker.plain_error(ValueError("x")).__class__ is ValueError
+    odd = worker.plain_error(Odd("no", "pickle"))
+    assert type(odd) is RuntimeError and str(odd) == "Odd: no"
+    with pytest.raises(CheckpointError):
+        worker.facts({}, str(ROOT / "checkpoints" / "no-such-folder"), 1.0)
