@@ -62,14 +62,17 @@ def piece_attention_of(predictor, text: str) -> PieceAttention:
     enc = predictor.encode([text])
     n = int(enc.mask[0].sum())
     word_ids = enc.token_ids[0, :n].tolist()
-    pieces = [hf.convert_ids_to_tokens([model.cls_id])[0]]
-    owner = [-1]
+    pieces = list(hf.convert_ids_to_tokens(model.prefix)) if model.prefix else []
+    owner = [-1] * len(pieces)
     for w, wid in enumerate(word_ids):
         ids = list(model.table.pieces(wid))
         pieces += hf.convert_ids_to_tokens(ids)
         owner += [w] * len(ids)
-    pieces.append(hf.convert_ids_to_tokens([model.sep_id])[0])
-    owner.append(-1)
+    if model.suffix:
+        pieces += hf.convert_ids_to_tokens(model.suffix)
+        owner += [-1] * len(model.suffix)
+    if not pieces:                                                       # an empty text: the one filler piece
+        pieces, owner = hf.convert_ids_to_tokens([model.filler]), [-1]
     device = next(model.parameters()).device
     a = model.piece_attention(enc.token_ids.to(device), enc.mask.to(device))[0]     # (layer, head, L', L')
     L = len(pieces)
