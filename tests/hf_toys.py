@@ -82,6 +82,8 @@ FAMILIES: dict[str, tuple[str, dict, str, dict, str]] = {
     "mistral": ("MistralConfig", dict(_GQA, head_dim=8, sliding_window=3), "bytelevel", _LLAMA_SPECIALS, "bos"),
     "gemma": ("GemmaConfig", dict(_GQA, head_dim=8), "unigram", _LLAMA_SPECIALS, "bos"),
     "phi": ("PhiConfig", dict(_S, partial_rotary_factor=0.5), "bytelevel", _DECODER_SPECIALS, "none"),
+    "fnet": ("FNetConfig", dict(hidden_size=32, num_hidden_layers=2, intermediate_size=64, max_position_embeddings=64,
+                                pad_token_id=0), "unigram", _BERT_SPECIALS, "cls"),   # no attention: Fourier mixing
 }
 
 
@@ -132,17 +134,19 @@ def family_folder(root: str | Path, family: str, labels=("negative", "positive")
         tokenizer_object=tok, **{f"{k}_token": v for k, v in specials.items() if v},
         do_lower_case=kind == "wordpiece")
     id2label = dict(enumerate(labels))
-    cfg_kwargs = dict(kwargs, vocab_size=tok.get_vocab_size(), id2label=id2label,
+    cfg_kwargs = dict(kwargs, vocab_size=tok.get_vocab_size(), id2label=id2label, initializer_range=0.2,
                       label2id={v: k for k, v in id2label.items()})
     for k in ("pad", "bos", "eos"):
         if specials.get(k):
             cfg_kwargs[f"{k}_token_id"] = tid(specials[k])
     if specials.get("cls"):
-        cfg_kwargs.setdefault("cls_token_id", tid(specials["cls"]))
-        cfg_kwargs.setdefault("sep_token_id", tid(specials["sep"]))
+        for k, v in (("cls", "cls"), ("sep", "sep"), ("bos", "cls"), ("eos", "sep")):
+            cfg_kwargs.setdefault(f"{k}_token_id", tid(specials[v]))
     config = getattr(transformers, cls_name)(**cfg_kwargs)
     torch.manual_seed(seed)
     model = transformers.AutoModelForSequenceClassification.from_config(config)
+    from transformers.utils import logging as hf_logging
+    hf_logging.disable_progress_bar()
     model.save_pretrained(root, safe_serialization=True)
     fast.save_pretrained(root)
     return root

@@ -72,10 +72,16 @@ def _template(hf_tokenizer) -> tuple[tuple[int, ...], tuple[int, ...]]:
 def _attention_source(hf_model) -> str:
     if getattr(type(hf_model), "_supports_attention_backend", False):
         return "interface"
-    if "output_attentions" in inspect.signature(hf_model.forward).parameters or \
-            getattr(hf_model.config, "output_attentions", None) is not None:
+    if "output_attentions" in inspect.signature(hf_model.forward).parameters:
         return "output"
     return "none"
+
+
+def takes_mask(hf_model) -> bool:
+    """Whether the model's forward takes an attention mask (FNet's Fourier mixing has none: every position mixes
+    with every other, pads included)."""
+    params = inspect.signature(hf_model.forward).parameters
+    return "attention_mask" in params
 
 
 def family_of(hf_model, hf_tokenizer) -> Family:
@@ -127,4 +133,4 @@ def prepare(hf_model, hf_tokenizer) -> None:
             cfg.pad_token_id = hf_tokenizer.pad_token_id if hf_tokenizer.pad_token_id is not None else 0
 
 
-__all__ = ["Family", "POOLINGS", "family_of", "prepare"]
+__all__ = ["Family", "POOLINGS", "family_of", "prepare", "takes_mask"]

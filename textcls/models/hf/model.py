@@ -251,7 +251,7 @@ class HFClassifier(TextClassifier):
     registry_name = "hf"
 
     def __init__(self, hf_model: nn.Module, table: WordTable, config: HFConfig, family=None):
-        from textcls.models.hf.family import Family
+        from textcls.models.hf.family import Family, takes_mask
         super().__init__(config)
         self.hf = hf_model
         self.table = table
@@ -259,6 +259,7 @@ class HFClassifier(TextClassifier):
         self.prefix, self.suffix = list(self.family.prefix), list(self.family.suffix)
         self.filler = int(table.pad_piece)          # the one piece of an empty text when the family adds none
         self.embed = WordPieceEmbedding(hf_model.get_input_embeddings(), table)
+        self.masked = takes_mask(hf_model)          # False: rows of different lengths run apart (never padded)
         if self.family.pooling == "last":
             self.hf.score.register_forward_hook(_pool_last)
 
@@ -361,13 +362,26 @@ class HFClassifier(TextClassifier):
         _CALL.state = state
         output = record and self.family.attention == "output"
         try:
-            out = self.hf(inputs_embeds=seq, attention_mask=lay.real.long(),
-                          **({"output_attentions": True} if output else {}))
+            if self.masked:
+                out = self.hf(inputs_embeds=seq, attention_mask=lay.real.long(),
+                              **({"output_attentions": True} if output else {}))
+                logits = out.logits                                      # (B, C)
+            else:
+                logits = self._unpadded(seq, lay.last + 1)
         finally:
             _CALL.state = previous
         if output:
             state.weights = [a for a in (out.attentions or ()) if a is not None]
-        return out.logits, state, lay                                    # logits (B, C)
+        return logits, state, lay                                        # logits (B, C)
+
+    def _unpadded(self, seq: torch.Tensor, used: torch.Tensor) -> torch.Tensor:
+        """Logits (B, C) of a model that takes no attention mask: the rows of each length run together, unpadded."""
+        parts, order = [], []
+        for length in sorted(set(used.tolist())):
+            idx = torch.nonzero(used == length).flatten()                # (b,)
+            parts.append(self.hf(inputs_embeds=seq[idx, :length]).logits)   # (b, C)
+            order.append(idx)
+        return torch.cat(parts)[torch.argsort(torch.cat(order))]        # (B, C)
 
     def _forward(self, token_ids: torch.Tensor, mask: torch.Tensor, probe: Probe):
         record = probe.record and self.family.attention != "none"
