@@ -18,7 +18,7 @@ import textcls  # noqa: E402
 TEXTS = ["This movie wasn't acting unbelievable, really good!", "bad", "", "the plot is dull and the acting awful ."]
 DECODERS = {"gpt2", "qwen2", "llama", "mistral", "gemma", "phi"}
 POOLING = {f: "last" if f in DECODERS else "mean" if f == "modernbert" else "first" for f in FAMILIES}
-ATTENTION = {f: "output" if f == "deberta-v2" else "none" if f == "fnet" else "interface" for f in FAMILIES}
+ATTENTION = {f: "hooks" if f == "deberta-v2" else "none" if f == "fnet" else "interface" for f in FAMILIES}
 
 
 @pytest.fixture(scope="module", params=list(FAMILIES))
@@ -162,17 +162,34 @@ def test_attributions_and_faithfulness_are_per_word(fam):
 
 
 def test_edits_act_where_the_family_computes_attention_through_the_interface(fam):
+    """Head ablation (and uniform attention) act inside the model where textcls computes or hooks the weights
+    (DeBERTa: its probability dropout); a family without attention offers none and says why in one line."""
     family, _, p = fam
-    from textcls.interpret import AblateHead, as_source, intervene
+    from textcls.interpret import AblateHead, UniformAttention, as_source, intervene
     (inst,) = as_source(p).instances([TEXTS[0]])
-    if ATTENTION[family] != "interface":
+    if ATTENTION[family] == "none":
         assert p.model.interventions().heads == 0 and "\n" not in p.model.attention_note
-        if ATTENTION[family] == "output":
-            with pytest.raises(ValueError, match="cannot be edited"):
-                p.model(inst.ids[None], inst.mask[None], edits={"attention": lambda w, **_: w})
         return
     res = intervene(p.model, inst, AblateHead(0, layer=0))
     assert np.abs(res.probs_before - res.probs_after).max() > 0
+    assert np.allclose(np.asarray(res.maps_after["attention"])[0, 0], 0)
+    res = intervene(p.model, inst, UniformAttention())
+    assert np.abs(res.probs_before - res.probs_after).max() > 0
+
+
+def test_a_family_read_through_output_attentions_refuses_edits_in_one_line(tmp_path, monkeypatch):
+    """Where no probability dropout can be hooked, the weights come from output_attentions and an edit is refused
+    with one line (never silently ignored)."""
+    from textcls.models.hf import model as M
+    monkeypatch.setattr(M, "hook_attention_probs", lambda hf: 0)
+    p = textcls.load_checkpoint(family_folder(tmp_path, "deberta-v2"))
+    assert p.model.family.attention == "output" and p.model.interventions().heads == 0
+    (pred,) = p.predict([TEXTS[0]], return_maps=True)
+    np.testing.assert_allclose(pred.maps["cls_attention"].sum(-1), 1.0, atol=1e-5)
+    enc = p.encode([TEXTS[0]])
+    with pytest.raises(ValueError, match="cannot be edited") as e:
+        p.model(enc.token_ids, enc.mask, edits={"attention": lambda w, **_: w})
+    assert "\n" not in str(e.value)
 
 
 def test_a_family_without_attention_says_so():

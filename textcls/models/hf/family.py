@@ -11,7 +11,9 @@ whether its attention is causal and where its attention weights can be read (`fa
   is a lower triangle by construction.
 - **Where attention is read**: "interface" (the family calls transformers' attention interface: textcls' own
   attention function records and edits it), "output" (the family computes attention itself, e.g. DeBERTa's
-  disentangled attention: read through `output_attentions`, not editable), "none" (no attention weights at all).
+  disentangled attention: the wrapper hooks its attention-probability dropout and then says "hooks", recorded and
+  edited as through the interface; without such a dropout it is read through `output_attentions`, not editable),
+  "none" (no attention weights at all, e.g. FNet's Fourier mixing).
 - `prepare(hf_model, hf_tokenizer)` sets what a decoder lacks for batches: a pad token (its end-of-text token,
   else its unknown token) and right padding (the wrapper reads the last real piece wherever padding is).
 """
@@ -34,7 +36,7 @@ class Family:
     suffix: tuple[int, ...] = ()          # ... and after them
     pooling: str = "first"                # one of POOLINGS
     causal: bool = False
-    attention: str = "interface"          # "interface" | "output" | "none"
+    attention: str = "interface"          # "interface" | "output" | "hooks" | "none"
     names: tuple[str, ...] = ()           # the special pieces as written, prefix then suffix (for the descriptions)
 
     @property

@@ -26,13 +26,15 @@ causal attention, where attention is read) is a `textcls.models.hf.family.Family
 - Attention weights are computed eagerly (softmax materialised) whenever maps or edits are asked for - the
   default sdpa kernel returns none -; a plain prediction uses sdpa. Both through one attention function
   registered with transformers' public `AttentionInterface` under the name "textcls"; grouped-query attention is
-  expanded to the query heads. A family that bypasses the interface (DeBERTa) is read through
-  `output_attentions`; one without attention weights has no attention maps (`attention_note` says so).
+  expanded to the query heads. A family that computes attention itself (DeBERTa's disentangled attention) is
+  recorded and edited by a forward pre-hook on its attention-probability dropout ("hooks"); failing that, read
+  through `output_attentions` (not editable); one without attention weights has no attention maps
+  (`attention_note` says so).
 - Decoders: the head of a decoder reads position -1 when given embeddings; a forward hook on its `score` layer
   puts each row's last real piece there, so right padding never changes a text's logits.
 - Edits (interventions): an edit of "attention" acts on the piece attention weights (B, head, L, L) of each
   layer, with the pieces' mask: a head ablation zeroes the head; uniform / permuted rows act over the real
-  pieces (specials included). Families read through `output_attentions` refuse edits with one line.
+  pieces (specials included). A family read through `output_attentions` refuses edits with one line.
 """
 from __future__ import annotations
 
@@ -192,15 +194,46 @@ def textcls_attention(module, query, key, value, attention_mask, scaling=None, d
         w = torch.softmax(torch.cat([w, sink], -1), dim=-1)[..., :-1]    # (B, H, L, L)
     else:
         w = torch.softmax(w, dim=-1)                                     # (B, H, L, L)
+    w = _edit_and_record(state, w)
+    w = nn.functional.dropout(w.to(value.dtype), p=dropout, training=module.training)
+    out = torch.matmul(w, value).transpose(1, 2).contiguous()           # (B, L, H, d)
+    return out, w
+
+
+def _edit_and_record(state: _CallState, w: torch.Tensor) -> torch.Tensor:
+    """One layer's attention weights (B, H, L, L): the call's edit applied, then kept when the call records."""
     layer = state.layer
     state.layer += 1
     if state.edit is not None:
         w = state.edit(w, layer=layer, mask=state.piece_mask)
     if state.record:
         state.weights.append(w)
-    w = nn.functional.dropout(w.to(value.dtype), p=dropout, training=module.training)
-    out = torch.matmul(w, value).transpose(1, 2).contiguous()           # (B, L, H, d)
-    return out, w
+    return w
+
+
+def _probs_hook(module, inputs):
+    """Forward pre-hook on the dropout a family applies to its attention probabilities when it computes attention
+    itself (DeBERTa's disentangled attention): the same edit and record as `textcls_attention`. Only a square
+    (B, H, L, L) input over the call's pieces is touched (not a hidden-state dropout)."""
+    state = getattr(_CALL, "state", None)
+    if state is None or not (state.record or state.edit is not None) or not inputs:
+        return None
+    w = inputs[0]
+    L = state.piece_mask.shape[1]
+    if w.dim() != 4 or w.shape[-1] != L or w.shape[-2] != L:
+        return None
+    return (_edit_and_record(state, w),) + tuple(inputs[1:])
+
+
+def hook_attention_probs(hf_model: nn.Module) -> int:
+    """Put `_probs_hook` on every attention module's probability dropout; returns how many (0: none found)."""
+    found = 0
+    for module in hf_model.modules():
+        drop = getattr(module, "dropout", None)
+        if "attention" in type(module).__name__.lower() and isinstance(drop, nn.Dropout):
+            drop.register_forward_pre_hook(_probs_hook)
+            found += 1
+    return found
 
 
 def _pool_last(module, inputs, output):
@@ -262,6 +295,9 @@ class HFClassifier(TextClassifier):
         self.masked = takes_mask(hf_model)          # False: rows of different lengths run apart (never padded)
         if self.family.pooling == "last":
             self.hf.score.register_forward_hook(_pool_last)
+        if self.family.attention == "output" and hook_attention_probs(hf_model):
+            from dataclasses import replace
+            self.family = replace(self.family, attention="hooks")
 
     @property
     def attention_note(self) -> str | None:
@@ -276,7 +312,7 @@ class HFClassifier(TextClassifier):
         return None
 
     def interventions(self) -> InterventionSpec:
-        if self.family.attention != "interface":
+        if self.family.attention not in ("interface", "hooks"):
             return InterventionSpec()
         c = self.hf.config
         return InterventionSpec(heads=int(c.num_attention_heads), layers=int(c.num_hidden_layers))
@@ -335,7 +371,7 @@ class HFClassifier(TextClassifier):
 
     def _run(self, token_ids: torch.Tensor, mask: torch.Tensor, record: bool, edit):
         """(logits (B, C), the call's state with the piece-level weights when recorded, the layout)."""
-        if edit is not None and self.family.attention != "interface":
+        if edit is not None and self.family.attention not in ("interface", "hooks"):
             raise ValueError(self.attention_note)
         lay = self._layout(token_ids, mask)
         pos, valid, n, W, L = lay.pos, lay.valid, lay.n, lay.W, lay.L
