@@ -140,6 +140,11 @@ def render(slot: int, info, pred, r, specs) -> None:
     if r.truncated:
         notes.append("the text was cut to the model's maximum length")
     st.caption(" · ".join(notes))
+    note = getattr(pred.model, "attention_note", None)       # a Hugging Face family without (editable) attention
+    if note:
+        st.info(note)
+        if not specs:
+            return
     if not r.tokens:
         st.info("This model read no tokens from the text; nothing to draw.")
         return

@@ -249,13 +249,25 @@ def _pool_last(module, inputs, output):
 
 
 _registered = False
+PAD_WARNING = "will not detect padding tokens in `inputs_embeds`"     # the wrapper pools the last real piece itself
+
+
+def _quiet(record) -> bool:
+    return PAD_WARNING not in record.getMessage()
 
 
 def register_attention() -> None:
-    """Enrol `textcls_attention` (and the eager mask format) with transformers under ATTN_NAME; idempotent."""
+    """Enrol `textcls_attention` (and the eager mask format) with transformers under ATTN_NAME, and silence
+    transformers' warning that a decoder given embeddings reads position -1 (`_pool_last` handles it); idempotent."""
     global _registered
     if _registered:
         return
+    import logging
+
+    from transformers.utils import logging as hf_logging
+    hf_logging.get_logger("transformers")            # transformers' own handler exists from here on
+    for handler in logging.getLogger("transformers").handlers:
+        handler.addFilter(_quiet)
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface, eager_mask
     AttentionInterface.register(ATTN_NAME, textcls_attention)
