@@ -172,7 +172,8 @@ def textcls_attention(module, query, key, value, attention_mask, scaling=None, d
     a soft cap (`softcap`, Gemma 2) and attention sinks (`s_aux`, gpt-oss) are applied as the family's own eager
     attention applies them."""
     state = getattr(_CALL, "state", None)
-    if state is None or not (state.record or state.edit is not None):
+    plain = state is None or not (state.record or state.edit is not None)
+    if plain and not kwargs.get("softcap") and kwargs.get("s_aux") is None:       # sdpa has neither
         from transformers.integrations.sdpa_attention import sdpa_attention_forward
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       **kwargs)
@@ -194,7 +195,8 @@ def textcls_attention(module, query, key, value, attention_mask, scaling=None, d
         w = torch.softmax(torch.cat([w, sink], -1), dim=-1)[..., :-1]    # (B, H, L, L)
     else:
         w = torch.softmax(w, dim=-1)                                     # (B, H, L, L)
-    w = _edit_and_record(state, w)
+    if not plain:
+        w = _edit_and_record(state, w)
     w = nn.functional.dropout(w.to(value.dtype), p=dropout, training=module.training)
     out = torch.matmul(w, value).transpose(1, 2).contiguous()           # (B, L, H, d)
     return out, w
