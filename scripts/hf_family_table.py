@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import tempfile
 import time
@@ -52,7 +53,9 @@ def build(root: Path, model_type: str) -> Path:
     config = transformers.AutoConfig.for_model(model_type, vocab_size=tok.get_vocab_size(), initializer_range=0.2,
                                                num_labels=2, **SIZES, **ids)
     torch.manual_seed(0)
-    model = transformers.AutoModelForSequenceClassification.from_config(config)
+    model = transformers.AutoModelForSequenceClassification.from_config(config).eval()
+    with torch.no_grad():                     # transformers itself runs it (else: the sizes need the family's own)
+        model(**fast(TEXTS[0], return_tensors="pt"))
     folder = root / model_type
     model.save_pretrained(folder, safe_serialization=True)
     fast.save_pretrained(folder)
@@ -103,6 +106,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--families", default="", help="comma-separated model types (default: every one)")
     ap.add_argument("--json", default="", help="also write the rows as JSON here")
+    ap.add_argument("--timeout", type=int, default=60, help="seconds one family may take (then: timed out)")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
     from transformers.models.auto.modeling_auto import MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES as S
@@ -111,15 +115,21 @@ def main(argv=None) -> int:
     hf_logging.disable_progress_bar()
     types = [t for t in args.families.split(",") if t] or list(S)
     rows = []
+
+    def alarm(*_):
+        raise TimeoutError(f"over {args.timeout} s")
+    signal.signal(signal.SIGALRM, alarm)
     with tempfile.TemporaryDirectory() as tmp:
         for t in types:
             t0 = time.time()
             row = {"family": t}
+            signal.alarm(args.timeout)
             try:
                 folder = build(Path(tmp), t)
             except Exception as e:  # noqa: BLE001
                 row["status"] = f"not built from a generic tiny config: {type(e).__name__}: " + \
                     (str(e).splitlines() or [""])[0][:120]
+                signal.alarm(0)
                 rows.append(row)
                 print(f"{t}: {row['status']}", file=sys.stderr)
                 continue
@@ -130,6 +140,7 @@ def main(argv=None) -> int:
                 row["status"] = "opens, sound" if sound else "opens, CHECK FAILED"
             except Exception as e:  # noqa: BLE001
                 row["status"] = f"refused or failed: {type(e).__name__}: " + (str(e).splitlines() or [""])[0][:160]
+            signal.alarm(0)
             row["seconds"] = round(time.time() - t0, 1)
             rows.append(row)
             print(f"{t}: {row['status']}", file=sys.stderr)

@@ -38,8 +38,9 @@ causal attention, where attention is read) is a `textcls.models.hf.family.Family
 """
 from __future__ import annotations
 
+import inspect
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 import torch.nn as nn
@@ -238,6 +239,11 @@ def hook_attention_probs(hf_model: nn.Module) -> int:
     return found
 
 
+def _takes_output_attentions(hf_model: nn.Module) -> bool:
+    return "output_attentions" in inspect.signature(hf_model.forward).parameters or \
+        "attentions" in (getattr(hf_model, "_can_record_outputs", None) or {})
+
+
 def _pool_last(module, inputs, output):
     """Forward hook on a decoder's `score` layer: the head reads position -1 when it is given embeddings (it cannot
     see pad ids), so each row's last REAL piece's logits are put there (right padding stays right)."""
@@ -310,8 +316,43 @@ class HFClassifier(TextClassifier):
         if self.family.pooling == "last":
             self.hf.score.register_forward_hook(_pool_last)
         if self.family.attention == "output" and hook_attention_probs(hf_model):
-            from dataclasses import replace
             self.family = replace(self.family, attention="hooks")
+        was = self.hf.training
+        self.hf.eval()
+        try:
+            self.attention_layers = self._settle_attention()
+            self.masked = self.masked and self._padding_is_masked()
+        finally:
+            self.hf.train(was)
+
+    def _padding_is_masked(self) -> bool:
+        """Whether right padding leaves a text's logits alone (ConvBERT's convolutions read the pad positions:
+        such a family runs its rows unpadded, as one that takes no mask does)."""
+        device = next(self.hf.parameters()).device
+        ids = torch.tensor([[1, 0, 0], [1, 1, 1]], device=device)                  # (2, 3) [UNK] words
+        with torch.no_grad():
+            both = self._run(ids, ids > 0, False, None)[0][0]                       # (C,)
+            alone = self._run(ids[:1, :1], ids[:1, :1] > 0, False, None)[0][0]      # (C,)
+        return bool(torch.allclose(both, alone, atol=1e-5, rtol=1e-4))
+
+    def _settle_attention(self) -> int:
+        """Check on a one-word text where the weights come from: a source that records more weights than the
+        model has layers (differential attention: two softmaxes a layer) or none falls back to output_attentions,
+        then to no attention. Fewer is kept (a hybrid's attention layers among its others). Returns how many
+        layers of weights the maps have (0: none)."""
+        expected = int(getattr(self.hf.config, "num_hidden_layers", 0) or 0)
+        ids, mask = torch.ones(1, 1, dtype=torch.long), torch.ones(1, 1, dtype=torch.bool)      # the [UNK] word
+        device = next(self.hf.parameters()).device
+        for source in (self.family.attention, "output"):
+            if source == "none" or (source == "output" and not _takes_output_attentions(self.hf)):
+                break
+            self.family = replace(self.family, attention=source)
+            with torch.no_grad():
+                _, state, _ = self._run(ids.to(device), mask.to(device), True, None)
+            if 0 < len(state.weights) <= max(expected, 1):
+                return len(state.weights)
+        self.family = replace(self.family, attention="none")
+        return 0
 
     @property
     def attention_note(self) -> str | None:
@@ -329,7 +370,7 @@ class HFClassifier(TextClassifier):
         if self.family.attention not in ("interface", "hooks"):
             return InterventionSpec()
         c = self.hf.config
-        return InterventionSpec(heads=int(c.num_attention_heads), layers=int(c.num_hidden_layers))
+        return InterventionSpec(heads=int(c.num_attention_heads), layers=int(self.attention_layers))
 
     def _special_names(self) -> str:
         return "/".join(dict.fromkeys(self.family.names))
