@@ -84,6 +84,7 @@ FAMILIES: dict[str, tuple[str, dict, str, dict, str]] = {
     "gemma2": ("Gemma2Config", dict(_GQA, head_dim=8, attn_logit_softcapping=2.0, sliding_window=4), "unigram",
                _LLAMA_SPECIALS, "bos"),                                        # soft-capped attention logits
     "phi": ("PhiConfig", dict(_S, partial_rotary_factor=0.5), "bytelevel", _DECODER_SPECIALS, "none"),
+    "convbert": ("ConvBertConfig", dict(_S, embedding_size=32), "wordpiece", _BERT_SPECIALS, "cls"),  # pads read
     "fnet": ("FNetConfig", dict(hidden_size=32, num_hidden_layers=2, intermediate_size=64, max_position_embeddings=64,
                                 pad_token_id=0), "unigram", _BERT_SPECIALS, "cls"),   # no attention: Fourier mixing
 }

@@ -18,7 +18,7 @@ import textcls  # noqa: E402
 TEXTS = ["This movie wasn't acting unbelievable, really good!", "bad", "", "the plot is dull and the acting awful ."]
 DECODERS = {"gpt2", "qwen2", "llama", "mistral", "gemma", "gemma2", "phi"}
 POOLING = {f: "last" if f in DECODERS else "mean" if f == "modernbert" else "first" for f in FAMILIES}
-ATTENTION = {f: "hooks" if f == "deberta-v2" else "none" if f == "fnet" else "interface" for f in FAMILIES}
+ATTENTION = {f: "hooks" if f in ("deberta-v2", "convbert") else "none" if f == "fnet" else "interface" for f in FAMILIES}
 
 
 @pytest.fixture(scope="module", params=list(FAMILIES))
@@ -91,7 +91,7 @@ def test_piece_attention_is_the_familys_own(fam):
         return
     got = p.model.piece_attention(enc.token_ids, enc.mask)[0].numpy()      # (layer, head, L, L)
     ref = _eager_reference(folder, TEXTS[3])
-    assert got.shape == ref.shape and got.shape[1] == p.model.hf.config.num_attention_heads
+    assert got.shape == ref.shape and got.shape[1] == p.model.interventions().heads
     np.testing.assert_allclose(got, ref, atol=1e-5)
     if family == "mistral":                                                # sliding window of 3 pieces
         q, k = np.tril_indices(got.shape[-1], -3)
@@ -190,6 +190,13 @@ def test_a_family_read_through_output_attentions_refuses_edits_in_one_line(tmp_p
     with pytest.raises(ValueError, match="cannot be edited") as e:
         p.model(enc.token_ids, enc.mask, edits={"attention": lambda w, **_: w})
     assert "\n" not in str(e.value)
+
+
+def test_padding_that_the_family_does_not_mask_is_never_used(fam):
+    """ConvBERT's convolutions read pad positions, FNet takes no mask: checked at load, their rows run unpadded
+    (grouped by length); the others are batched padded."""
+    family, _, p = fam
+    assert p.model.masked == (family not in ("convbert", "fnet"))
 
 
 def test_a_family_without_attention_says_so():

@@ -74,7 +74,8 @@ def _template(hf_tokenizer) -> tuple[tuple[int, ...], tuple[int, ...]]:
 def _attention_source(hf_model) -> str:
     if getattr(type(hf_model), "_supports_attention_backend", False):
         return "interface"
-    if "output_attentions" in inspect.signature(hf_model.forward).parameters:
+    if "output_attentions" in inspect.signature(hf_model.forward).parameters or \
+            "attentions" in (getattr(hf_model, "_can_record_outputs", None) or {}):
         return "output"
     return "none"
 

@@ -312,7 +312,8 @@ class HFClassifier(TextClassifier):
         self.prefix, self.suffix = list(self.family.prefix), list(self.family.suffix)
         self.filler = int(table.pad_piece)          # the one piece of an empty text when the family adds none
         self.embed = WordPieceEmbedding(hf_model.get_input_embeddings(), table)
-        self.masked = takes_mask(hf_model)          # False: rows of different lengths run apart (never padded)
+        self.takes_mask = takes_mask(hf_model)      # FNet's forward takes none
+        self.masked = self.takes_mask               # False: rows of different lengths run apart (never padded)
         if self.family.pooling == "last":
             self.hf.score.register_forward_hook(_pool_last)
         if self.family.attention == "output" and hook_attention_probs(hf_model):
@@ -341,15 +342,17 @@ class HFClassifier(TextClassifier):
         then to no attention. Fewer is kept (a hybrid's attention layers among its others). Returns how many
         layers of weights the maps have (0: none)."""
         expected = int(getattr(self.hf.config, "num_hidden_layers", 0) or 0)
+        self.attention_heads = 0
         ids, mask = torch.ones(1, 1, dtype=torch.long), torch.ones(1, 1, dtype=torch.bool)      # the [UNK] word
         device = next(self.hf.parameters()).device
-        for source in (self.family.attention, "output"):
+        for source in dict.fromkeys((self.family.attention, "output")):
             if source == "none" or (source == "output" and not _takes_output_attentions(self.hf)):
-                break
+                continue
             self.family = replace(self.family, attention=source)
             with torch.no_grad():
                 _, state, _ = self._run(ids.to(device), mask.to(device), True, None)
             if 0 < len(state.weights) <= max(expected, 1):
+                self.attention_heads = int(state.weights[0].shape[1])    # ConvBERT: half its heads are convolutions
                 return len(state.weights)
         self.family = replace(self.family, attention="none")
         return 0
@@ -369,8 +372,7 @@ class HFClassifier(TextClassifier):
     def interventions(self) -> InterventionSpec:
         if self.family.attention not in ("interface", "hooks"):
             return InterventionSpec()
-        c = self.hf.config
-        return InterventionSpec(heads=int(c.num_attention_heads), layers=int(self.attention_layers))
+        return InterventionSpec(heads=int(self.attention_heads), layers=int(self.attention_layers))
 
     def _special_names(self) -> str:
         return "/".join(dict.fromkeys(self.family.names))
@@ -451,28 +453,43 @@ class HFClassifier(TextClassifier):
                            last=lay.last if self.family.pooling == "last" else None)
         previous = getattr(_CALL, "state", None)
         _CALL.state = state
-        output = record and self.family.attention == "output"
+        output = {"output_attentions": True} if record and self.family.attention == "output" else {}
         try:
             if self.masked:
-                out = self.hf(inputs_embeds=seq, attention_mask=lay.real.long(),
-                              **({"output_attentions": True} if output else {}))
+                out = self.hf(inputs_embeds=seq, attention_mask=lay.real.long(), **output)
                 logits = out.logits                                      # (B, C)
+                if output:
+                    state.weights = [a for a in (out.attentions or ()) if a is not None]
             else:
-                logits = self._unpadded(seq, lay.last + 1)
+                logits = self._unpadded(seq, lay, state, output)
         finally:
             _CALL.state = previous
-        if output:
-            state.weights = [a for a in (out.attentions or ()) if a is not None]
         return logits, state, lay                                        # logits (B, C)
 
-    def _unpadded(self, seq: torch.Tensor, used: torch.Tensor) -> torch.Tensor:
-        """Logits (B, C) of a model that takes no attention mask: the rows of each length run together, unpadded."""
-        parts, order = [], []
+    def _unpadded(self, seq: torch.Tensor, lay: _Layout, state: _CallState, output: dict) -> torch.Tensor:
+        """Logits (B, C) of a model whose padding is not masked (no attention mask, or convolutions that read
+        pads): the rows of each length run together, unpadded; recorded weights are zero-padded back to (B, H, L,
+        L) in the batch's order."""
+        used, L = lay.last + 1, lay.L
+        parts, order, groups = [], [], []
+        full_mask, full_last = state.piece_mask, state.last
         for length in sorted(set(used.tolist())):
             idx = torch.nonzero(used == length).flatten()                # (b,)
-            parts.append(self.hf(inputs_embeds=seq[idx, :length]).logits)   # (b, C)
+            state.piece_mask, state.layer = full_mask[idx, :length], 0
+            state.last = None if full_last is None else full_last[idx]
+            start = len(state.weights)
+            mask = {"attention_mask": state.piece_mask.long()} if self.takes_mask else {}
+            out = self.hf(inputs_embeds=seq[idx, :length], **output, **mask)
+            got = [a for a in (out.attentions or ()) if a is not None] if output else state.weights[start:]
+            del state.weights[start:]
+            groups.append([nn.functional.pad(a, (0, L - length, 0, L - length)) for a in got])  # (b, H, L, L) each
+            parts.append(out.logits)                                     # (b, C)
             order.append(idx)
-        return torch.cat(parts)[torch.argsort(torch.cat(order))]        # (B, C)
+        state.piece_mask, state.last = full_mask, full_last
+        back = torch.argsort(torch.cat(order))                           # (B,)
+        if state.record and groups and groups[0]:
+            state.weights = [torch.cat([g[i] for g in groups])[back] for i in range(len(groups[0]))]
+        return torch.cat(parts)[back]                                    # (B, C)
 
     def _forward(self, token_ids: torch.Tensor, mask: torch.Tensor, probe: Probe):
         record = probe.record and self.family.attention != "none"
