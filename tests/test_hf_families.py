@@ -226,3 +226,12 @@ def test_fine_tune_two_steps_save_and_reload(fam, tmp_path):
         np.testing.assert_allclose(list(a.probabilities.values()), list(b.probabilities.values()), atol=1e-5)
     saved = AutoTokenizer.from_pretrained(tmp_path / "ft")
     assert saved.pad_token is not None and saved.padding_side == "right"
+
+
+def test_clean_words_drop_the_leading_space_and_give_blank_pieces_to_the_next_word():
+    from textcls.models.hf.text import _clean_words
+    text = "the  acting"
+    words, pieces = _clean_words(text, [[0, 3], [3, 4], [4, 11]], [[5], [9], [7, 8]])
+    assert words == ["the", "acting"] and pieces == [[5], [9, 7, 8]]
+    words, pieces = _clean_words("good ", [[0, 4], [4, 5]], [[1], [2]])
+    assert words == ["good"] and pieces == [[1, 2]]
