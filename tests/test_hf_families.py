@@ -86,7 +86,7 @@ def test_piece_attention_is_the_familys_own(fam):
     family, folder, p = fam
     enc = p.encode([TEXTS[3]])
     if ATTENTION[family] == "none":
-        with pytest.raises(ValueError, match="computes no attention weights"):
+        with pytest.raises(ValueError, match="exposes no attention weights"):
             p.model.piece_attention(enc.token_ids, enc.mask)
         return
     got = p.model.piece_attention(enc.token_ids, enc.mask)[0].numpy()      # (layer, head, L, L)
@@ -207,7 +207,7 @@ def test_a_family_without_attention_says_so():
     with tempfile.TemporaryDirectory() as tmp:
         model, tok, labels, _ = load_hf(family_folder(tmp, "fnet"))
     assert model.map_specs() == [] and not model.masked
-    assert model.attention_note.startswith("FNetForSequenceClassification computes no attention weights")
+    assert model.attention_note.startswith("FNetForSequenceClassification exposes no attention weights")
 
 
 def test_fine_tune_two_steps_save_and_reload(fam, tmp_path):

@@ -362,8 +362,8 @@ class HFClassifier(TextClassifier):
         """One line when the family's attention cannot be shown (or edited), else None."""
         name = type(self.hf).__name__
         if self.family.attention == "none":
-            return f"{name} computes no attention weights (its layers mix tokens another way): no attention map; " \
-                   "attributions, faithfulness and every other view work"
+            return f"{name} exposes no attention weights that textcls can read: no attention map; attributions, " \
+                   "faithfulness and every other view work"
         if self.family.attention == "output":
             return f"{name} computes its attention outside transformers' attention interface: its weights are " \
                    "read (output_attentions) but cannot be edited (no head ablation, no uniform or permuted attention)"
