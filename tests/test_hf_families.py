@@ -235,3 +235,20 @@ def test_clean_words_drop_the_leading_space_and_give_blank_pieces_to_the_next_wo
     assert words == ["the", "acting"] and pieces == [[5], [9, 7, 8]]
     words, pieces = _clean_words("good ", [[0, 4], [4, 5]], [[1], [2]])
     assert words == ["good"] and pieces == [[1, 2]]
+
+
+def test_a_family_that_cannot_run_on_embeddings_is_refused_in_one_line(tmp_path, monkeypatch):
+    """Wrapping runs the model once on one word (where its attention comes from, whether padding is masked); a
+    family that fails there (CANINE has no input embeddings, I-BERT's quantised embeddings return tuples) is a
+    CheckpointError of one line naming the class, never a traceback."""
+    from textcls.checkpoint import CheckpointError
+    from textcls.models.hf import model as M
+    folder = family_folder(tmp_path, "bert")
+
+    def fail(self):
+        raise NotImplementedError("`get_input_embeddings` not auto-handled\nsecond line")
+    monkeypatch.setattr(M.HFClassifier, "_settle_attention", fail)
+    with pytest.raises(CheckpointError, match="BertForSequenceClassification: textcls cannot run it word by word") \
+            as e:
+        textcls.load_checkpoint(folder)
+    assert "\n" not in str(e.value)

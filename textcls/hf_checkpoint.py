@@ -256,7 +256,11 @@ def _wrap(hf_model, hf_tok, labels, max_len: int | None, info: dict):
                       num_labels=len(labels), num_layers=int(getattr(c, "num_hidden_layers", 0) or 0),
                       num_heads=int(getattr(c, "num_attention_heads", 0) or 0), max_len=max_len,
                       vocab_size=int(getattr(c, "vocab_size", 0) or 0))
-    model = HFClassifier(hf_model, table, config, family).eval()
+    try:                                   # the wrapper runs the model on one word (where its attention comes from)
+        model = HFClassifier(hf_model, table, config, family).eval()
+    except Exception as e:  # noqa: BLE001 - a family textcls cannot run on embeddings: one line, not a traceback
+        raise HFError(f"{type(hf_model).__name__}: textcls cannot run it word by word ({type(e).__name__}: "
+                      f"{(str(e).splitlines() or [''])[0][:200]})") from None
     return model, HFWordTokenizer(hf_tok, table, max_len, family.specials), labels
 
 
