@@ -31,7 +31,7 @@ SIZES = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key
              max_position_embeddings=64, head_dim=8, embedding_size=32)
 
 
-def build(root: Path, model_type: str) -> Path:
+def build(root: Path, model_type: str, init: float = 0.2) -> Path:
     """A save_pretrained folder of a tiny random `model_type` classifier with a tokenizer trained here."""
     import torch
     import transformers
@@ -50,7 +50,7 @@ def build(root: Path, model_type: str) -> Path:
                                                 **{f"{k}_token": v for k, v in specials.items() if v})
     ids = {"pad_token_id": tid("[PAD]") if not causal else tid(specials["eos"])}
     ids.update({"bos_token_id": tid(specials.get("bos") or "[CLS]"), "eos_token_id": tid(specials.get("eos") or "[SEP]")})
-    config = transformers.AutoConfig.for_model(model_type, vocab_size=tok.get_vocab_size(), initializer_range=0.2,
+    config = transformers.AutoConfig.for_model(model_type, vocab_size=tok.get_vocab_size(), initializer_range=init,
                                                num_labels=2, **SIZES, **ids)
     torch.manual_seed(0)
     model = transformers.AutoModelForSequenceClassification.from_config(config).eval()
@@ -106,6 +106,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--families", default="", help="comma-separated model types (default: every one)")
     ap.add_argument("--json", default="", help="also write the rows as JSON here")
+    ap.add_argument("--init", type=float, default=0.2, help="initializer_range of the random weights")
     ap.add_argument("--timeout", type=int, default=60, help="seconds one family may take (then: timed out)")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
@@ -125,7 +126,7 @@ def main(argv=None) -> int:
             row = {"family": t}
             signal.alarm(args.timeout)
             try:
-                folder = build(Path(tmp), t)
+                folder = build(Path(tmp), t, args.init)
             except Exception as e:  # noqa: BLE001
                 row["status"] = f"not built from a generic tiny config: {type(e).__name__}: " + \
                     (str(e).splitlines() or [""])[0][:120]

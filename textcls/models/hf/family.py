@@ -23,6 +23,8 @@ import inspect
 from dataclasses import dataclass
 
 POOLINGS = ("first", "last", "mean")
+# families whose embedding layer does something only from input ids, which the word-level wrapper never passes
+EMBEDDING_FROM_IDS = {"esm": "ESM rescales its embeddings by the share of masked tokens, computed from the input ids"}
 POOLED_TEXT = {"first": "the first position ({piece}), which the classification head reads",
                "last": "the last real piece, which a decoder's classification head reads",
                "mean": "the mean of every real position's row (the head pools the mean)"}
@@ -93,6 +95,9 @@ def family_of(hf_model, hf_tokenizer) -> Family:
     decoder head that is not a per-position `score` layer)."""
     c = hf_model.config
     model_type = str(getattr(c, "model_type", ""))
+    if model_type in EMBEDDING_FROM_IDS:
+        raise ValueError(f"{type(hf_model).__name__}: {EMBEDDING_FROM_IDS[model_type]}; textcls runs a model on its "
+                         "word pieces' embeddings, so its probabilities would differ from the model's own - refused")
     if getattr(c, "is_encoder_decoder", False):
         raise ValueError(f"{type(hf_model).__name__} is an encoder-decoder; textcls wraps encoders and decoders "
                          "with a sequence-classification head")

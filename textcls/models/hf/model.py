@@ -338,8 +338,9 @@ class HFClassifier(TextClassifier):
 
     def _settle_attention(self) -> int:
         """Check on a one-word text where the weights come from: a source that records more weights than the
-        model has layers (differential attention: two softmaxes a layer) or none falls back to output_attentions,
-        then to no attention. Fewer is kept (a hybrid's attention layers among its others). Returns how many
+        model has layers (differential attention: two softmaxes a layer), none, or weights that are not one
+        (B, H, L, L) square per layer (YOSO's hashed attention) falls back to output_attentions, then to no
+        attention. Fewer is kept (a hybrid's attention layers among its others). Returns how many
         layers of weights the maps have (0: none)."""
         expected = int(getattr(self.hf.config, "num_hidden_layers", 0) or 0)
         self.attention_heads = 0
@@ -351,7 +352,9 @@ class HFClassifier(TextClassifier):
             self.family = replace(self.family, attention=source)
             with torch.no_grad():
                 _, state, _ = self._run(ids.to(device), mask.to(device), True, None)
-            if 0 < len(state.weights) <= max(expected, 1):
+            L = state.piece_mask.shape[1]
+            square = all(w.dim() == 4 and w.shape[-2:] == (L, L) for w in state.weights)   # (1, H, L, L) each
+            if square and 0 < len(state.weights) <= max(expected, 1):
                 self.attention_heads = int(state.weights[0].shape[1])    # ConvBERT: half its heads are convolutions
                 return len(state.weights)
         self.family = replace(self.family, attention="none")
