@@ -4,6 +4,7 @@ tokenizer trained on the spot (`tests/hf_toys.py`), saved with save_pretrained, 
 `textcls.load_checkpoint(folder).predict([text], return_maps=True)`. Offline.
 
     .venv/bin/python scripts/hf_family_table.py [--families gpt2,llama] [--json out.json] > table.md
+    .venv/bin/python scripts/hf_family_table.py --from-json out.json        # the table again, nothing rerun
 
 Per family, one row: whether it opens; where its attention is read (interface / hooks / output / none); the pooled
 position; causal or not; and the checks: the probabilities equal transformers' own on the tokenizer's pieces, a
@@ -102,13 +103,40 @@ def check(folder: Path) -> dict:
     return row
 
 
+CHECKS = ("same_as_hf", "padding", "eager_match", "rows_sum_to_1", "clean_words")
+
+
+def markdown(rows: list[dict]) -> str:
+    """The table of the families that open, then one line per family refused or not built (docs/your_model.md)."""
+    out = ["| family | class | attention read | pooled position | causal | special pieces | checks |",
+           "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if not r["status"].startswith("opens"):
+            continue
+        failed = [c for c in CHECKS if r.get(c) not in (True, None)]
+        checks = "all pass" if not failed else "failed: " + ", ".join(
+            f"{c} ({r[c]})" if isinstance(r[c], str) else c for c in failed)
+        out.append(f"| {r['family']} | {r['class']} | {r['attention']} | {r['pooled']} | "
+                   f"{'yes' if r['causal'] else 'no'} | {r['specials']} | {checks} |")
+    for kind in ("refused or failed", "not built from a generic tiny config"):
+        names = [r for r in rows if r["status"].startswith(kind)]
+        if names:
+            out += ["", f"{kind[0].upper() + kind[1:]} ({len(names)}):", ""]
+            out += [f"- {r['family']}: {r['status'][len(kind) + 2:]}" for r in names]
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--families", default="", help="comma-separated model types (default: every one)")
     ap.add_argument("--json", default="", help="also write the rows as JSON here")
     ap.add_argument("--init", type=float, default=0.2, help="initializer_range of the random weights")
+    ap.add_argument("--from-json", default="", help="only print the table of rows written before with --json")
     ap.add_argument("--timeout", type=int, default=60, help="seconds one family may take (then: timed out)")
     args = ap.parse_args(argv)
+    if args.from_json:
+        print(markdown(json.loads(Path(args.from_json).read_text(encoding="utf-8"))))
+        return 0
     warnings.filterwarnings("ignore")
     from transformers.models.auto.modeling_auto import MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES as S
     from transformers.utils import logging as hf_logging
@@ -145,12 +173,7 @@ def main(argv=None) -> int:
             row["seconds"] = round(time.time() - t0, 1)
             rows.append(row)
             print(f"{t}: {row['status']}", file=sys.stderr)
-    cols = ["family", "class", "status", "attention", "pooled", "causal", "specials", "same_as_hf", "padding",
-            "eager_match", "rows_sum_to_1", "clean_words"]
-    print("| " + " | ".join(cols) + " |")
-    print("|" + "---|" * len(cols))
-    for r in rows:
-        print("| " + " | ".join(str(r.get(c, "")) for c in cols) + " |")
+    print(markdown(rows))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")
     return 0
