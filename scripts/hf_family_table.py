@@ -50,7 +50,8 @@ def build(root: Path, model_type: str, init: float = 0.2) -> Path:
     fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok,
                                                 **{f"{k}_token": v for k, v in specials.items() if v})
     ids = {"pad_token_id": tid("[PAD]") if not causal else tid(specials["eos"])}
-    ids.update({"bos_token_id": tid(specials.get("bos") or "[CLS]"), "eos_token_id": tid(specials.get("eos") or "[SEP]")})
+    ids.update({"bos_token_id": tid(specials.get("bos") or "[CLS]"),
+                "eos_token_id": tid(specials.get("eos") or "[SEP]")})
     config = transformers.AutoConfig.for_model(model_type, vocab_size=tok.get_vocab_size(), initializer_range=init,
                                                num_labels=2, **SIZES, **ids)
     torch.manual_seed(0)

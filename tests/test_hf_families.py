@@ -18,7 +18,8 @@ import textcls  # noqa: E402
 TEXTS = ["This movie wasn't acting unbelievable, really good!", "bad", "", "the plot is dull and the acting awful ."]
 DECODERS = {"gpt2", "qwen2", "llama", "mistral", "gemma", "gemma2", "phi"}
 POOLING = {f: "last" if f in DECODERS else "mean" if f == "modernbert" else "first" for f in FAMILIES}
-ATTENTION = {f: "hooks" if f in ("deberta-v2", "convbert") else "none" if f == "fnet" else "interface" for f in FAMILIES}
+ATTENTION = {f: "hooks" if f in ("deberta-v2", "convbert") else "none" if f == "fnet" else "interface"
+             for f in FAMILIES}
 
 
 @pytest.fixture(scope="module", params=list(FAMILIES))
@@ -114,7 +115,8 @@ def test_maps_rows_sum_to_one_and_the_pooled_row_is_what_the_head_reads(fam):
     name = _pooled_name(family)
     for pred in p.predict(TEXTS, return_maps=True):
         n = len(pred.tokens)
-        assert set(pred.maps) >= {"attention", name} and (name == "cls_attention") == ("pooled_attention" not in pred.maps)
+        assert set(pred.maps) >= {"attention", name}
+        assert (name == "cls_attention") == ("pooled_attention" not in pred.maps)
         if n:
             np.testing.assert_allclose(pred.maps["attention"].sum(-1), 1.0, atol=1e-5)
             np.testing.assert_allclose(pred.maps[name].sum(-1), 1.0, atol=1e-5)

@@ -89,6 +89,17 @@ def takes_mask(hf_model) -> bool:
     return "attention_mask" in params
 
 
+def decoder_head(hf_model):
+    """The per-position linear layer whose output a decoder's head pools at the last token: `score` (GPT-2,
+    Llama, ...) or `classifier` (CTRL, ModernBERT-decoder); None if there is neither."""
+    import torch.nn as nn
+    for name in ("score", "classifier"):
+        head = getattr(hf_model, name, None)
+        if isinstance(head, nn.Linear):
+            return head
+    return None
+
+
 def family_of(hf_model, hf_tokenizer) -> Family:
     """The Family of a loaded `...ForSequenceClassification` and its tokenizer (call `prepare` first).
     ValueError with one line for a family textcls cannot lay out (an encoder without [CLS]/[SEP] pieces, a
@@ -112,10 +123,9 @@ def family_of(hf_model, hf_tokenizer) -> Family:
         prefix, suffix = (int(cls),), (int(sep),)
     if causal:
         pooling = "last"
-        head = getattr(hf_model, "score", None)
-        if head is None or not callable(head):
-            raise ValueError(f"{type(hf_model).__name__}: a decoder whose head is not a per-position 'score' "
-                             "layer; textcls cannot find the last real piece it pools")
+        if decoder_head(hf_model) is None:
+            raise ValueError(f"{type(hf_model).__name__}: a decoder whose head is not a per-position linear layer "
+                             "('score' or 'classifier'); textcls cannot find the last real piece it pools")
     elif str(getattr(c, "classifier_pooling", "cls")) == "mean":
         pooling = "mean"
     else:
@@ -141,4 +151,4 @@ def prepare(hf_model, hf_tokenizer) -> None:
             cfg.pad_token_id = hf_tokenizer.pad_token_id if hf_tokenizer.pad_token_id is not None else 0
 
 
-__all__ = ["Family", "POOLINGS", "family_of", "prepare", "takes_mask"]
+__all__ = ["Family", "POOLINGS", "decoder_head", "family_of", "prepare", "takes_mask"]

@@ -30,8 +30,8 @@ causal attention, where attention is read) is a `textcls.models.hf.family.Family
   recorded and edited by a forward pre-hook on its attention-probability dropout ("hooks"); failing that, read
   through `output_attentions` (not editable); one without attention weights has no attention maps
   (`attention_note` says so).
-- Decoders: the head of a decoder reads position -1 when given embeddings; a forward hook on its `score` layer
-  puts each row's last real piece there, so right padding never changes a text's logits.
+- Decoders: the head of a decoder reads position -1 when given embeddings; a forward hook on its `score` (or
+  `classifier`) layer puts each row's last real piece there, so right padding never changes a text's logits.
 - Edits (interventions): an edit of "attention" acts on the piece attention weights (B, head, L, L) of each
   layer, with the pieces' mask: a head ablation zeroes the head; uniform / permuted rows act over the real
   pieces (specials included). A family read through `output_attentions` refuses edits with one line.
@@ -62,7 +62,7 @@ class HFConfig:
     num_labels: int = 2
     num_layers: int = 0
     num_heads: int = 0
-    max_len: int = param(512, "the most word pieces one text gives the model, its special pieces ([CLS], [SEP]) included")
+    max_len: int = param(512, "the most word pieces one text gives the model, its special pieces included")
     pad_id: int = 0                   # the pad WORD id (WordTable)
     vocab_size: int = 0               # the word-piece vocabulary
     extra: dict = field(default_factory=dict)
@@ -245,8 +245,9 @@ def _takes_output_attentions(hf_model: nn.Module) -> bool:
 
 
 def _pool_last(module, inputs, output):
-    """Forward hook on a decoder's `score` layer: the head reads position -1 when it is given embeddings (it cannot
-    see pad ids), so each row's last REAL piece's logits are put there (right padding stays right)."""
+    """Forward hook on a decoder's `score` (or `classifier`) layer: the head reads position -1 when it is given
+    embeddings (it cannot see pad ids), so each row's last REAL piece's logits are put there (right padding stays
+    right)."""
     state = getattr(_CALL, "state", None)
     last = getattr(state, "last", None)
     if last is None or output.dim() != 3 or output.shape[1] != state.piece_mask.shape[1]:
@@ -304,7 +305,7 @@ class HFClassifier(TextClassifier):
     registry_name = "hf"
 
     def __init__(self, hf_model: nn.Module, table: WordTable, config: HFConfig, family=None):
-        from textcls.models.hf.family import Family, takes_mask
+        from textcls.models.hf.family import Family, decoder_head, takes_mask
         super().__init__(config)
         self.hf = hf_model
         self.table = table
@@ -315,7 +316,7 @@ class HFClassifier(TextClassifier):
         self.takes_mask = takes_mask(hf_model)      # FNet's forward takes none
         self.masked = self.takes_mask               # False: rows of different lengths run apart (never padded)
         if self.family.pooling == "last":
-            self.hf.score.register_forward_hook(_pool_last)
+            decoder_head(hf_model).register_forward_hook(_pool_last)
         if self.family.attention == "output" and hook_attention_probs(hf_model):
             self.family = replace(self.family, attention="hooks")
         was = self.hf.training
