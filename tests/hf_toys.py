@@ -83,6 +83,8 @@ FAMILIES: dict[str, tuple[str, dict, str, dict, str]] = {
     "gemma": ("GemmaConfig", dict(_GQA, head_dim=8), "unigram", _LLAMA_SPECIALS, "bos"),
     "gemma2": ("Gemma2Config", dict(_GQA, head_dim=8, attn_logit_softcapping=2.0, sliding_window=4), "unigram",
                _LLAMA_SPECIALS, "bos"),                                        # soft-capped attention logits
+    "modernbert-decoder": ("ModernBertDecoderConfig", dict(_S, local_attention=4), "bytelevel", _DECODER_SPECIALS,
+                           "none"),                                   # its head is 'classifier', not 'score'
     "phi": ("PhiConfig", dict(_S, partial_rotary_factor=0.5), "bytelevel", _DECODER_SPECIALS, "none"),
     "convbert": ("ConvBertConfig", dict(_S, embedding_size=32), "wordpiece", _BERT_SPECIALS, "cls"),  # pads read
     "fnet": ("FNetConfig", dict(hidden_size=32, num_hidden_layers=2, intermediate_size=64, max_position_embeddings=64,
@@ -146,6 +148,9 @@ def family_folder(root: str | Path, family: str, labels=("negative", "positive")
         for k, v in (("cls", "cls"), ("sep", "sep"), ("bos", "cls"), ("eos", "sep")):
             cfg_kwargs.setdefault(f"{k}_token_id", tid(specials[v]))
     config = getattr(transformers, cls_name)(**cfg_kwargs)
+    for k in ("pad", "bos", "eos"):              # a default id of the real vocabulary (ModernBERT-decoder's 50283)
+        if (getattr(config, f"{k}_token_id", None) or 0) >= tok.get_vocab_size():
+            setattr(config, f"{k}_token_id", tid(specials.get("eos") or specials.get("sep")))
     torch.manual_seed(seed)
     model = transformers.AutoModelForSequenceClassification.from_config(config)
     from transformers.utils import logging as hf_logging

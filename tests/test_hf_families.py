@@ -16,7 +16,7 @@ from hf_toys import FAMILIES, family_folder  # noqa: E402
 import textcls  # noqa: E402
 
 TEXTS = ["This movie wasn't acting unbelievable, really good!", "bad", "", "the plot is dull and the acting awful ."]
-DECODERS = {"gpt2", "qwen2", "llama", "mistral", "gemma", "gemma2", "phi"}
+DECODERS = {"gpt2", "qwen2", "llama", "mistral", "gemma", "gemma2", "phi", "modernbert-decoder"}
 POOLING = {f: "last" if f in DECODERS else "mean" if f == "modernbert" else "first" for f in FAMILIES}
 ATTENTION = {f: "hooks" if f in ("deberta-v2", "convbert") else "none" if f == "fnet" else "interface"
              for f in FAMILIES}
@@ -37,7 +37,7 @@ def test_the_family_is_read_from_the_model_and_its_tokenizer(fam):
     f = p.model.family
     assert (f.pooling, f.causal, f.attention) == (POOLING[family], family in DECODERS, ATTENTION[family])
     assert f.pooled_map == _pooled_name(family)
-    if family in ("gpt2", "qwen2", "phi"):
+    if family in ("gpt2", "qwen2", "phi", "modernbert-decoder"):
         assert f.specials == 0                      # the text's pieces only, as their tokenizers lay them out
     if family in ("llama", "mistral", "gemma", "gemma2"):
         assert f.names == ("<s>",)                  # a beginning-of-text piece, nothing after
