@@ -262,3 +262,16 @@ def test_a_family_that_cannot_run_on_embeddings_is_refused_in_one_line(tmp_path,
             as e:
         textcls.load_checkpoint(folder)
     assert "\n" not in str(e.value)
+
+
+def test_the_models_own_importance_reads_the_pooled_row(fam):
+    """Compare's shading, the own-attention faithfulness and the verdicts read one map per model
+    (textcls.interpret.importance): for every family with attention it is the row of what the head reads."""
+    from textcls.interpret.importance import plan
+    family, _, p = fam
+    specs = {s.name: s for s in p.model.map_specs()}
+    if ATTENTION[family] == "none":
+        with pytest.raises(ValueError, match="exposes no attention"):
+            plan(specs, model=family)
+        return
+    assert plan(specs, model=family) == ("pooled", f"'{_pooled_name(family)}', mean over heads, last layer")
