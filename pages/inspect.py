@@ -152,6 +152,11 @@ def render(slot: int, info, pred, r, specs) -> None:
     short_text = length_note(info, len(text.split()), valid)
     if short_text:
         st.info(w.md_escape(short_text), icon=":material/short_text:")
+    note = getattr(pred.model, "attention_note", None)       # a Hugging Face family without (editable) attention
+    if note:
+        st.info(w.md_escape(note))
+        if not specs:
+            return
     if not r.tokens:
         st.info("This model read no tokens from the text; nothing to draw.")
         return

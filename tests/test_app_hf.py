@@ -68,7 +68,7 @@ def test_inspect_draws_layer_and_head_attention_with_the_rule(app, ckpts):
     at.text_area(key="insp_text").input("the food was unbelievable").run()
     assert not at.exception, [e.value for e in at.exception]
     text = page_text(at, unescape=True)
-    assert "hf:BertForSequenceClassification" in text
+    assert "BERT (Hugging Face)" in text and "hf:Bert" not in text          # the architecture in words
     views = [s for s in at.selectbox if s.key and s.key.startswith("insp_view_")]
     assert views and views[0].value == "TR-ATT"                          # layer x head, head view, all-heads grid
     assert "a key word sums its pieces' weights" in text                # the aggregation rule is stated

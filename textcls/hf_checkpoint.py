@@ -243,19 +243,25 @@ def _wrap(hf_model, hf_tok, labels, max_len: int | None, info: dict):
     if getattr(c, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
         limit -= 2                                                 # RoBERTa's positions start after the pad index
     max_len = min(int(max_len or limit), limit)
+    from textcls.models.hf.family import family_of, prepare
+    prepare(hf_model, hf_tok)                                      # a decoder's missing pad token, right padding
+    try:
+        family = family_of(hf_model, hf_tok)
+    except ValueError as e:
+        raise HFError(str(e)) from None
     pad = hf_tok.pad_token_id if hf_tok.pad_token_id is not None else 0
     unk = hf_tok.unk_token_id if hf_tok.unk_token_id is not None else pad
-    cls = hf_tok.cls_token_id if hf_tok.cls_token_id is not None else hf_tok.bos_token_id
-    sep = hf_tok.sep_token_id if hf_tok.sep_token_id is not None else hf_tok.eos_token_id
-    if cls is None or sep is None:
-        raise HFError("the tokenizer has no [CLS]/[SEP] (or <s>/</s>) token; textcls wraps encoders that have them")
     table = WordTable(pad, unk)
     config = HFConfig(architecture=type(hf_model).__name__, model_type=str(getattr(c, "model_type", "")),
                       num_labels=len(labels), num_layers=int(getattr(c, "num_hidden_layers", 0) or 0),
                       num_heads=int(getattr(c, "num_attention_heads", 0) or 0), max_len=max_len,
                       vocab_size=int(getattr(c, "vocab_size", 0) or 0))
-    model = HFClassifier(hf_model, table, config, cls, sep).eval()
-    return model, HFWordTokenizer(hf_tok, table, max_len), labels
+    try:                                   # the wrapper runs the model on one word (where its attention comes from)
+        model = HFClassifier(hf_model, table, config, family).eval()
+    except Exception as e:  # noqa: BLE001 - a family textcls cannot run on embeddings: one line, not a traceback
+        raise HFError(f"{type(hf_model).__name__}: textcls cannot run it word by word ({type(e).__name__}: "
+                      f"{(str(e).splitlines() or [''])[0][:200]})") from None
+    return model, HFWordTokenizer(hf_tok, table, max_len, family.specials), labels
 
 
 def _from_config_dict(hf_cfg: dict):

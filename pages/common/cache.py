@@ -420,7 +420,8 @@ def piece_attention(path: str | Path, text: str):
 def _piece_view(path: str, mtime: float, text: str, title: str, opts_key, _opts: dict):
     from textcls import viz
     pa = _pieces(path, mtime, text)
-    return viz.piece_figures(pa.pieces, pa.attention, title=title, opts=dict(_opts))
+    return viz.piece_figures(pa.pieces, pa.attention, title=title, opts=dict(_opts),
+                             pooled=(pa.pooled_rows, pa.pooled, pa.causal))
 
 
 def piece_figures(path: str | Path, text: str, *, title: str, opts: dict):

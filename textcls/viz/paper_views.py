@@ -213,7 +213,7 @@ def _tr_specs(specs):
     att = find_spec(specs, axes=("layer", "head", "query_token", "key_token"), kind="attention",
                     names=("attention",))
     cls = find_spec(specs, axes=("layer", "head", "key_token"), kind="attention",
-                    names=("cls_attention", "decoder_attention"))
+                    names=("cls_attention", "decoder_attention", "pooled_attention"))
     return att, cls
 
 
@@ -266,7 +266,8 @@ def _tr_att(vi: ViewInput) -> list[FigureOut]:
         s = slice_map(flat, spec, vi.tokens, window=vi.window)
         s.row_labels = [f"L{i // C.shape[1] + 1} H{i % C.shape[1] + 1}" for i in range(flat.shape[0])]
         s.row_axis = "layer·head"
-        what = "the classification token" if cls.name == "cls_attention" else "the decoder query"
+        what = {"cls_attention": "the classification token", "decoder_attention": "the decoder query"}.get(
+            cls.name, "the pooled position")
         fig = heatmap_from_slice(s, spec, title=f"{vi.title} · what {what} attends to, per layer and head")
         out.append(FigureOut(f"{vi.model}_tr-cls", "cls row", fig, slice_table(s), caption=cls.description))
     return out

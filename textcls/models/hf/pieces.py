@@ -3,7 +3,8 @@ over them, next to the word view every page shows (`textcls.models.hf.model` agg
 
 `piece_attention_of(predictor, text)` encodes the text with the checkpoint's own word tokenizer (truncation
 included), takes each word's pieces from the model's word table - exactly the ids the forward lays out as
-[CLS] pieces... [SEP] - and returns them as strings ("un", "##believ", "##able") with the (layer, head, L, L)
+the template's special pieces around them ([CLS] pieces... [SEP], <s> pieces..., or the pieces alone) - and
+returns them as strings ("un", "##believ", "##able") with the (layer, head, L, L)
 piece attention. `piece_window` maps the page's word window onto the pieces of the same words, and
 `WORD_RULE` states, in words, what the word view makes of these weights.
 """
@@ -14,11 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 
 WORD_RULE = ("The word view aggregates these weights: a key word's weight is the sum of its pieces' columns; a "
-             "query word's row is the mean of its pieces' rows (taken before [CLS]/[SEP] are left out); the "
-             "[CLS] and [SEP] columns are then left out and the row renormalised to sum to 1, so each piece "
-             "counts in proportion to the weight it gave to real pieces. The [CLS] and [SEP] rows are not word "
-             "rows (the [CLS] row is the word view's classification-token row); what went to [CLS]/[SEP] is the "
-             "map special_share. A word longer than 8 pieces keeps its first 8.")
+             "query word's row is the mean of its pieces' rows (taken before the special pieces - [CLS]/[SEP], "
+             "<s>/</s> - are left out); the special columns are then left out and the row renormalised to sum to "
+             "1, so each piece counts in proportion to the weight it gave to real pieces. The special rows are "
+             "not word rows; what went to them is the map special_share. What the classifier reads is the row "
+             "of the position its head pools ([CLS] for an encoder, the last real piece for a decoder, the mean "
+             "of the rows for mean pooling). A word longer than 8 pieces keeps its first 8.")
 
 
 @dataclass
@@ -33,6 +35,9 @@ class PieceAttention:
     attention: np.ndarray
     truncated: bool
     max_len: int
+    pooled_rows: tuple[int, ...] = (0,)   # the pieces whose rows (their mean) are what the classifier reads
+    pooled: str = "the first position ([CLS]), which the classification head reads"
+    causal: bool = False                  # a decoder: each piece attends only to itself and the pieces before it
 
     def spans(self) -> list[tuple[int, int]]:
         """Per word, the positions lo..hi (hi excluded) of its pieces in `pieces`."""
@@ -48,9 +53,12 @@ class PieceAttention:
 
 
 def has_word_pieces(predictor) -> bool:
-    """Whether the checkpoint's model reads word pieces that `piece_attention_of` can show (a Hugging Face encoder)."""
+    """Whether the checkpoint's model reads word pieces whose attention `piece_attention_of` can show (a Hugging
+    Face model whose family computes attention weights)."""
+    family = getattr(predictor.model, "family", None)
     return callable(getattr(predictor.model, "piece_attention", None)) and hasattr(predictor.model, "table") \
-        and hasattr(getattr(predictor.tokenizer, "hf", None), "convert_ids_to_tokens")
+        and hasattr(getattr(predictor.tokenizer, "hf", None), "convert_ids_to_tokens") \
+        and getattr(family, "attention", "none") != "none"
 
 
 def piece_attention_of(predictor, text: str) -> PieceAttention:
@@ -62,20 +70,26 @@ def piece_attention_of(predictor, text: str) -> PieceAttention:
     enc = predictor.encode([text])
     n = int(enc.mask[0].sum())
     word_ids = enc.token_ids[0, :n].tolist()
-    pieces = [hf.convert_ids_to_tokens([model.cls_id])[0]]
-    owner = [-1]
+    pieces = list(hf.convert_ids_to_tokens(model.prefix)) if model.prefix else []
+    owner = [-1] * len(pieces)
     for w, wid in enumerate(word_ids):
         ids = list(model.table.pieces(wid))
         pieces += hf.convert_ids_to_tokens(ids)
         owner += [w] * len(ids)
-    pieces.append(hf.convert_ids_to_tokens([model.sep_id])[0])
-    owner.append(-1)
+    if model.suffix:
+        pieces += hf.convert_ids_to_tokens(model.suffix)
+        owner += [-1] * len(model.suffix)
+    if not pieces:                                                       # an empty text: the one filler piece
+        pieces, owner = hf.convert_ids_to_tokens([model.filler]), [-1]
     device = next(model.parameters()).device
     a = model.piece_attention(enc.token_ids.to(device), enc.mask.to(device))[0]     # (layer, head, L', L')
     L = len(pieces)
     att = a[:, :, :L, :L].float().cpu().numpy()                          # (layer, head, L, L)
     truncated = bool(enc.truncated[0]) if getattr(enc, "truncated", None) else False
-    return PieceAttention(list(enc.tokens[0]), pieces, owner, att, truncated, int(model.config.max_len))
+    family = model.family
+    rows = {"first": (0,), "last": (L - 1,), "mean": tuple(range(L))}[family.pooling]
+    return PieceAttention(list(enc.tokens[0]), pieces, owner, att, truncated, int(model.config.max_len), rows,
+                          family.pooled, family.causal)
 
 
 def piece_window(pa: PieceAttention, word_window: tuple[int, int] | None) -> tuple[int, int] | None:
@@ -96,7 +110,8 @@ def piece_window(pa: PieceAttention, word_window: tuple[int, int] | None) -> tup
 def shown_note(pa: PieceAttention, window: tuple[int, int] | None, max_tokens: int) -> str:
     """One sentence saying which pieces the figures show (the text cut to the position table, a window)."""
     L = len(pa.pieces)
-    parts = [f"{L} pieces, [CLS] and [SEP] included"]
+    specials = list(dict.fromkeys(p for p, o in zip(pa.pieces, pa.owner) if o < 0))
+    parts = [f"{L} pieces" + (f", {' and '.join(specials)} included" if specials else "")]
     if pa.truncated:
         parts.append(f"the text was cut to the model's {pa.max_len} positions: only these pieces were read")
     lo, size = window if window is not None else (0, L)

@@ -5,7 +5,11 @@
 so `don't` is `don`, `'`, `t`), each word cut into its word pieces by the tokenizer's model, and each word's
 piece sequence becomes one id of the `WordTable`. `Encoded.tokens` are the words as written in the text.
 
-Long texts are TRUNCATED (never windowed): whole words are kept while their pieces, plus [CLS] and [SEP], fit in
+Words are clean: the leading space that byte-level BPE (GPT-2, RoBERTa, ModernBERT) and sentencepiece (ALBERT,
+XLM-R, DeBERTa-v3) tokenizers keep in a word's offsets is dropped, and a word is never shown as its pieces
+(no `##`, `Ġ` or `▁`).
+
+Long texts are TRUNCATED (never windowed): whole words are kept while their pieces, plus the special pieces, fit in
 `max_len` (at most the model's position table); `truncated[i]` says a text was cut (the pages show it). A first
 word longer than that budget keeps its first pieces.
 """
@@ -65,10 +69,30 @@ class WordVocab:
         return self._itos[:n]
 
 
+def _clean_words(text: str, spans: list[list[int]], pieces: list[list[int]]) -> tuple[list[str], list[list[int]]]:
+    """Each word as written, without the space a byte-level or sentencepiece tokenizer keeps in front of it (its
+    offsets cover ' acting'); a word that is only spaces gives its pieces to the next word (the last: to the one
+    before it)."""
+    words: list[str] = []
+    kept: list[list[int]] = []
+    carry: list[int] = []
+    for (a, b), p in zip(spans, pieces):
+        w = text[a:b].strip()
+        if not w:
+            carry += p
+            continue
+        words.append(w)
+        kept.append(carry + p)
+        carry = []
+    if carry and kept:
+        kept[-1] += carry
+    return words, kept
+
+
 class HFWordTokenizer:
     """texts -> `Encoded` of word ids (see the module docstring)."""
 
-    def __init__(self, hf_tokenizer, table: WordTable, max_len: int = 512):
+    def __init__(self, hf_tokenizer, table: WordTable, max_len: int = 512, specials: int = 2):
         if not getattr(hf_tokenizer, "is_fast", False):
             raise ValueError("the tokenizer is not a fast (Rust) tokenizer; textcls needs its word boundaries")
         self.hf = hf_tokenizer
@@ -76,10 +100,11 @@ class HFWordTokenizer:
         self.config = HFTokenizerConfig(max_len=int(max_len),
                                         lowercase=bool(getattr(hf_tokenizer, "do_lower_case", False)))
         self.vocab = WordVocab(table, hf_tokenizer)
+        self.specials = int(specials)                     # the special pieces the model adds ([CLS] and [SEP]: 2)
 
     @property
     def budget(self) -> int:
-        return max(1, self.config.max_len - 2)            # [CLS] and [SEP]
+        return max(1, self.config.max_len - self.specials)
 
     def words(self, text: str) -> tuple[list[str], list[tuple[int, ...]], bool]:
         return self.split([text])[0]
@@ -95,21 +120,20 @@ class HFWordTokenizer:
         out = []
         for i, text in enumerate(cleaned):
             enc = batch.encodings[i]
-            words: list[str] = []
+            spans: list[list[int]] = []
             pieces: list[list[int]] = []
             last = None
             for pid, wid, (a, b) in zip(enc.ids, enc.word_ids, enc.offsets):
                 if wid is None:
                     continue
                 if wid != last:
-                    words.append(text[a:b])
+                    spans.append([a, b])
                     pieces.append([pid])
-                    spans = [a, b]
                     last = wid
                 else:
                     pieces[-1].append(pid)
-                    spans[1] = b
-                    words[-1] = text[spans[0]:spans[1]]
+                    spans[-1][1] = b
+            words, pieces = _clean_words(text, spans, pieces)
             pieces = [p[:MAX_PIECES_PER_WORD] for p in pieces]
             truncated = cut[i]
             if truncated and words:                       # the cut may have split the last word
