@@ -52,8 +52,8 @@ CONFIG_BOUNDS = {"num_hidden_layers": 64, "num_attention_heads": 128, "hidden_si
                  "intermediate_size": 32_768, "max_position_embeddings": 16_384, "vocab_size": 2_000_000,
                  "type_vocab_size": 1_024, "num_labels": 1_000}
 MAX_GROWTH = 16                           # how many times a tokenizer's normaliser may lengthen a text
-PROBE_MEMORY = 1_500 * 2**20              # the tokenizer probe's address space
-PROBE_SECONDS = 30
+PROBE_MEMORY = 1_024 * 2**20              # the tokenizer probe's address space (MiniLM's needs under 384 MB)
+PROBE_SECONDS = 20
 PROBE_TEXT = ("A good film, not a bad one! 12,345.67 % $ & @ #tags <b>html</b> don't \"quotes\" (x) [y] {z} "
               "café naïve Straße ÆØÅ ß œ ﬁ ½ ² Ωμ Привет мир नमस्ते 中文字符 日本語 한국어 مرحبا שלום "
               "😀👍🏽 ｆｕｌｌ ｗｉｄｔｈ ℌ ℍ ™ © ® … – — ‘’ “” \u00a0\u2009\u200b\u0301e\u0308 \t end. ") * 4
@@ -423,7 +423,7 @@ cap = int(sys.argv[2])
 resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 from tokenizers import Tokenizer
 tok = Tokenizer.from_file(sys.argv[1])
-text = sys.stdin.read()
+text = sys.stdin.buffer.read().decode("utf-8")
 norm = tok.normalizer.normalize_str(text) if tok.normalizer is not None else text
 enc = tok.encode(text, add_special_tokens=False)
 print(json.dumps({"normalized": len(norm), "pieces": len(enc.ids)}))
@@ -433,10 +433,11 @@ print(json.dumps({"normalized": len(norm), "pieces": len(enc.ids)}))
 def probe_tokenizer(where: Any, path: Path) -> None:
     """Normalise and encode PROBE_TEXT with tokenizer.json in a child process capped at PROBE_MEMORY bytes and
     PROBE_SECONDS: a tokenizer that dies, hangs, or lengthens the text more than MAX_GROWTH times is refused."""
-    env = {**os.environ, "RAYON_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = {**os.environ, "RAYON_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "RUST_BACKTRACE": "0"}
     try:
         done = subprocess.run([sys.executable, "-I", "-c", _PROBE, str(path), str(PROBE_MEMORY)], input=PROBE_TEXT,
-                              capture_output=True, text=True, timeout=PROBE_SECONDS, env=env)
+                              encoding="utf-8",
+                              capture_output=True, timeout=PROBE_SECONDS, env=env)
     except subprocess.TimeoutExpired:
         raise HFError(f"{safe(where)}: the tokenizer took over {PROBE_SECONDS} s on a {len(PROBE_TEXT)}-character "
                       "probe text; refused") from None
