@@ -28,6 +28,11 @@ from textcls.interpret.importance import crop_map
 from textcls.runtime.threads import for_texts
 
 
+class ModelOutputError(RuntimeError):
+    """A model returned what no prediction can be made of (NaN, a wrong shape) or a plugin's model failed; the
+    message names the model, its family and, for a plugin, its package."""
+
+
 @dataclass
 class Prediction:
     label: str
@@ -135,7 +140,14 @@ class Predictor:
             index = order[s:s + batch_size]
             enc = self.encode([texts[i] for i in index])
             with torch.no_grad():
-                out = self.model(enc.token_ids.to(device), enc.mask.to(device), return_maps=return_maps)
+                try:
+                    out = self.model(enc.token_ids.to(device), enc.mask.to(device), return_maps=return_maps)
+                except Exception as e:
+                    plugin = self._plugin()
+                    if plugin is None:
+                        raise
+                    raise ModelOutputError(f"{self._who()} failed: {type(e).__name__}: {e}") from None
+            self._check_logits(out.logits, len(index))
             probs = torch.softmax(out.logits.float(), dim=-1).cpu().numpy()        # (B, C)
             maps = {k: v.detach().cpu().numpy() for k, v in out.maps.items()} if return_maps else {}
             preds = []
@@ -151,6 +163,30 @@ class Predictor:
                     sentences=[list(x) for x in sentences] if sentences is not None else None,
                     label_index=k))
             yield index, preds
+
+    def _plugin(self) -> str | None:
+        from textcls.models.plugins import plugin_of
+        return plugin_of(getattr(self.model, "registry_name", ""))
+
+    def _who(self) -> str:
+        """The model as a message names it: the checkpoint, its family, and the package a plugin came from."""
+        family = getattr(self.model, "registry_name", type(self.model).__name__)
+        plugin = self._plugin()
+        where = f", from the model package {plugin!r}" if plugin else ""
+        return f"model {self.name or family!r} ({family}{where})"
+
+    def _check_logits(self, logits, batch: int) -> None:
+        """Logits (batch, number of labels), all finite; anything else is refused naming the model (a NaN would
+        otherwise read as the first label at p = NaN, a wrong shape as a probability spread over other classes)."""
+        want = (batch, len(self.labels))
+        if not isinstance(logits, torch.Tensor) or tuple(logits.shape) != want:
+            shape = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
+            raise ModelOutputError(f"{self._who()} returned logits of shape {shape}, expected {want} (texts, "
+                                   "labels); refused")
+        bad = ~torch.isfinite(logits.float()).all(-1)                              # (B,)
+        if bool(bad.any()):
+            raise ModelOutputError(f"{self._who()} returned NaN or infinite logits for {int(bad.sum())} of {batch} "
+                                   "text(s); refused")
 
     def _crop(self, name: str, m: np.ndarray, n_tokens: int, sentences) -> np.ndarray:
         """Crop one example's map (batch axis already removed) along its sequence axes."""
