@@ -52,3 +52,46 @@ def test_glove_runs_on_the_shipped_hugging_face_encoder(monkeypatch):
     rep = cf.run_generator(p, ["a gripping , beautifully acted film", "a dull and boring story"], "glove")
     assert rep.n_texts == 2 and rep.n >= 1
     assert all("->" in d for d in rep.rows["detail"])
+
+
+def test_attention_importances_are_batched_by_the_square_of_the_length():
+    """Item 8: `faithfulness` asks for attention maps in batches of at most ATTENTION_CELLS rows x length^2 (it
+    put 64 texts of 512 pieces, 4.8 GB of MiniLM maps, in one pass)."""
+    from textcls.interpret import batched
+    shapes = [(512,)] * 10 + [(20,)] * 300
+    groups = batched.buckets(shapes, tokens=batched.TOKENS_PER_BATCH * 4, max_rows=1 << 30, max_items=256,
+                             cells=batched.ATTENTION_CELLS)
+    assert sorted(i for g in groups for i in g) == list(range(len(shapes)))
+    for g in groups:
+        longest = max(shapes[i][0] for i in g)
+        assert len(g) == 1 or len(g) * longest ** 2 <= batched.ATTENTION_CELLS
+    assert max(len(g) for g in groups if shapes[g[0]][0] == 512) <= 4
+
+
+def test_the_cli_keeps_matplotlib_in_the_user_folder(tmp_path, monkeypatch):
+    """Item 11: a command points MPLCONFIGDIR into TEXTCLS_HOME (faithfulness wrote ~/.cache/matplotlib) and
+    leaves the environment as it found it."""
+    import os
+
+    from textcls.cli import main
+    monkeypatch.setenv("TEXTCLS_HOME", str(tmp_path))
+    monkeypatch.delenv("MPLCONFIGDIR", raising=False)
+    seen = {}
+    from textcls.cli import build_parser
+    args = build_parser().parse_args(["limits"])
+    args.func = lambda a: seen.setdefault("d", os.environ["MPLCONFIGDIR"]) and 0
+    monkeypatch.setattr("textcls.cli.build_parser", lambda: type("P", (), {"parse_args": lambda self, argv: args})())
+    assert main(["limits"]) == 0
+    assert seen["d"] == str(tmp_path / "matplotlib") and "MPLCONFIGDIR" not in os.environ
+
+
+def test_an_empty_line_on_stdin_is_shown_as_an_empty_text(monkeypatch, capsys):
+    """Item 11: a blank line keeps its row (one prediction per line) and is shown as such, not as 'str'."""
+    import io
+    import sys
+
+    from textcls.cli import main
+    monkeypatch.setattr(sys, "stdin", io.StringIO("good\n\nbad\n"))
+    assert main(["predict", str(REPO / "checkpoints" / "kim_cnn-sst2"), "-"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert len(rows) == 3 and rows[1].endswith("\t(empty text)") and not rows[1].endswith("str")
