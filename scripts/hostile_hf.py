@@ -135,6 +135,32 @@ def _decoder_bomb(good, root):
     return p
 
 
+@case("prepend_per_segment", 1, r"lengthen a text")
+def _prepend(good, root):
+    p = _copy(good, root, "prepend_per_segment")
+    _edit(p / "tokenizer.json", lambda d: d.update(normalizer={"type": "Prepend", "prepend": "x" * 1000}))
+    return p
+
+
+@case("precompiled_chain", 1, r"lengthen a text")
+def _precompiled(good, root):
+    import base64
+    table = base64.b64encode(struct.pack("<I", 0) + b"aa\0").decode()        # an empty trie, one 2-char string
+    p = _copy(good, root, "precompiled_chain")
+    _edit(p / "tokenizer.json", lambda d: d.update(normalizer={"type": "Sequence", "normalizers": [
+        {"type": "Precompiled", "precompiled_charsmap": table}] * 12}))
+    return p
+
+
+@case("padding_to_a_million", 1, r"tokenizer failed on a probe text")
+def _padding(good, root):
+    p = _copy(good, root, "padding_to_a_million")
+    _edit(p / "tokenizer.json", lambda d: d.update(padding={
+        "strategy": {"Fixed": 100_000_000}, "direction": "Right", "pad_to_multiple_of": None, "pad_id": 0,
+        "pad_type_id": 0, "pad_token": "[PAD]"}))
+    return p
+
+
 @case("vocab_size_7m", 2, r"vocab_size must be")
 def _vocab_7m(good, root):
     p = _copy(good, root, "vocab_size_7m")

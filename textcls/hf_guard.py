@@ -13,7 +13,7 @@ the base a delta is rebuilt from:
   delta), every shape equal, every floating weight stored as floating point (`check_weights`). Nothing is left
   to random initialisation.
 - Tokenizer: ids inside the embedding table, side files capped, a normaliser that cannot grow a text more than
-  `MAX_GROWTH` times (read from tokenizer.json: chained Replace rules), and a probe text normalised and encoded in
+  `MAX_GROWTH` times (read from tokenizer.json: Replace, Prepend, Precompiled), and a probe text normalised and encoded in
   a child process under a memory and time cap (`probe_tokenizer`), so a tokenizer bomb kills the probe, never
   the server.
 - Labels: a list of distinct names, as many as the classification head has (`check_labels`).
@@ -51,7 +51,8 @@ MAX_NESTING = 64                          # JSON nesting in a tokenizer.json
 CONFIG_BOUNDS = {"num_hidden_layers": 64, "num_attention_heads": 128, "hidden_size": 8_192,
                  "intermediate_size": 32_768, "max_position_embeddings": 16_384, "vocab_size": 2_000_000,
                  "type_vocab_size": 1_024, "num_labels": 1_000}
-MAX_GROWTH = 16                           # how many times a tokenizer's normaliser may lengthen a text
+MAX_GROWTH = 32                           # how many times a tokenizer's normaliser may lengthen a text (one NFKC
+                                          # table alone reaches 18: U+FDFA is 18 characters)
 PROBE_MEMORY = 1_024 * 2**20              # the tokenizer probe's address space (MiniLM's needs under 384 MB)
 PROBE_SECONDS = 20
 PROBE_TEXT = ("A good film, not a bad one! 12,345.67 % $ & @ #tags <b>html</b> don't \"quotes\" (x) [y] {z} "
@@ -344,10 +345,11 @@ def check_weights(where: Any, skeleton, header: dict, base_header: dict | None =
 # ---------------------------------------------------------------- tokenizer
 
 def _growth(node: Any, depth: int = 0) -> float:
-    """How many times a tokenizers normaliser (or decoder) tree may lengthen a text: Replace rules multiply
-    (a string pattern by len(content) / len(pattern), a regex, which may match one character or none, by
-    1 + len(content)); a Sequence multiplies its parts; everything else counts as 1 here (the probe measures
-    it)."""
+    """How many times a tokenizers normaliser (or decoder) tree may lengthen a text, at worst: a Replace rule
+    multiplies by len(content) / len(pattern) (a regex, which may match one character or none, by
+    1 + len(content)); a Prepend by 1 + its length (it is applied to every segment between added tokens); a
+    Precompiled table (sentencepiece) by its longest replacement; a Sequence multiplies its parts; everything
+    else counts as 1 here (the probe measures it)."""
     if depth > MAX_NESTING:
         return math.inf
     if isinstance(node, list):
@@ -363,7 +365,26 @@ def _growth(node: Any, depth: int = 0) -> float:
         if isinstance(pattern, dict) and isinstance(pattern.get("String"), str) and pattern["String"]:
             return max(1.0, len(content) / len(pattern["String"]))
         return 1.0 + len(content)
+    if kind == "Prepend":
+        return 1.0 + len(str(node.get("prepend", "")))
+    if kind == "Precompiled":
+        return float(max(1, _longest_replacement(node.get("precompiled_charsmap"))))
     return 1.0
+
+
+def _longest_replacement(charsmap: Any) -> int:
+    """The longest replacement (in characters) of a sentencepiece precompiled charsmap (base64: a 4-byte trie
+    size, the trie, then the replacements, each ended by NUL); a table that cannot be read counts as unbounded."""
+    import base64
+    if charsmap is None:
+        return 1
+    try:
+        raw = base64.b64decode(str(charsmap), validate=True)
+        size = struct.unpack("<I", raw[:4])[0]
+        blob = raw[4 + size:]
+        return max([len(x.decode("utf-8", "replace")) for x in blob.split(b"\0")] + [1])
+    except (ValueError, struct.error):
+        return 10**9
 
 
 def _tokenizer_ids(where: Any, folder: Path) -> int | None:
@@ -382,7 +403,7 @@ def _tokenizer_ids(where: Any, folder: Path) -> int | None:
             g = _growth(tj.get(part))
             if g > MAX_GROWTH:
                 raise HFError(f"{safe(where)}: tokenizer.json's {part} may lengthen a text {g:,.0f} times (chained "
-                              f"Replace rules), over the limit of {MAX_GROWTH}; refused")
+                              f"Replace, Prepend or Precompiled rules), over the limit of {MAX_GROWTH}; refused")
         vocab = tj["model"].get("vocab")
         ids = list(vocab.values()) if isinstance(vocab, dict) else list(range(len(vocab))) if isinstance(vocab, list) \
             else []
@@ -442,7 +463,8 @@ def probe_tokenizer(where: Any, path: Path) -> None:
         raise HFError(f"{safe(where)}: the tokenizer took over {PROBE_SECONDS} s on a {len(PROBE_TEXT)}-character "
                       "probe text; refused") from None
     if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        said = [x for x in done.stderr.strip().splitlines() if x.strip() and not x.startswith("note:")]
+        last = (said or [f"exit status {done.returncode}"])[-1]
         raise HFError(f"{safe(where)}: the tokenizer failed on a probe text under a "
                       f"{PROBE_MEMORY // 2**20:,} MB cap ({safe(last, 160)}); refused")
     try:
