@@ -13,9 +13,9 @@ the base a delta is rebuilt from:
   delta), every shape equal, every floating weight stored as floating point (`check_weights`). Nothing is left
   to random initialisation.
 - Tokenizer: ids inside the embedding table, side files capped, a normaliser that cannot grow a text more than
-  `MAX_GROWTH` times (read from tokenizer.json: Replace, Prepend, Precompiled), and a probe text normalised and encoded in
-  a child process under a memory and time cap (`probe_tokenizer`), so a tokenizer bomb kills the probe, never
-  the server.
+  `MAX_GROWTH` times (read from tokenizer.json: Replace, Prepend, Precompiled), and a probe text normalised and
+  encoded in a child process under a memory and time cap (`probe_tokenizer`), so a tokenizer bomb kills the
+  probe, never the server.
 - Labels: a list of distinct names, as many as the classification head has (`check_labels`).
 - The base of a delta: the sha256 of every file the base supplies (weights, tokenizer, configs) (`base_files`).
 - Messages: one line, control characters escaped (`safe`); install commands written here (`install_command`),
