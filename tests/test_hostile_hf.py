@@ -125,3 +125,16 @@ def test_half_precision_weights_load_and_predict(hostile, tmp_path, dtype):
     got = p.predict("a good film")[0].probabilities
     assert next(p.model.parameters()).dtype == torch.float32
     np.testing.assert_allclose(list(got.values()), list(want.values()), atol=2e-2)
+
+
+@pytest.mark.parametrize("flag, value, words", [("--lr", "1e30", "lr must be a number > 0 and < 1"),
+                                                 ("--max-len", "2", "max_len must be >= 3")])
+def test_train_settings_are_checked_before_the_run(hostile, capsys, flag, value, words):
+    """Item 10: `train --model hf:... --lr 1e30` / `--max-len 2` exit 2 with one line before any data is read
+    (they failed inside the run: exit 1, ValueError)."""
+    from textcls.cli import main
+    root, _ = hostile
+    assert main(["train", "--model", f"hf:{root / '_good' / 'tiny-bert'}", "--data", "no-such-data-set", "--epochs", "1", flag,
+                 value]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0]
