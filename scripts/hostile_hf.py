@@ -332,6 +332,16 @@ def _id_past(good, root):
     return p
 
 
+@case("position_table_of_2", 10, r"position table has 2 usable position")
+def _positions(good, root):
+    p = _copy(good, root, "position_table_of_2")
+    _edit(p / "config.json", lambda d: d.update(max_position_embeddings=2))
+    state = _tensors(good / "model.safetensors")
+    name = "bert.embeddings.position_embeddings.weight"
+    _save(p / "model.safetensors", {**state, name: state[name][:2]})
+    return p
+
+
 @case("weights_symlink_out", 11, r"symlink out of its folder")
 def _weights_link(good, root):
     p = _copy(good, root, "weights_symlink_out")

@@ -227,6 +227,8 @@ def _wrap(hf_model, hf_tok, labels, max_len: int | None, info: dict):
     limit = int(getattr(c, "max_position_embeddings", 512) or 512)
     if getattr(c, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
         limit -= 2                                                 # RoBERTa's positions start after the pad index
+    if limit < 3:
+        raise HFError(f"the position table has {limit} usable position(s); [CLS], a word piece and [SEP] need 3")
     max_len = min(int(max_len or limit), limit)
     pad = hf_tok.pad_token_id if hf_tok.pad_token_id is not None else 0
     unk = hf_tok.unk_token_id if hf_tok.unk_token_id is not None else pad
