@@ -204,6 +204,7 @@ def _deep(path: Path, hf_cfg: dict, header: dict, folder: Path | None, base: dic
         check_files(folder)
         check_base_files(path, base, folder)
     config = config_object(path, hf_cfg)
+    _position_limit(path, config)
     skeleton = meta_skeleton(path, config, limits)
     base_header = safetensors_header(folder / "model.safetensors") if folder is not None else None
     check_weights(path, skeleton, header, base_header)
@@ -224,11 +225,7 @@ def _wrap(hf_model, hf_tok, labels, max_len: int | None, info: dict):
     from textcls.models.hf.text import HFWordTokenizer
     from textcls.models.hf.model import HFClassifier, HFConfig, WordTable
     c = hf_model.config
-    limit = int(getattr(c, "max_position_embeddings", 512) or 512)
-    if getattr(c, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
-        limit -= 2                                                 # RoBERTa's positions start after the pad index
-    if limit < 3:
-        raise HFError(f"the position table has {limit} usable position(s); [CLS], a word piece and [SEP] need 3")
+    limit = _position_limit("the model", c)
     max_len = min(int(max_len or limit), limit)
     pad = hf_tok.pad_token_id if hf_tok.pad_token_id is not None else 0
     unk = hf_tok.unk_token_id if hf_tok.unk_token_id is not None else pad
@@ -247,6 +244,17 @@ def _wrap(hf_model, hf_tok, labels, max_len: int | None, info: dict):
                       vocab_size=int(getattr(c, "vocab_size", 0) or 0))
     model = HFClassifier(hf_model, table, config, cls, sep).eval()
     return model, HFWordTokenizer(hf_tok, table, max_len), labels
+
+
+def _position_limit(where, config) -> int:
+    """The word pieces one text may give the encoder ([CLS] and [SEP] included); at least 3."""
+    limit = int(getattr(config, "max_position_embeddings", 512) or 512)
+    if getattr(config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
+        limit -= 2                                                 # RoBERTa's positions start after the pad index
+    if limit < 3:
+        raise HFError(f"{safe(where)}: the position table has {limit} usable position(s); [CLS], a word piece and "
+                      "[SEP] need 3")
+    return limit
 
 
 def _from_config_dict(hf_cfg: dict):
