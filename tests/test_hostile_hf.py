@@ -4,6 +4,7 @@ verdict as loading; the tokenizer probe survives a bomb; half-precision weights 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -47,7 +48,7 @@ def test_each_hostile_folder_is_refused_in_one_line(hostile, name, monkeypatch):
     case = hostile_hf.CASES[name]
     msg = _refusal(root, case, folders[name], monkeypatch)
     assert "\n" not in msg and not any(c in msg for c in CONTROL), msg
-    assert __import__("re").search(case.expect, msg), msg
+    assert re.search(case.expect, msg), msg
     assert "curl" not in msg and "attacker" not in msg
 
 
@@ -61,8 +62,9 @@ def test_listing_gives_the_verdict_loading_gives(hostile, monkeypatch):
             continue
         info = listed[name]
         assert not info.valid, name
-        assert __import__("re").search(case.expect, info.error), (name, info.error)
-    assert listed["tiny-bert"].valid if "tiny-bert" in listed else True
+        assert re.search(case.expect, info.error), (name, info.error)
+    (good,) = list_checkpoints(root / "_good", include_invalid=True, deep=True)
+    assert good.valid and good.name == "tiny-bert", good.error                  # the same checks pass a sound folder
 
 
 def test_the_probe_survives_a_tokenizer_bomb(hostile, monkeypatch):
