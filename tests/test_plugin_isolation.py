@@ -103,6 +103,20 @@ def test_a_plugin_model_that_misbehaves_is_refused_naming_it(fake_plugins, famil
     assert f"'my-{family}' ({family}, from the model package 'pkg-{family}')" in str(e.value)
 
 
+def test_the_cli_reports_a_misbehaving_model_as_bad_input_in_one_line(fake_plugins, tmp_path, capsys):
+    """`evaluate`/`predict` on a checkpoint whose plugin returns NaN: exit 2, one line naming the package (it gave
+    accuracy 0.54 and exit 0)."""
+    from textcls.checkpoint import save_checkpoint
+    from textcls.cli import main
+    with pytest.warns(RuntimeWarning):
+        fake_plugins.load_plugins()
+    p = _predictor("nanfam")
+    save_checkpoint(tmp_path / "nan-ckpt", p.model, p.tokenizer, p.labels)
+    assert main(["predict", str(tmp_path / "nan-ckpt"), "a good film"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "from the model package 'pkg-nanfam'" in err[0] and "NaN" in err[0]
+
+
 def test_a_builtin_model_returning_nan_is_refused_too():
     import torch
     from textcls.data.text import Tokenizer

@@ -24,13 +24,15 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from textcls.hf_guard import CheckpointError
 from textcls.interpret.importance import crop_map
 from textcls.runtime.threads import for_texts
 
 
-class ModelOutputError(RuntimeError):
-    """A model returned what no prediction can be made of (NaN, a wrong shape) or a plugin's model failed; the
-    message names the model, its family and, for a plugin, its package."""
+class ModelOutputError(CheckpointError):
+    """A model returned what no prediction can be made of (NaN, a wrong shape) or a plugin's model failed: the
+    checkpoint cannot be used (a CheckpointError: exit 2 in the CLI, a message on the pages); the message names
+    the model, its family and, for a plugin, its package."""
 
 
 @dataclass
