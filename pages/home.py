@@ -1,6 +1,7 @@
 """Home: which checkpoints are loaded (with their test accuracy), one box to try a sentence, links onwards."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -135,6 +136,12 @@ else:
                                  format="%.1f %%", min_value=0, max_value=100),
                                  "unknown words": st.column_config.NumberColumn(
                                      help="tokens not in the checkpoint's vocabulary (read as unknown)")})
+
+# Model packages (entry-point plugins) that failed to load: skipped, never breaking the app. Home imports no torch,
+# so this reads the plugin loader only once another page (or the warm-up) has loaded it.
+_plugins = sys.modules.get("textcls.models.plugins")
+for _line in (_plugins.plugin_problems() if _plugins is not None else []):
+    st.warning(w.md_escape(_line), icon=":material/extension_off:")
 
 st.subheader("Where next")
 for f, title, icon, what in LINKS:

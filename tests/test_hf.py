@@ -180,8 +180,8 @@ def test_cli_fine_tunes_a_fraction_of_an_epoch(folder, tmp_path, capsys):
 
 
 def test_delta_rebuilds_from_its_base_and_refuses_another(folder, tmp_path, monkeypatch):
-    """A delta (changed tensors only, float16 + the base's sha256) loads from the installed base; a base with
-    another hash is refused; a missing base lists as unavailable with the install command."""
+    """A delta (changed tensors only, float16 + the sha256 of each of its base's files) loads from the installed
+    base; a base with another hash is refused; a missing base lists as unavailable with the install command."""
     import sys
 
     from textcls import hf_checkpoint
@@ -191,7 +191,8 @@ def test_delta_rebuilds_from_its_base_and_refuses_another(folder, tmp_path, monk
     (pkg / "__init__.py").write_text("")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     base = {"package": "toybase", "module": "toybase", "subdir": "model",
-            "sha256": hf_checkpoint.sha256(pkg / "model" / "model.safetensors"), "install": "pip install toybase"}
+            "sha256": hf_checkpoint.sha256(pkg / "model" / "model.safetensors"),
+            "files": hf_checkpoint.base_files(pkg / "model")}
     monkeypatch.setitem(hf_train.BASES, "toy", base)
     r = hf_train.train_hf("sst2", "hf:toy", epochs=1, max_steps=2, out=tmp_path / "ck" / "toy-sst2", limit=24,
                           delta=True)
@@ -207,12 +208,12 @@ def test_delta_rebuilds_from_its_base_and_refuses_another(folder, tmp_path, monk
     data = bytearray(other.read_bytes())
     data[-1] ^= 1
     other.write_bytes(bytes(data))
-    with pytest.raises(CheckpointError, match="sha256"):
+    with pytest.raises(CheckpointError, match=r"differs from the one .* in \['model.safetensors'\]"):
         textcls.load_checkpoint(tmp_path / "ck" / "toy-sst2")
     # no base installed: unavailable, with the one command that installs it
     monkeypatch.setattr(sys, "path", [p_ for p_ in sys.path if p_ != str(tmp_path / "site")])
     (info,) = list_checkpoints(tmp_path / "ck", include_invalid=True)
-    assert not info.valid and "pip install toybase" in info.error and "\n" not in info.error
+    assert not info.valid and "pip install --no-deps toybase" in info.error and "\n" not in info.error
 
 
 # ---------------------------------------------------------------- bad folders: one line each, nothing executed

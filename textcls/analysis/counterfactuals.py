@@ -254,9 +254,21 @@ def glove_neighbours(word: str, k: int = 5, known: Callable[[str], bool] | None 
     return out
 
 
+def _known(vocab) -> Callable[[str], bool]:
+    """Whether the model reads a word as itself: in a textcls vocabulary (not <unk>), or, for a Hugging Face
+    encoder's word table, one whole piece of its tokenizer's vocabulary."""
+    if hasattr(vocab, "stoi"):
+        return lambda w: vocab.stoi.get(w, 1) > 1
+    hf = getattr(vocab, "hf", None)
+    if hf is not None and hasattr(hf, "get_vocab"):
+        pieces = hf.get_vocab()
+        return lambda w: w in pieces or w.lower() in pieces
+    raise CounterfactualError("this checkpoint has no word vocabulary to check replacement words against")
+
+
 def glove_substitution(predictor, texts: Sequence[str]) -> list[Edit | None]:
     from textcls.interpret.attention import attention_importance_instances
-    vocab = _vocab(predictor)
+    known = _known(_vocab(predictor))
     insts = _instances(predictor, texts)
     imps = attention_importance_instances(predictor.model, insts) if insts else []
     out: list[Edit | None] = []
@@ -267,7 +279,7 @@ def glove_substitution(predictor, texts: Sequence[str]) -> list[Edit | None]:
                  if _real_word(toks[i]) and roles[i] != "tag"]
         edit = None
         for i in order[:3]:                          # the most important word GloVe knows
-            nb = glove_neighbours(toks[i], 1, known=lambda w: vocab.stoi.get(w, 1) > 1)
+            nb = glove_neighbours(toks[i], 1, known=known)
             if nb:
                 new = toks[:i] + [nb[0]] + toks[i + 1:]
                 edit = Edit(b, text, " ".join(new), f"{toks[i]!r} (most important) -> {nb[0]!r}")
@@ -360,7 +372,8 @@ def ablation_flip(predictor, texts: Sequence[str], max_delete: int = MAX_DELETE)
     roles = [_roles(t) for t in toks]
     loo_texts, owner = [], []
     for b, t in enumerate(toks):
-        free = [i for i in range(len(t)) if _deletable([i], roles[b], 1)]   # no tag, no entity's last word
+        free = [i for i in range(len(t)) if _deletable([i], roles[b], 1)][:MAX_LOO_WORDS]  # no tag, no entity's
+        #                                                                                  last word
         if len(free) >= 2:
             for i in free:
                 loo_texts.append(" ".join(t[:i] + t[i + 1:]))
@@ -395,10 +408,14 @@ def ablation_flip(predictor, texts: Sequence[str], max_delete: int = MAX_DELETE)
 # ---------------------------------------------------------------- running and scoring
 
 def _probs(predictor, texts: Sequence[str]) -> np.ndarray:
+    """(N, C) probabilities, predicted in chunks of bounded memory (`_chunks`, at most 128 texts)."""
     if not texts:
         return np.zeros((0, len(predictor.labels)))
-    preds = predictor.predict(list(texts), batch_size=128)
-    return np.array([[p.probabilities[lab] for lab in predictor.labels] for p in preds])
+    rows = []
+    for _, part in _chunks(list(texts)):
+        preds = predictor.predict(part, batch_size=max(1, len(part)))
+        rows += [[p.probabilities[lab] for lab in predictor.labels] for p in preds]
+    return np.array(rows)
 
 
 # ---------------------------------------------------------------- the registry (one entry per generator)
@@ -447,7 +464,43 @@ def generate(generator: str, texts: Sequence[str], predictor=None, *, rules: str
         raise CounterfactualError(f"unknown generator {generator!r}; choose one of {', '.join(GENERATORS)}")
     if gen.needs_model and predictor is None:
         raise CounterfactualError(f"the {generator} generator needs a checkpoint")
-    return gen.run(list(texts), predictor, rules=rules, seed=seed, max_delete=max_delete)
+    texts = list(texts)
+    if not gen.needs_model:
+        return gen.run(texts, predictor, rules=rules, seed=seed, max_delete=max_delete)
+    out: list[Edit | None] = []
+    for start, part in _chunks(texts):             # memory bounded per chunk, whatever the texts' lengths
+        for e in gen.run(part, predictor, rules=rules, seed=seed, max_delete=max_delete):
+            if e is not None:
+                e.index += start
+            out.append(e)
+    return out
+
+
+# The memory a model-dependent generator may take, bounded per chunk of texts: a chunk holds at most CHUNK_TEXTS
+# texts and at most CHUNK_COST of the sum of their squared estimated lengths (attention grows with the square);
+# a text counts at most MAX_TOKENS_ESTIMATE tokens (every tokenizer cuts texts at or below that).
+CHUNK_TEXTS = 64
+CHUNK_COST = 4_000_000
+MAX_TOKENS_ESTIMATE = 5_000
+MAX_LOO_WORDS = 100             # ablation_flip: the words of a text tried one by one (the first MAX_LOO_WORDS)
+
+
+def _cost(text: str) -> int:
+    return min(len(text) // 4 + 1, MAX_TOKENS_ESTIMATE) ** 2
+
+
+def _chunks(texts: list[str]) -> list[tuple[int, list[str]]]:
+    """(start, consecutive texts) under CHUNK_TEXTS and CHUNK_COST (a single costlier text is a chunk alone)."""
+    out, start, cost = [], 0, 0
+    for i, t in enumerate(texts):
+        c = _cost(t)
+        if i > start and (i - start >= CHUNK_TEXTS or cost + c > CHUNK_COST):
+            out.append((start, texts[start:i]))
+            start, cost = i, 0
+        cost += c
+    if start < len(texts):
+        out.append((start, texts[start:]))
+    return out
 
 
 @dataclass

@@ -67,6 +67,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         bad_input = bad_input_types()
         check_counts(args)
         saved = apply_limit_flags(args)
+        if "MPLCONFIGDIR" not in os.environ:        # matplotlib (imported by Captum) writes its cache in the user folder
+            from textcls.runtime.paths import user_home
+            saved["MPLCONFIGDIR"] = None
+            os.environ["MPLCONFIGDIR"] = str(user_home() / "matplotlib")
         return int(args.func(args) or 0)
     except bad_input as e:
         print(f"{PROG} {args.command}: error: {rank_prefix()}{one_line(e)}", file=sys.stderr)

