@@ -7,9 +7,9 @@ recomputed on the same texts and compared with the trained model's by Spearman's
 whose correlation after the whole model is random is still >= FLAG_RHO is flagged - it explains the input (word
 identity, position), not the model.
 
-Layers (`cascade_units`): the model's child modules in the order they are defined, a ModuleList (or a module
-holding one, such as a Hugging Face encoder) opened into its elements, modules without parameters skipped,
-then reversed. Re-initialisation: each module's own `reset_parameters()` (Linear, LayerNorm, Embedding, Conv),
+Layers (`cascade_units`): the model's child modules in the order they are defined, a ModuleList of layers (or a
+module holding one, such as a Hugging Face encoder) opened into its elements, modules without parameters
+skipped, then reversed (minilm-sst2: classifier, pooler, layer 5 ... layer 0, embeddings). Re-initialisation: each module's own `reset_parameters()` (Linear, LayerNorm, Embedding, Conv),
 and a parameter no such module owns is redrawn from N(0, its trained standard deviation). The model is
 randomised in place and its trained weights put back afterwards (also on an error).
 """
@@ -24,20 +24,29 @@ import torch.nn as nn
 FLAG_RHO = 0.5
 
 
+def _has_params(m: nn.Module) -> bool:
+    return any(True for _ in m.parameters())
+
+
+def _opens(m: nn.Module) -> bool:
+    """Whether a module is a container of layers to open: a ModuleList of two or more, or a module with two or
+    more parameterised children one of which holds such a list, or whose only such child opens."""
+    kids = [c for c in m.children() if _has_params(c)]
+    if isinstance(m, nn.ModuleList):
+        return len(kids) >= 2
+    if len(kids) == 1:
+        return _opens(kids[0])
+    return len(kids) >= 2 and any(isinstance(x, nn.ModuleList) and len(x) >= 2 for x in m.modules())
+
+
 def cascade_units(model: nn.Module) -> list[tuple[str, nn.Module]]:
     """(name, module) from the output down."""
     def walk(mod: nn.Module, prefix: str) -> list[tuple[str, nn.Module]]:
         out = []
         for name, ch in mod.named_children():
-            if not any(True for _ in ch.parameters()):
-                continue
-            full = f"{prefix}{name}"
-            if isinstance(ch, nn.ModuleList):
-                out += [(f"{full}.{i}", c) for i, c in enumerate(ch) if any(True for _ in c.parameters())]
-            elif any(isinstance(m, nn.ModuleList) for m in ch.modules() if m is not ch):
-                out += walk(ch, full + ".")
-            else:
-                out.append((full, ch))
+            if _has_params(ch):
+                full = f"{prefix}{name}"
+                out += walk(ch, full + ".") if _opens(ch) else [(full, ch)]
         return out
     return list(reversed(walk(model, "")))
 
