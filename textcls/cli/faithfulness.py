@@ -46,8 +46,14 @@ def cmd_faithfulness(args) -> int:
     from textcls.checkpoint import load_checkpoint
     from textcls.interpret.batched import SliceRun
 
+    from textcls.interpret.sharded import run_sharded
+    from textcls.runtime.distributed import init
     methods = _faithfulness_methods(args.methods or (FAST_METHODS if args.fast else DEFAULT_FAITH_METHODS))
-    predictor = load_checkpoint(args.checkpoint, device="cpu")
+    try:
+        ctx = init(args.device)                  # under torchrun: join the group (gloo on CPU, nccl on CUDA)
+    except ValueError as e:
+        raise UsageError(one_line(e)) from None
+    predictor = load_checkpoint(args.checkpoint, device=str(ctx.device))
     bundle = data_of(args, predictor)
     texts = list(bundle.splits[args.split].texts)[: args.limit]
     reference = "leave_one_out" if "leave_one_out" in methods else methods[0]
@@ -56,11 +62,12 @@ def cmd_faithfulness(args) -> int:
                        n_steps=args.steps, n_permutations=args.permutations,
                        attention_tests=not (args.no_attention_tests or args.fast), seed=args.seed,
                        flip_orders=not (args.no_flip_orders or args.fast),
+                       chunk=args.chunk,
                        **({} if args.random_orders is None else {"random_orders": args.random_orders}))
     except ValueError as e:
         raise UsageError(one_line(e)) from None
     bar = None
-    if not args.quiet:
+    if not args.quiet and ctx.is_main:
         from tqdm import tqdm
         bar = tqdm(total=run.total, desc=f"{Path(args.checkpoint).name} on {bundle.name}/{args.split}",
                    unit="text", file=sys.stderr, dynamic_ncols=True, mininterval=0.5 if sys.stderr.isatty() else 5.0)
@@ -69,10 +76,12 @@ def cmd_faithfulness(args) -> int:
         if bar is not None:
             bar.update(done - bar.n)
     try:
-        run.run(progress)
+        main_rank = run_sharded(run, progress)
     finally:
         if bar is not None:
             bar.close()
+    if not main_rank:                            # rank 0 reports for the group
+        return 0
     rep = run.report()
     from textcls.interpret.measures import slice_measures
     gold = list(bundle.splits[args.split].labels)[: args.limit]
@@ -81,7 +90,7 @@ def cmd_faithfulness(args) -> int:
         row.update(extra.get(row["method"], {}))
     rep.settings["notes"] = list(rep.settings["notes"]) + extra_notes
     head = {"checkpoint": str(args.checkpoint), "model": predictor.info.get("model"), "data": bundle.name,
-            "split": args.split, "n_texts": rep.settings["n_texts"]}
+            "split": args.split, "n_texts": rep.settings["n_texts"], "world_size": ctx.world_size}
     lines = [{**head, "kind": "method", **row} for row in rep.rows]
     summary = {**head, "kind": "summary", "method": None, "seconds": round(rep.seconds, 3),
                **{k: v for k, v in rep.model_row.items() if k != "seconds"},
@@ -151,6 +160,11 @@ def add_parser(sub) -> None:
     f.add_argument("--no-flip-orders", action="store_true",
                    help="skip the erasure-flip orders (the fraction of words removed before the label flips); the "
                         "single-word flips stay")
+    f.add_argument("--chunk", type=int, default=128,
+                   help="texts per step (default 128); under torchrun rank r scores steps r, r + N, ... and rank 0 "
+                        "reports the numbers one process gives with the same --chunk")
+    f.add_argument("--device", default="cpu", help="cpu (default), cuda, auto; under torchrun each rank takes its "
+                   "local GPU (nccl) or the CPU (gloo)")
     f.add_argument("--sanity", type=int, default=32, metavar="N",
                    help="the randomisation sanity check (layers re-initialised top-down, Spearman rho of each "
                         "explanation before / after) on the first N texts (default 32; 0 skips it); a '!' flags "
