@@ -144,3 +144,13 @@ def test_act_has_norm_only_and_other_models_none():
         explain_instances(cnn, Instance.from_batch(ids[:1]), "alti")
     local = _transformer(local_window=3)
     assert methods_for(local) == []
+
+
+def test_rollout_on_the_trace_equals_textcls_own_rollout():
+    from textcls.interpret.attention import attention_importance_instances
+    from textcls.interpret.context_mixing.compare import attention_rollout
+    model = _transformer(pooling="cls")
+    inst = Instance.from_batch(torch.tensor([[3, 4, 5, 6, 7]]))[0]
+    own = attention_importance_instances(model, [inst], how="rollout")[0].scores
+    mine = attention_rollout(model, inst)
+    assert np.allclose(mine / np.abs(mine).sum(), own, atol=1e-6)
