@@ -30,7 +30,7 @@ def _ci(r, key):
 def render(files: list[str]) -> str:
     out = ["| checkpoint | texts | explanation | AOPC comp. [95% CI] | AOPC suff. [95% CI] | tau vs LOO | AUPRC | "
            "token F1 | rand. rho | s / text |", "|---|---:|---|---|---|---:|---:|---:|---:|---:|"]
-    notes = []
+    notes, seen = [], set()
     for f in files:
         rows = [json.loads(x) for x in Path(f).read_text().splitlines() if x.strip()]
         name = Path(rows[0]["checkpoint"]).name
@@ -38,6 +38,9 @@ def render(files: list[str]) -> str:
             if r["kind"] != "method":
                 notes += [f"{name}: {n}" for n in r.get("notes", []) if n.startswith("sanity")]
                 continue
+            if (name, r["method"]) in seen:          # a second file of the same checkpoint (e.g. a DecompX subset)
+                continue                               # adds only its new methods
+            seen.add((name, r["method"]))
             flag = " (!)" if r.get("sanity_flag") else ""
             out.append(f"| {name} | {r['n']} | {LABELS.get(r['method'], r['method'])} | "
                        f"{_ci(r, 'aopc_comprehensiveness')} | {_ci(r, 'aopc_sufficiency')} | "
