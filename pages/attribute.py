@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from pages.common import cache, inside_app, shared
+from pages.common import cache, context_mixing, inside_app, shared
 from pages.common import widgets as w
 from textcls.data.relation import EntitySpanError
 
@@ -430,6 +430,7 @@ if tab_faith.open:
                 w.show_figure(F.erasure_figure(curves_of[pick], f"Removing the top-k % words - {pick}"),
                               "attr_curves")
 
+        context_mixing.attribute_panel(rows)                               # issue 43: plausibility, sanity
         slice_box = st.expander("Over a data set (a whole split)", key="attr_slice_open", on_change="rerun")
         if slice_box.open:
             with slice_box:

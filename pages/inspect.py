@@ -14,7 +14,7 @@ import zlib
 
 import streamlit as st
 
-from pages.common import cache, inside_app, shared, urlstate
+from pages.common import cache, context_mixing, inside_app, shared, urlstate
 from pages.common import widgets as w
 from textcls import viz
 from textcls.analysis.lengths import length_note
@@ -258,5 +258,6 @@ drew_plotly = False
 for slot, ((info, pred, r, specs), col) in enumerate(zip(loaded, cols)):
     with col:
         drew_plotly |= bool(render(slot, info, pred, r, specs))
+        context_mixing.inspect_panel(info, pred, text, f"insp{slot}")      # issue 43: weights vs values/residual
 if not drew_plotly:
     w.prefetch_plotly()                 # the other views are Plotly charts: load that code before they are picked

@@ -84,7 +84,12 @@ def main(argv=None) -> int:
         print(f"{info.name}: {fast[-1]['seconds']:.1f} s (attention, random, LOO, attention tests), "
               f"{summary['seconds']:.1f} s (all), {summary.get('max_rss_mb')} MB", file=sys.stderr, flush=True)
     Path(args.out).with_suffix(".json").write_text(json.dumps(rows, indent=1, default=str))
-    Path(args.out).write_text(render(rows, args.data))
+    out = Path(args.out)
+    kept_section = ""                   # the context-mixing section (scripts/context_mixing_table.py) stays
+    if out.is_file() and "<!-- context-mixing:begin -->" in out.read_text():
+        old = out.read_text()
+        kept_section = "\n" + old[old.index("## Context mixing"):] if "## Context mixing" in old else ""
+    out.write_text(render(rows, args.data) + kept_section)
     print(render(rows, args.data))
     return 0
 

@@ -37,11 +37,11 @@ import os
 import sys
 from typing import Sequence
 
-from textcls.cli import bench, counterfactuals, evaluate, faithfulness, listing, reproduce, study, train
+from textcls.cli import bench, counterfactuals, evaluate, explain, faithfulness, listing, reproduce, study, train
 from textcls.cli.common import (PROG, Parser, UsageError, apply_limit_flags, bad_input_types, check_counts, one_line,
     rank_prefix)
 
-COMMANDS = "{train,evaluate,predict,faithfulness,counterfactuals,list,limits,bench,reproduce,study}"
+COMMANDS = "{train,evaluate,predict,explain,faithfulness,counterfactuals,list,limits,bench,reproduce,study}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_parsers(sub)                  # evaluate, predict
     counterfactuals.add_parser(sub)
     listing.add_parsers(sub)                   # list, limits
+    explain.add_parser(sub)
     faithfulness.add_parser(sub)
     bench.add_parser(sub)
     reproduce.add_parser(sub)

@@ -15,8 +15,10 @@ FAST_METHODS = "attention,random,leave_one_out"
 
 
 def _faithfulness_methods(raw: str) -> list[str]:
-    from textcls.interpret.faithfulness import EXPLANATIONS
     from textcls.interpret.attributions import ALIASES
+    from textcls.interpret.context_mixing import METHODS as MIXING
+    from textcls.interpret.faithfulness import EXPLANATIONS
+    EXPLANATIONS = tuple(EXPLANATIONS) + MIXING
     methods = []
     for m in (x.strip().lower() for x in raw.split(",")):
         if not m:
@@ -44,8 +46,14 @@ def cmd_faithfulness(args) -> int:
     from textcls.checkpoint import load_checkpoint
     from textcls.interpret.batched import SliceRun
 
+    from textcls.interpret.sharded import run_sharded
+    from textcls.runtime.distributed import init
     methods = _faithfulness_methods(args.methods or (FAST_METHODS if args.fast else DEFAULT_FAITH_METHODS))
-    predictor = load_checkpoint(args.checkpoint, device="cpu")
+    try:
+        ctx = init(args.device)                  # under torchrun: join the group (gloo on CPU, nccl on CUDA)
+    except ValueError as e:
+        raise UsageError(one_line(e)) from None
+    predictor = load_checkpoint(args.checkpoint, device=str(ctx.device))
     bundle = data_of(args, predictor)
     texts = list(bundle.splits[args.split].texts)[: args.limit]
     reference = "leave_one_out" if "leave_one_out" in methods else methods[0]
@@ -54,11 +62,12 @@ def cmd_faithfulness(args) -> int:
                        n_steps=args.steps, n_permutations=args.permutations,
                        attention_tests=not (args.no_attention_tests or args.fast), seed=args.seed,
                        flip_orders=not (args.no_flip_orders or args.fast),
+                       chunk=args.chunk,
                        **({} if args.random_orders is None else {"random_orders": args.random_orders}))
     except ValueError as e:
         raise UsageError(one_line(e)) from None
     bar = None
-    if not args.quiet:
+    if not args.quiet and ctx.is_main:
         from tqdm import tqdm
         bar = tqdm(total=run.total, desc=f"{Path(args.checkpoint).name} on {bundle.name}/{args.split}",
                    unit="text", file=sys.stderr, dynamic_ncols=True, mininterval=0.5 if sys.stderr.isatty() else 5.0)
@@ -67,13 +76,21 @@ def cmd_faithfulness(args) -> int:
         if bar is not None:
             bar.update(done - bar.n)
     try:
-        run.run(progress)
+        main_rank = run_sharded(run, progress)
     finally:
         if bar is not None:
             bar.close()
+    if not main_rank:                            # rank 0 reports for the group
+        return 0
     rep = run.report()
+    from textcls.interpret.measures import slice_measures
+    gold = list(bundle.splits[args.split].labels)[: args.limit]
+    extra, extra_notes = slice_measures(run, gold, predictor.labels, sanity_texts=args.sanity, seed=args.seed)
+    for row in rep.rows:
+        row.update(extra.get(row["method"], {}))
+    rep.settings["notes"] = list(rep.settings["notes"]) + extra_notes
     head = {"checkpoint": str(args.checkpoint), "model": predictor.info.get("model"), "data": bundle.name,
-            "split": args.split, "n_texts": rep.settings["n_texts"]}
+            "split": args.split, "n_texts": rep.settings["n_texts"], "world_size": ctx.world_size}
     lines = [{**head, "kind": "method", **row} for row in rep.rows]
     summary = {**head, "kind": "summary", "method": None, "seconds": round(rep.seconds, 3),
                **{k: v for k, v in rep.model_row.items() if k != "seconds"},
@@ -88,7 +105,7 @@ def cmd_faithfulness(args) -> int:
     print(printable(f"{head['checkpoint']} ({head['model']}) on {bundle.name}/{args.split}: {head['n_texts']} texts, "
           f"{rep.seconds:.1f} s"))
     print(f"{'method':<22} {'AOPC comp. [95% CI]':<26} {'AOPC suff. [95% CI]':<26} {'tau vs ref':>10} "
-          f"{'top flip':>9} {'to flip':>8} {'seconds':>8}")
+          f"{'top flip':>9} {'to flip':>8} {'seconds':>8} {'AUPRC':>6} {'tok F1':>6} {'rand rho':>8} {'s/text':>7}")
 
     def ci(row, key):
         lo, hi = row.get(key + "_ci", (float("nan"), float("nan")))
@@ -96,7 +113,10 @@ def cmd_faithfulness(args) -> int:
     for row in rep.rows:
         print(f"{row['method']:<22} {ci(row, 'aopc_comprehensiveness'):<26} {ci(row, 'aopc_sufficiency'):<26} "
               f"{row.get('kendall_tau_ref', float('nan')):>10.3f} {row.get('erasure_top_flip', float('nan')):>9.3f} "
-              f"{row.get('erasure_fraction_to_flip', float('nan')):>8.3f} {row['seconds']:>8.1f}")
+              f"{row.get('erasure_fraction_to_flip', float('nan')):>8.3f} {row['seconds']:>8.1f} "
+              f"{row.get('plausibility_auprc', float('nan')):>6.3f} {row.get('plausibility_token_f1', float('nan')):>6.3f} "
+              f"{row.get('sanity_rho', float('nan')):>8.3f}{'!' if row.get('sanity_flag') else ' '}"
+              f"{row.get('seconds_per_text', float('nan')):>7.3f}")
     mr = rep.model_row
     if mr:
         print(f"attention tests ({', '.join(mr['attention_maps'])}): permutation median TVD "
@@ -118,7 +138,8 @@ def add_parser(sub) -> None:
     add_data_options(f)
     f.add_argument("--methods", default=None,
                    help=f"comma-separated explanations (default {DEFAULT_FAITH_METHODS}; with --fast {FAST_METHODS}); "
-                        "also occlusion, saliency, shapley, lime")
+                        "also occlusion, saliency, shapley, lime and the context-mixing norm, globenc, alti, value_zeroing, "
+                        "decompx (where the model has self-attention)")
     f.add_argument("--fast", action="store_true",
                    help=f"the fast set: {FAST_METHODS} (unless --methods says otherwise), AOPC with intervals, rank "
                         "agreement and single-word flips, without the erasure-flip orders and the permutation / "
@@ -139,6 +160,15 @@ def add_parser(sub) -> None:
     f.add_argument("--no-flip-orders", action="store_true",
                    help="skip the erasure-flip orders (the fraction of words removed before the label flips); the "
                         "single-word flips stay")
+    f.add_argument("--chunk", type=int, default=128,
+                   help="texts per step (default 128); under torchrun rank r scores steps r, r + N, ... and rank 0 "
+                        "reports the numbers one process gives with the same --chunk")
+    f.add_argument("--device", default="cpu", help="cpu (default), cuda, auto; under torchrun each rank takes its "
+                   "local GPU (nccl) or the CPU (gloo)")
+    f.add_argument("--sanity", type=int, default=32, metavar="N",
+                   help="the randomisation sanity check (layers re-initialised top-down, Spearman rho of each "
+                        "explanation before / after) on the first N texts (default 32; 0 skips it); a '!' flags "
+                        "rho >= 0.5 after the whole model is random")
     add_seed(f)
     f.add_argument("--json", action="store_true", help="JSON lines on stdout: one object per method, then a summary")
     f.add_argument("--quiet", action="store_true", help="no progress bar")

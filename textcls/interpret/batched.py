@@ -210,6 +210,9 @@ def importances(model, instances: Sequence[Instance], method: str, *, baseline: 
                 seed: int = 0, labels: Sequence[str] | None = None, **kw) -> list[Attribution]:
     """The model's own attention ("attention") or a Captum method for every instance, in length buckets (one
     Attribution per instance, in order). Keyword arguments go to `attribute_instances`."""
+    from textcls.interpret.context_mixing import METHODS as MIXING, explain_instances
+    if method in MIXING:                          # context mixing: batched inside, no Captum
+        return explain_instances(model, instances, method)
     out: list[Attribution | None] = [None] * len(instances)
     m = "attention" if method == "attention" else canonical_method(method)
     per = TEXTS_PER_ATTRIBUTION.get(m, 1)
@@ -371,8 +374,9 @@ class SliceRun:
         methods = list(dict.fromkeys(methods))
         if reference not in methods:
             methods.append(reference)
+        from textcls.interpret.context_mixing import METHODS as MIXING, applicable
         for m in methods:
-            if m not in ("attention", "leave_one_out", "random"):
+            if m not in ("attention", "leave_one_out", "random", *MIXING):
                 canonical_method(m)                                # unknown method: ValueError now
         t0 = time.perf_counter()
         self.insts = [own_shape(i) for i in src.instances(list(texts))] if len(texts) else []
@@ -383,6 +387,10 @@ class SliceRun:
             except ValueError as e:
                 self.notes.append(f"attention skipped: {e}")
                 methods.remove("attention")
+        why_not = applicable(self.model)
+        for m in [m for m in methods if m in MIXING and why_not[m] is not None and m != reference]:
+            self.notes.append(f"{m} skipped: {why_not[m]}")
+            methods.remove(m)
         self.methods, self.reference = methods, reference
         self.removal, self.baseline, self.n_steps, self.seed, self.k_pct = removal, baseline, n_steps, seed, k_pct
         self.n_permutations, self.captum_metrics, self.n_perturb = n_permutations, captum_metrics, n_perturb

@@ -270,7 +270,10 @@ DISAGREE = Lesson("methods", "Explanations that disagree",
          "Leave-one-out is graded by removing words - the same thing it measured. Is that a fair race?"),
 ))
 
-LESSONS: tuple[Lesson, ...] = (WHAT_ATTENTION, ACT_VS_TRANSFORMER, GATES, NEGATION, HCAN_WORDS, EXPLANATION, DISAGREE)
+from textcls.teach.context_lesson import LEAVE_OUT  # noqa: E402 - registers its step kind
+
+LESSONS: tuple[Lesson, ...] = (WHAT_ATTENTION, ACT_VS_TRANSFORMER, GATES, NEGATION, HCAN_WORDS, EXPLANATION, DISAGREE,
+                               LEAVE_OUT)
 
 
 def get(lesson_id: str) -> Lesson:
