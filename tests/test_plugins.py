@@ -38,8 +38,13 @@ def installed(tmp_path_factory):
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
                     "--no-build-isolation", "--target", str(site), str(src)], check=True, timeout=300)
     sys.path.insert(0, str(site))
+    # The app's model worker is a spawned process: it sees the packages of the path it was started with. A user
+    # installs a plugin before starting the app; here it is installed mid-session, so the worker starts again.
+    from textcls.serve.client import stop_shared
+    stop_shared()
     yield site
     sys.path.remove(str(site))
+    stop_shared()
     _REGISTRY.pop("bagpool", None)                                  # leave the registry as other tests expect it
     plugins._seen.clear()
     sys.modules.pop("textcls_bagpool", None)
