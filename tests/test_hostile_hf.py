@@ -140,3 +140,24 @@ def test_train_settings_are_checked_before_the_run(hostile, capsys, flag, value,
                  value]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0]
+
+
+def test_a_deep_verdict_is_stored_for_the_other_processes_and_never_reused_for_changed_files(tmp_path, monkeypatch):
+    """The app's server and its model worker both list the folders in full; the deep check imports transformers
+    and probes the tokenizer (seconds), so its verdict is stored per folder and file identity - and only reused
+    while the files are the same."""
+    import time
+
+    from hf_toys import tiny_folder
+    from textcls import hf_checkpoint as hc
+    monkeypatch.setenv("TEXTCLS_CACHE", str(tmp_path / "cache"))
+    folder = tiny_folder(tmp_path / "tiny")
+    first = hc.hf_summary(folder, deep=True)
+    hc._VERDICTS.clear()                                                  # another process: nothing in memory
+    monkeypatch.setattr(hc, "_summary", lambda *a, **k: (_ for _ in ()).throw(AssertionError("checked again")))
+    assert hc.hf_summary(folder, deep=True) == first                      # read from the stored verdict
+    time.sleep(0.01)
+    (folder / "config.json").write_text((folder / "config.json").read_text() + " ")   # the files changed
+    hc._VERDICTS.clear()
+    with pytest.raises(AssertionError, match="checked again"):
+        hc.hf_summary(folder, deep=True)

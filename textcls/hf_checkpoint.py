@@ -26,6 +26,7 @@ identity. transformers' own warnings and load reports are silenced (`_hf_modules
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -129,11 +130,15 @@ def hf_summary(path: str | Path, deep: bool = False, limits=None) -> dict[str, A
     key = (str(path.absolute()), file_identity(path), deep, (limits or current()).max_pretrained_parameters,
            _base_identity(path) if deep else None)
     found = _VERDICTS.get(key)
+    if found is None and deep:
+        found = _stored_verdict(key)
     if found is None:
         try:
             found = _summary(path, deep, limits)
         except HFError as e:
             found = e
+        if deep:
+            _store_verdict(key, found)
         with _VERDICTS_LOCK:
             if len(_VERDICTS) > VERDICTS_MAX:
                 _VERDICTS.clear()
@@ -141,6 +146,42 @@ def hf_summary(path: str | Path, deep: bool = False, limits=None) -> dict[str, A
     if isinstance(found, HFError):
         raise HFError(str(found))
     return json.loads(json.dumps(found))
+
+
+VERDICT_FORMAT = 1      # bump when the deep checks change: verdicts stored by an older textcls are not read
+
+
+def _verdict_file(key: tuple) -> Path:
+    from textcls.runtime.paths import cache_dir
+    digest = hashlib.sha256(repr((VERDICT_FORMAT, key)).encode("utf-8", "backslashreplace")).hexdigest()
+    return cache_dir() / "hf_verdicts" / f"{digest}.json"
+
+
+def _stored_verdict(key: tuple) -> dict | HFError | None:
+    """A deep verdict stored by another process (the app's model worker, an earlier server) for the same folder,
+    file identity, base and limit: the deep check imports transformers and probes the tokenizer (seconds), and
+    the server and its worker both list the folders. None when there is none (or it cannot be read)."""
+    try:
+        from textcls.runtime.files import read_regular
+        raw = json.loads(read_regular(_verdict_file(key), 4 * 2**20, "a stored verdict").decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(raw, dict) and isinstance(raw.get("ok"), dict):
+        return raw["ok"]
+    if isinstance(raw, dict) and isinstance(raw.get("error"), str):
+        return HFError(raw["error"])
+    return None
+
+
+def _store_verdict(key: tuple, found: dict | HFError) -> None:
+    """Store a deep verdict for other processes (atomically; best effort: an unwritable cache only costs time)."""
+    try:
+        from textcls.runtime.files import atomic_write_json
+        f = _verdict_file(key)
+        f.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(f, {"error": str(found)} if isinstance(found, HFError) else {"ok": found})
+    except (OSError, TypeError, ValueError):
+        pass
 
 
 def _base_identity(path: Path) -> tuple | None:
