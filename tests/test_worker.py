@@ -61,7 +61,8 @@ def test_killed_mid_request_restarts_and_the_request_is_sent_again(light):
     second = light.pid()
     assert second != first and _alive(second)
     note = light.notice()
-    assert note and "\n" not in note and "restarted" in note and "signal 9" in note
+    assert note and "\n" not in note and "restarted" in note and "sent again" in note
+    # the exit code ("signal 9") is named when the pool has collected it by then; that is a race, not a contract
 
 
 def test_a_worker_that_never_answers_is_restarted_and_the_call_fails_in_one_line(light):
