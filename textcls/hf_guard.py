@@ -149,16 +149,22 @@ _DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2"
 FLOAT_DTYPES = ("F64", "F32", "F16", "BF16")
 
 
+def _open(path: Path) -> int:
+    """A file descriptor of `path`, a regular file inside its folder (`runtime.files.open_regular`); HFError in
+    one line when it is missing or not such a file."""
+    from textcls.runtime.files import open_regular
+    try:
+        return open_regular(path)
+    except FileNotFoundError:
+        raise HFError(f"{safe(path.parent)}: missing {safe(path.name)}") from None
+    except (OSError, ValueError) as e:
+        raise HFError(safe(e, 400)) from None
+
+
 def safetensors_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
     """{name: (dtype, shape)} of a safetensors file (no torch): a regular file in its folder, a header of at
     most HEADER_CAP bytes and MAX_TENSORS entries, every entry well-formed, the file complete."""
-    from textcls.runtime.files import open_regular
-    try:
-        fd = open_regular(path)
-    except FileNotFoundError:
-        raise HFError(f"{safe(path.parent)}: missing {path.name}") from None
-    except (OSError, ValueError) as e:
-        raise HFError(safe(e, 400)) from None
+    fd = _open(path)
     try:
         with os.fdopen(fd, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -483,13 +489,7 @@ def probe_tokenizer(where: Any, path: Path) -> None:
 
 def file_sha256(path: Path) -> str:
     """The sha256 of a regular file inside its folder."""
-    from textcls.runtime.files import open_regular
-    try:
-        fd = open_regular(path)
-    except FileNotFoundError:
-        raise HFError(f"{safe(path.parent)}: missing {safe(path.name)}") from None
-    except (OSError, ValueError) as e:
-        raise HFError(safe(e, 400)) from None
+    fd = _open(path)
     h = hashlib.sha256()
     with os.fdopen(fd, "rb") as f:
         for block in iter(lambda: f.read(1 << 22), b""):
