@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from pages.common import cache, context_mixing, inside_app, shared
+from pages.common import cache, inside_app, shared
 from pages.common import widgets as w
 from textcls.data.relation import EntitySpanError
 
@@ -34,14 +34,16 @@ with st.spinner("Loading PyTorch and Captum…"):          # seconds on a server
     from textcls import viz
     from textcls.viz import explanations as F
     from textcls.interpret.attention import attention_importance_instances, explanation_source
-    from textcls.interpret.faithfulness import EXPLANATION_LABELS as LABELS
-    from textcls.interpret.faithfulness import SLOW_EXPLANATIONS as SLOW
-    from textcls.interpret.faithfulness import ONE_TEXT_NOTE, VERDICT_RULE, kendall_tau, versus_random
+    from textcls.interpret.faithfulness import N_RANDOM, ONE_TEXT_NOTE, VERDICT_RULE, kendall_tau, versus_random
+    from textcls.interpret.plausibility import evidence_labels, plausibility
+    from textcls.interpret.sanity import FLAG_RHO
     from textcls.interpret import interventions as IV
 
 SENTENCE = "the acting is superb , but the plot is not very good ."
-METHOD_CHOICES = ["attention", "integrated_gradients", "grad_x_input", "saliency", "occlusion", "shapley", "lime",
-                  "leave_one_out"]
+from textcls.interpret import methods as M      # the registry: names, labels, costs (no torch)
+
+METHOD_CHOICES = M.names(reference=False)        # every registered explanation method
+LABELS = M.labels()
 MAX_SLOW_TOKENS = 150
 WINDOW = 60            # tokens per view of a long text (grid columns stay readable)
 REMOVAL_TEXT = {"delete": "deleting it (the text closes up)", "pad": "replacing it by the pad id",
@@ -146,7 +148,11 @@ def explain_row(row: Row, prog: w.Progress | None = None) -> tuple[dict, list[st
     notes to show with it (unknown words, skipped or failed methods)."""
     expl, notes = {}, list(row.notes)
     for m in methods:
-        if m in SLOW and row.inst.n > MAX_SLOW_TOKENS:
+        why = M.why_not(row.pred.model, m)
+        if why is not None:
+            notes.append(f"{LABELS[m]} does not apply to this model: {why}")
+            continue
+        if M.get(m).slow and row.inst.n > MAX_SLOW_TOKENS:
             notes.append(f"{LABELS[m]} skipped: {row.inst.n} tokens (at most {MAX_SLOW_TOKENS} for this method)")
             continue
         label = f"{w.md_escape(row.info.name)}: {LABELS[m]} ({row.inst.n} tokens)…"
@@ -171,13 +177,8 @@ def scores_of(x) -> np.ndarray:
     return np.asarray(getattr(x, "scores", x), dtype=float)
 
 
-SHORT = {"attention": "attention", "integrated_gradients": "IG", "grad_x_input": "grad x input",
-         "saliency": "saliency", "occlusion": "occlusion", "shapley": "Shapley", "lime": "LIME",
-         "leave_one_out": "leave-one-out"}
-
-
 def row_name(info, m) -> str:
-    return f"{info.name} · {SHORT[m]}"
+    return f"{info.name} · {M.get(m).short}"
 
 
 # Long texts: one token window for every tab (grid, shaded words, interventions, counterfactual); a token list
@@ -223,7 +224,7 @@ if tab_reasons.open:
                     st.caption(w.md_escape(note))
                 for m, v in expl.items():
                     cap = "own attention: " + explanation_source(pred.model) if m == "attention" else LABELS[m]
-                    shaded(inst.tokens, np.clip(scores_of(v), 0, None) if m == "attention" else scores_of(v),
+                    shaded(inst.tokens, scores_of(v) if M.get(m).signed else np.clip(scores_of(v), 0, None),
                            label=cap, window=window)
                     if getattr(v, "delta", None) is not None:
                         summary.append({"checkpoint": info.name, "IG steps": v.n_steps, "|delta|": abs(v.delta),
@@ -311,21 +312,24 @@ def slice_panel(results) -> None:
                 split_name, texts = sl.slice_texts(chosen_slice, bundle, name=s_ckpt,
                                                    predict=lambda t: cache.predict(by_name[s_ckpt].path, t))
                 where = f"{s_data}/{split_name} · slice {chosen_slice.name}"
+                gold = None                                   # a slice's texts: no gold labels kept with them
             else:
                 bundle = cache.dataset(s_data, limit=None)
                 if s_split not in bundle.splits:
                     raise ValueError(f"{s_data} has no {s_split} split (has: {', '.join(bundle.splits)})")
                 texts = list(bundle.splits[s_split].texts)
+                gold = (list(bundle.splits[s_split].labels), list(bundle.labels))   # for plausibility
                 where = f"{s_data}/{s_split}"
             texts = texts[:int(s_n)] if s_n else texts
+            gold = (gold[0][:len(texts)], gold[1]) if gold is not None else None
             run = cache.slice_run(by_name[s_ckpt].path, texts, removal=removal, baseline=baseline, steps=steps,
                                   methods=[m for m in methods if m != "leave_one_out"] + ["random"])
-            st.session_state["attr_slice_job"] = (s_ckpt, where, run)
+            st.session_state["attr_slice_job"] = (s_ckpt, where, run, gold)
         except Exception as e:  # noqa: BLE001
             st.error(f"Could not score the data set: {type(e).__name__}: {w.md_escape(e)}")
     if "attr_slice_job" not in st.session_state:
         return
-    s_ckpt, where, run = st.session_state["attr_slice_job"]
+    s_ckpt, where, run, gold = st.session_state["attr_slice_job"]
     if not run.finished and not run.stop_requested:
         st.button("Stop", key="attr_slice_stop", on_click=run.stop, icon=":material/stop:",
                   help="Stops after the batch of texts under way; the table shows the texts done.")
@@ -341,6 +345,10 @@ def slice_panel(results) -> None:
             return
         bar.empty()
     rep = run.report()
+    from textcls.interpret.measures import slice_measures
+    extra, extra_notes = slice_measures(run, *(gold or (None, None)))     # plausibility and seconds per text
+    for r in rep.rows:
+        r.update(extra.get(r["method"], {}))
     if not run.finished:
         st.warning(f"Stopped after {run.done:,} of {run.total:,} texts: the table covers those.")
         st.button("Continue", key="attr_slice_continue", on_click=run.resume, icon=":material/play_arrow:")
@@ -353,7 +361,7 @@ def slice_panel(results) -> None:
     if tests is not None:
         st.caption("The model's own attention, permuted and made uniform (Jain & Wallace): how far the output moves.")
         st.dataframe(tests, hide_index=True, width="stretch")
-    for note in rep.settings["notes"]:
+    for note in list(rep.settings["notes"]) + extra_notes:
         st.caption(w.md_escape(note))
 
 
@@ -362,10 +370,18 @@ if tab_faith.open:
         st.caption(f"m(x) = probability of the predicted class; removing a word = {REMOVAL_TEXT[removal]}. "
                    "Comprehensiveness: drop in m when the top-k % words are removed (higher = the explanation "
                    "found what the model needs). Sufficiency: drop when only they are kept (lower = they suffice). "
-                   "AOPC = the mean over k in {0, 1, 5, 10, 20, 50} %. Random: the mean of 5 random rankings.")
+                   f"AOPC = the mean over k in {{0, 1, 5, 10, 20, 50}} %. Random: the mean of {N_RANDOM} random "
+                   "rankings. Plausibility: how well the ranking finds the words people label with the predicted "
+                   "sentiment (SST's word labels; average precision and token F1, as ferret defines them).")
+        check_sanity = st.toggle("Randomisation sanity check (slower)", key="attr_sanity", persist_state="page",
+                                 help="Re-initialise the model's layers from the top down, in a copy, and recompute "
+                                      "each explanation: Spearman rho of the words' weights before and after. An "
+                                      "explanation of the model must change (rho falls); one that stays at or "
+                                      f"above {FLAG_RHO} explains the words, not the model (Adebayo et al. 2018).")
         results = explain_all()
         table_rows, model_rows, curves_of = [], [], {}
-        prog = w.Progress(sum(len(expl) + 2 for r, expl, _ in results if r.inst.n <= MAX_SLOW_TOKENS))
+        prog = w.Progress(sum(len(expl) * (1 + check_sanity) + 2 for r, expl, _ in results
+                              if r.inst.n <= MAX_SLOW_TOKENS))
         for row, expl, _ in results:
             info, inst = row.info, row.inst
             if inst.n > MAX_SLOW_TOKENS:
@@ -382,7 +398,19 @@ if tab_faith.open:
             r_comp = float(np.mean([r["aopc_comprehensiveness"] for r in rand]))
             r_suff = float(np.mean([r["aopc_sufficiency"] for r in rand]))
             badges = []
+            probs = w.safe_predict(info, [text])
+            polar = evidence_labels(row.pred.labels) is None and probs and inst.tokens
             for m, (ec, ef) in out.items():
+                pl = plausibility(inst.tokens, scores_of(expl[m]), probs[0].label) if polar else None
+                rho = None
+                if check_sanity:
+                    with prog.step(f"{w.md_escape(info.name)}: {LABELS[m]} with the layers randomised…"):
+                        try:
+                            rho = cache.sanity(info.path, text, m, baseline=baseline, steps=steps,
+                                               removal=removal)["final"][m]
+                        except ValueError as e:
+                            st.caption(f"{w.md_escape(info.name)} · {LABELS[m]}: no sanity check: "
+                                       f"{w.md_escape(e)}")
                 v = versus_random(ec, rand)
                 color = ["gray", "orange", "green"][v["level"]] if v["verdict"] != "worse than random" else "red"
                 badges.append(f":{color}-badge[{w.md_escape(LABELS[m])}: {v['verdict']}]")
@@ -393,7 +421,15 @@ if tab_faith.open:
                                    "verdict on this text": v["verdict"],
                                    "top word removed flips": ef["top_flip"],
                                    "share removed to flip": ef["fraction_to_flip"],
-                                   "Kendall tau vs leave-one-out": kendall_tau(scores_of(expl[m]), loo)})
+                                   "Kendall tau vs leave-one-out": kendall_tau(scores_of(expl[m]), loo),
+                                   "plausibility AUPRC": pl["auprc"] if pl else None,
+                                   "plausibility token F1": pl["token_f1"] if pl else None,
+                                   **({"rank corr. after randomisation": rho,
+                                       "sanity": ("FLAG: barely changes" if rho is not None and rho >= FLAG_RHO
+                                                  else "changes") if rho is not None else ""}
+                                      if check_sanity else {}),
+                                   "seconds (when computed)": cache.explanation_seconds(
+                                       info.path, text, m, baseline=baseline, steps=steps, removal=removal)})
             st.markdown(f"**{w.md_escape(info.name)}** " + " ".join(badges))
             mr = {"checkpoint": info.name, "model": viz.model_title(info.model)}
             perm, unif = extra.get("perm"), extra.get("unif")
@@ -417,7 +453,8 @@ if tab_faith.open:
             st.dataframe(pd.DataFrame(table_rows), hide_index=True, width="stretch", column_config={
                 c: st.column_config.NumberColumn(format="%.3f") for c in (
                     "AOPC comprehensiveness", "AOPC sufficiency", "share removed to flip",
-                    "Kendall tau vs leave-one-out")})
+                    "Kendall tau vs leave-one-out", "plausibility AUPRC", "plausibility token F1",
+                    "rank corr. after randomisation", "seconds (when computed)")})
             st.caption(w.md_escape(f"{VERDICT_RULE} {ONE_TEXT_NOTE}"))
         if model_rows:
             st.markdown("**Per model** - small TVDs under permuted or uniform attention mean the attention weights "
@@ -430,7 +467,6 @@ if tab_faith.open:
                 w.show_figure(F.erasure_figure(curves_of[pick], f"Removing the top-k % words - {pick}"),
                               "attr_curves")
 
-        context_mixing.attribute_panel(rows)                               # issue 43: plausibility, sanity
         slice_box = st.expander("Over a data set (a whole split)", key="attr_slice_open", on_change="rerun")
         if slice_box.open:
             with slice_box:

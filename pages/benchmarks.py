@@ -23,8 +23,10 @@ from textcls.experiments.paper_bench import lama_f4
 from textcls.experiments.results import TARGET_POINTS, accuracy_targets, load_results, table_rows
 from textcls.experiments.study_results import shipped_summary
 from textcls.experiments.specs import default_models
-from textcls.experiments.tradeoffs import attention_faithfulness, pareto_front, reading, time_checkpoints
-from textcls.viz import accuracy_figure, act_t5_figure, lama_f4_figure, models_figure, tradeoff_figure
+from textcls.experiments.tradeoffs import (attention_faithfulness, explanation_rows, pareto_front, reading,
+    time_checkpoints)
+from textcls.viz import (accuracy_figure, act_t5_figure, explanation_tradeoff_figure, lama_f4_figure, models_figure,
+    tradeoff_figure)
 
 inside_app(__file__)
 
@@ -39,6 +41,7 @@ def _path(env: str, default: str) -> Path:
 RESULTS = _path("TEXTCLS_RESULTS_FILE", "docs/results.json")
 BENCH = _path("TEXTCLS_BENCH_FILE", "docs/bench.json")
 FAITH = sorted((REPO / "docs").glob("faithfulness*.json"))   # scripts/faithfulness_table.py: whole test splits
+EXPLAIN = sorted((REPO / "docs" / "results_context_mixing").glob("*.jsonl"))   # `faithfulness --json`, every method
 
 
 def _read_bench(path: Path) -> dict | None:
@@ -233,6 +236,26 @@ with t_acc:
 
 stored = _read_bench(BENCH)
 
+def _which_explanation() -> None:
+    """Per shipped checkpoint measured over a test split: every explanation method's faithfulness against its
+    cost, coloured by plausibility, flagged by the randomisation check (docs/faithfulness.md)."""
+    from textcls.interpret.methods import labels
+    rows = explanation_rows(EXPLAIN)
+    st.subheader("Which explanation to trust")
+    if not rows:
+        st.info("No explanation measurements yet. Make them with `python -m textcls faithfulness DIR --methods "
+                "attention,norm,alti,integrated_gradients,leave_one_out,random --json > "
+                "docs/results_context_mixing/NAME.jsonl`.")
+        return
+    names = list(dict.fromkeys(r["checkpoint"] for r in rows))
+    pick = st.segmented_control("Checkpoint", names, default=names[0], key="bench_explain_ckpt") or names[0]
+    mine = [r for r in rows if r["checkpoint"] == pick]
+    n = sorted({r["n"] for r in mine})
+    texts = f"{n[0]:,} test texts" if len(n) == 1 else f"{n[0]:,}-{n[-1]:,} test texts (the costly methods on fewer)"
+    w.show_figure(explanation_tradeoff_figure(mine, labels(), f"{pick}: faithfulness against cost, {texts}"),
+                  f"bench_explain_{pick}")
+
+
 def _which_model(ck: dict | None) -> None:
     """Per task: test accuracy against latency of every shipped and user checkpoint, the Pareto front, a reading."""
     valid, _ = cache.checkpoints()
@@ -284,6 +307,7 @@ with t_speed:
     st.caption("The checkpoints this app ships and the ones you trained, as they are: trained weights, the sizes "
                "we chose for a laptop (about 1-2 M parameters).")
     _which_model(stored.get("checkpoints") if stored else None)
+    _which_explanation()
     if stored is not None:
         _env_caption(stored)
         if "checkpoints" in stored:

@@ -98,7 +98,7 @@ def test_attribute_page_one_sentence_every_checkpoint(run_page):
 def test_attribute_page_computes_only_the_open_view(run_page, monkeypatch):
     """A tab that is not open costs nothing: its library functions are not called until it is opened."""
     from textcls import interpret
-    from textcls.interpret import faithfulness, interventions
+    from textcls.interpret import attributions, faithfulness, interventions
 
     calls: dict[str, int] = {}
 
@@ -110,7 +110,7 @@ def test_attribute_page_computes_only_the_open_view(run_page, monkeypatch):
             return fn(*a, **kw)
         monkeypatch.setattr(module, name, wrapper)
 
-    for module, name in ((faithfulness, "attribute_instances"), (faithfulness, "erasure_curves"),
+    for module, name in ((attributions, "attribute_instances"), (faithfulness, "erasure_curves"),
                          (faithfulness, "erasure_flip"), (faithfulness, "permutation_test"),
                          (interventions, "compare_edit"), (interpret, "intervene")):
         counted(module, name)

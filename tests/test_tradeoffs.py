@@ -75,3 +75,36 @@ def test_benchmarks_page_colours_the_shipped_sst2_points_by_faithfulness(monkeyp
     coloured = {n for t in trade["data"] if (t.get("marker") or {}).get("showscale") is not None
                 and t.get("name") == "shipped" for n in t["text"]}
     assert {"act-sst2", "lama-sst2", "transformer-sst2"} <= coloured
+
+
+def test_explanation_rows_keep_the_run_over_more_texts_and_skip_bad_lines(tmp_path):
+    import json
+    from textcls.experiments.tradeoffs import explanation_rows
+    line = {"checkpoint": "checkpoints/m", "kind": "method", "method": "alti", "n": 30,
+            "aopc_comprehensiveness": 0.2, "aopc_comprehensiveness_ci": [0.1, 0.3], "seconds_per_text": 0.01,
+            "plausibility_auprc": 0.5, "sanity_rho": 0.1}
+    (tmp_path / "a.jsonl").write_text("\n".join([json.dumps(line), "{not json", json.dumps({**line, "kind": "summary"}),
+                                                 json.dumps({**line, "method": "random", "n": 30})]))
+    (tmp_path / "b.jsonl").write_text(json.dumps({**line, "n": 300, "aopc_comprehensiveness": 0.25}))
+    rows = {r["method"]: r for r in explanation_rows([tmp_path / "a.jsonl", tmp_path / "b.jsonl",
+                                                      tmp_path / "missing.jsonl"])}
+    assert set(rows) == {"alti", "random"}
+    assert rows["alti"]["n"] == 300 and rows["alti"]["aopc"] == 0.25 and rows["alti"]["checkpoint"] == "m"
+
+
+def test_benchmarks_page_shows_which_explanation_to_trust(monkeypatch):
+    """Each method of a measured checkpoint: faithfulness against cost, coloured by plausibility, the random floor."""
+    import json
+    from app_pages import REPO, open_page
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(REPO / "checkpoints"))
+    at = open_page("pages/benchmarks.py")
+    at.session_state["bench_explain_ckpt"] = "transformer-sst2"
+    at.run()
+    figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    fig = next(f for f in figs if "transformer-sst2: faithfulness against cost" in
+               str(f["layout"].get("title", {}).get("text")))
+    shown = {n for t in fig["data"] for n in (t.get("text") or [])}
+    assert {"ALTI", "Integrated gradients", "Own attention"} <= shown
+    measured = [t for t in fig["data"] if t.get("name") == "plausibility measured"]
+    assert measured and all(0 <= c <= 1 for c in measured[0]["marker"]["color"])
+    assert any("random ranking" in (a.get("text") or "") for a in fig["layout"].get("annotations", []))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+import time
 from pathlib import Path
 
 import streamlit as st
@@ -276,25 +277,60 @@ def _instance(path: str, mtime: float, text: str):
 
 @st.cache_data(show_spinner=False, max_entries=4096)
 def _explanation(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str):
-    from textcls.interpret.faithfulness import explanation
+    from textcls.interpret.methods import explanation
     pred = _predictor(path, mtime)
-    return explanation(pred.model, _instance(path, mtime, text), method, labels=pred.labels, baseline=baseline,
-                   steps=steps, removal=removal)
-
-
-def _used(method: str, baseline: str, steps: int) -> tuple[str, int]:
-    """(baseline, steps) as `method` uses them: a setting it ignores is fixed, so it is not part of the cache key."""
-    from textcls.interpret.faithfulness import USES_BASELINE
-    return (baseline if method in USES_BASELINE else "pad", steps if method == "integrated_gradients" else 50)
+    inst = _instance(path, mtime, text)
+    t0 = time.perf_counter()
+    value = explanation(pred.model, inst, method, labels=pred.labels, baseline=baseline, steps=steps, removal=removal)
+    return value, time.perf_counter() - t0           # the seconds it took when it was computed (its cost)
 
 
 def explanation(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
                 removal: str = "delete"):
-    """One explanation of `text` by one checkpoint: an `Attribution` (own attention, Captum methods) or, for
-    "leave_one_out", a vector. Cached per (checkpoint, text, method, the settings that method uses).
-    Raises what the library raises (ValueError: the method does not apply to this model or input)."""
-    return _explanation(str(path), stamp(path), text, method, *_used(method, baseline, steps),
-                        removal if method == "leave_one_out" else "delete")
+    """One explanation of `text` by one checkpoint by any registered method (textcls.interpret.methods): an
+    `Attribution` or a vector. Cached per (checkpoint, text, method, the settings that method uses: a setting it
+    ignores is fixed, so it is not part of the key). Raises what the library raises (ValueError: the method
+    does not apply to this model or input)."""
+    method, baseline, steps = _used(method, baseline, steps)
+    return _explanation(str(path), stamp(path), text, method, baseline, steps, _removal_used(method, removal))[0]
+
+
+def explanation_seconds(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
+                        removal: str = "delete") -> float:
+    """How many seconds `explanation` took when it was computed (its cost; a cached answer is instant)."""
+    method, baseline, steps = _used(method, baseline, steps)
+    return _explanation(str(path), stamp(path), text, method, baseline, steps, _removal_used(method, removal))[1]
+
+
+def _used(method: str, baseline: str, steps: int) -> tuple[str, str, int]:
+    """(method, baseline, steps) with the method's registered name and the settings it ignores fixed."""
+    from textcls.interpret.methods import canonical, options_used
+    method = canonical(method)
+    used = options_used(method, baseline=baseline, n_steps=steps)
+    return method, used["baseline"] or "pad", used["n_steps"] or 50
+
+
+def _removal_used(method: str, removal: str) -> str:
+    from textcls.interpret.methods import options_used
+    return options_used(method, removal=removal)["removal"] or "delete"
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _sanity(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str):
+    from textcls.interpret.methods import explain
+    from textcls.interpret.sanity import cascading_randomisation
+    pred = _predictor(path, mtime)
+    opts = dict(labels=pred.labels, baseline=baseline, n_steps=steps, removal=removal)
+    return cascading_randomisation(pred.model, [_instance(path, mtime, text)], [method],     # on a copy of the model
+                                   lambda model, xs, m: explain(model, xs, m, **opts))
+
+
+def sanity(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
+           removal: str = "delete") -> dict:
+    """The cascading randomisation check of one explanation of `text` (textcls.interpret.sanity: the layers
+    re-initialised top-down in a copy of the model, Spearman rho after each stage), cached like `explanation`."""
+    method, baseline, steps = _used(method, baseline, steps)
+    return _sanity(str(path), stamp(path), text, method, baseline, steps, _removal_used(method, removal))
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
@@ -317,13 +353,13 @@ def _erasure(path: str, mtime: float, text: str, method: str, baseline: str, ste
 def erasure(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
             removal: str = "delete"):
     """(erasure_curves, erasure_flip) of one explanation (see `explanation`), cached like it."""
-    return _erasure(str(path), stamp(path), text, method, *_used(method, baseline, steps), removal)
+    return _erasure(str(path), stamp(path), text, *_used(method, baseline, steps), removal)
 
 
 def erasure_curves(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
                    removal: str = "delete"):
     """erasure_curves alone (about 11 forward passes; `erasure` adds the flip test's 7 per token), cached."""
-    return _erasure_curves(str(path), stamp(path), text, method, *_used(method, baseline, steps), removal)
+    return _erasure_curves(str(path), stamp(path), text, *_used(method, baseline, steps), removal)
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
@@ -430,7 +466,8 @@ def piece_figures(path: str | Path, text: str, *, title: str, opts: dict):
     return _piece_view(str(path), stamp(path), text, title, _frozen(opts), opts)
 
 
-__all__ += ["attention_tests", "counterfactual", "erasure", "erasure_curves", "explanation", "random_erasure", "slice_run",
+__all__ += ["attention_tests", "compare_edit", "erasure", "erasure_curves", "explanation", "explanation_seconds", "random_erasure", "sanity",
+            "slice_run",
             "view_figures", "piece_attention", "piece_figures"]
 
 

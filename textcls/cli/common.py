@@ -153,6 +153,31 @@ def add_data_options(p: argparse.ArgumentParser) -> None:
     add_limit(p)
 
 
+def add_explanation_options(p: argparse.ArgumentParser, default_says: str) -> None:
+    """--methods, --baseline and --steps of the commands that compute explanations (explain, faithfulness); the
+    choices and their help come from the method registry (textcls.interpret.methods)."""
+    from textcls.interpret.methods import REGISTRY
+    listed = "; ".join(f"{m.name} ({m.label}{', alias ' + '/'.join(m.aliases) if m.aliases else ''})"
+                       for m in REGISTRY.values())
+    p.add_argument("--methods", default=None,
+                   help=f"comma-separated explanation methods (default {default_says}): {listed}")
+    p.add_argument("--baseline", choices=("pad", "unk", "zero"), default="pad",
+                   help="baseline of the methods that compare with one: integrated gradients, occlusion, Shapley, "
+                        "LIME (default pad)")
+    p.add_argument("--steps", type=count("steps"), default=50,
+                   help="integrated-gradients steps, first try (doubled until converged)")
+
+
+def methods_of(raw: str, model=None) -> list[str]:
+    """--methods -> registered names (aliases resolved, duplicates dropped); with a model, each must apply to it.
+    A UsageError names the choices."""
+    from textcls.interpret.methods import parse
+    try:
+        return parse(raw, model)
+    except ValueError as e:
+        raise UsageError(f"--methods: {one_line(e)}") from None
+
+
 # ---------------------------------------------------------------- --set / --tokenizer pairs
 
 

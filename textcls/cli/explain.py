@@ -6,29 +6,16 @@ from __future__ import annotations
 import json
 import time
 
-from textcls.cli.common import UsageError, add_checkpoint, add_seed, count, json_value, one_line, printable
+from textcls.cli.common import (UsageError, add_checkpoint, add_explanation_options, add_seed, json_value,
+    methods_of, one_line, printable)
 
 
 def _methods(raw: str | None, model) -> list[str]:
-    from textcls.interpret.attributions import ALIASES
-    from textcls.interpret.context_mixing import METHODS as MIXING, applicable, methods_for
-    from textcls.interpret.faithfulness import EXPLANATIONS
-    known = tuple(m for m in EXPLANATIONS if m != "random") + MIXING
+    """--methods, or by default every context-mixing method the model supports and integrated gradients."""
     if raw is None:
-        return methods_for(model) + ["integrated_gradients"]
-    out = []
-    for m in (x.strip().lower() for x in raw.split(",")):
-        if not m:
-            continue
-        m = {"loo": "leave_one_out", "own_attention": "attention"}.get(m, ALIASES.get(m, m))
-        if m not in known:
-            raise UsageError(f"--methods: unknown method {m!r}; choose from {', '.join(known)}")
-        if m in MIXING and applicable(model)[m] is not None:
-            raise UsageError(f"--methods: {m} does not apply to this model: {applicable(model)[m]}")
-        out.append(m)
-    if not out:
-        raise UsageError("--methods: no method given")
-    return list(dict.fromkeys(out))
+        from textcls.interpret.methods import REGISTRY, methods_for
+        return [m for m in methods_for(model) if REGISTRY[m].kind == "context mixing"] + ["integrated_gradients"]
+    return methods_of(raw, model)
 
 
 def explain_texts(predictor, texts: list[str], methods: list[str], *, baseline: str = "pad", n_steps: int = 50,
@@ -100,12 +87,7 @@ def add_parser(sub) -> None:
                                    "text, a list of them for several.")
     add_checkpoint(f)
     f.add_argument("texts", nargs="+", metavar="TEXT", help="texts to explain")
-    f.add_argument("--methods", default=None,
-                   help="comma-separated: norm, globenc, alti, value_zeroing, decompx, attention, "
-                        "integrated_gradients, saliency, grad_x_input, occlusion, shapley, lime, leave_one_out")
-    f.add_argument("--baseline", choices=("pad", "unk", "zero"), default="pad",
-                   help="baseline of IG / occlusion / Shapley / LIME (default pad)")
-    f.add_argument("--steps", type=count("steps"), default=50, help="IG steps, first try (doubled until converged)")
+    add_explanation_options(f, "every context-mixing method the model supports, and integrated_gradients")
     add_seed(f)
     f.add_argument("--json", action="store_true", help="JSON on stdout")
     f.set_defaults(func=cmd_explain)

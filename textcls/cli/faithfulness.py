@@ -7,29 +7,11 @@ import json
 import sys
 from pathlib import Path
 
-from textcls.cli.common import (UsageError, add_checkpoint, add_data_options, add_seed, count, data_of, json_value,
-    one_line, printable)
+from textcls.cli.common import (UsageError, add_checkpoint, add_data_options, add_explanation_options, add_seed, count,
+    data_of, json_value, methods_of, one_line, printable)
 
 DEFAULT_FAITH_METHODS = "attention,random,leave_one_out,integrated_gradients,grad_x_input"
 FAST_METHODS = "attention,random,leave_one_out"
-
-
-def _faithfulness_methods(raw: str) -> list[str]:
-    from textcls.interpret.attributions import ALIASES
-    from textcls.interpret.context_mixing import METHODS as MIXING
-    from textcls.interpret.faithfulness import EXPLANATIONS
-    EXPLANATIONS = tuple(EXPLANATIONS) + MIXING
-    methods = []
-    for m in (x.strip().lower() for x in raw.split(",")):
-        if not m:
-            continue
-        m = {"loo": "leave_one_out", "own_attention": "attention"}.get(m, ALIASES.get(m, m))
-        if m not in EXPLANATIONS:
-            raise UsageError(f"--methods: unknown method {m!r}; choose from {', '.join(EXPLANATIONS)}")
-        methods.append(m)
-    if not methods:
-        raise UsageError("--methods: no method given")
-    return list(dict.fromkeys(methods))
 
 
 def _max_rss_mb() -> float | None:
@@ -48,7 +30,7 @@ def cmd_faithfulness(args) -> int:
 
     from textcls.interpret.sharded import run_sharded
     from textcls.runtime.distributed import init
-    methods = _faithfulness_methods(args.methods or (FAST_METHODS if args.fast else DEFAULT_FAITH_METHODS))
+    methods = methods_of(args.methods or (FAST_METHODS if args.fast else DEFAULT_FAITH_METHODS))
     try:
         ctx = init(args.device)                  # under torchrun: join the group (gloo on CPU, nccl on CUDA)
     except ValueError as e:
@@ -136,10 +118,8 @@ def add_parser(sub) -> None:
                                    "tests, total seconds, settings). Progress bar on stderr.")
     add_checkpoint(f)
     add_data_options(f)
-    f.add_argument("--methods", default=None,
-                   help=f"comma-separated explanations (default {DEFAULT_FAITH_METHODS}; with --fast {FAST_METHODS}); "
-                        "also occlusion, saliency, shapley, lime and the context-mixing norm, globenc, alti, value_zeroing, "
-                        "decompx (where the model has self-attention)")
+    add_explanation_options(f, f"{DEFAULT_FAITH_METHODS}; with --fast {FAST_METHODS}; a method that does not "
+                               "apply to the model is skipped with a note")
     f.add_argument("--fast", action="store_true",
                    help=f"the fast set: {FAST_METHODS} (unless --methods says otherwise), AOPC with intervals, rank "
                         "agreement and single-word flips, without the erasure-flip orders and the permutation / "
@@ -147,10 +127,6 @@ def add_parser(sub) -> None:
                         "a full split from minutes to an hour)")
     f.add_argument("--removal", choices=("delete", "pad", "unk"), default="delete",
                    help="how a token is removed (default delete)")
-    f.add_argument("--baseline", choices=("pad", "unk", "zero"), default="pad",
-                   help="baseline of IG / occlusion / Shapley / LIME (default pad)")
-    f.add_argument("--steps", type=count("steps"), default=50,
-                   help="IG steps, first try (doubled until converged)")
     f.add_argument("--permutations", type=count("permutations"), default=30,
                    help="attention permutations per text (default 30)")
     f.add_argument("--random-orders", type=count("random_orders"), default=None,

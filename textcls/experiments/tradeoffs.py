@@ -82,6 +82,37 @@ def attention_faithfulness(files: Sequence[str | Path], infos: Sequence[Any]) ->
     return out
 
 
+def explanation_rows(files: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """Every explanation method's row of the JSON lines `python -m textcls faithfulness --json` writes
+    (docs/results_context_mixing/*.jsonl): {checkpoint, method, n, aopc, lo, hi, sufficiency, seconds_per_text,
+    plausibility, sanity_rho, sanity_flag}. The random floor is kept (it is what every method must beat); a
+    checkpoint measured twice for a method keeps the run over more texts. Missing or malformed lines give
+    nothing."""
+    best: dict[tuple[str, str], dict[str, Any]] = {}
+    for f in files:
+        try:
+            lines = Path(f).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        for line in lines:
+            try:
+                r = json.loads(line)
+                if r.get("kind") != "method":
+                    continue
+                lo, hi = r.get("aopc_comprehensiveness_ci") or (None, None)
+                row = {"checkpoint": Path(str(r["checkpoint"])).name, "method": str(r["method"]), "n": int(r["n"]),
+                       "aopc": float(r["aopc_comprehensiveness"]), "lo": lo, "hi": hi,
+                       "sufficiency": r.get("aopc_sufficiency"), "seconds_per_text": r.get("seconds_per_text"),
+                       "plausibility": r.get("plausibility_auprc"), "sanity_rho": r.get("sanity_rho"),
+                       "sanity_flag": bool(r.get("sanity_flag"))}
+            except (KeyError, TypeError, ValueError, AttributeError):
+                continue
+            key = (row["checkpoint"], row["method"])
+            if key not in best or row["n"] > best[key]["n"]:
+                best[key] = row
+    return list(best.values())
+
+
 def time_checkpoints(infos: Sequence[Any], sentence: str, *, warmup: int = 1, repeats: int = 5) -> list[dict]:
     """Milliseconds per sentence (median, after a warm-up) and parameters of each checkpoint (CheckpointInfo) on
     this machine: the latency of checkpoints the stored benchmark has not timed (the user's own)."""

@@ -2,7 +2,8 @@
 faithfulness metrics (ERASER, DeYoung et al. 2020; Jain & Wallace 2019), live interventions and counterfactuals,
 and the Lab's teaching demos. Library only: no Streamlit here (the Attribute and Lab pages call these functions).
 
-Modules: attributions (Captum methods, IG convergence), attention (model attention -> per-token importance),
+Modules: methods (the registry of explanation methods, one module each), attributions (the Captum engine, IG
+convergence), attention (model attention -> per-token importance),
 faithfulness (ERASER, leave-one-out, rank agreement, attention permutation / uniform / erasure tests, Captum
 infidelity and sensitivity; one text each), batched (the same over a whole data set, batched across
 texts: evaluate_slice), interventions (edits / copies, counterfactual edits), lab; importance (the one per-token
@@ -19,8 +20,9 @@ _LAZY = {
     **dict.fromkeys(("REMOVALS", "Instance", "Source", "as_source", "tvd"), "_common"),
     **dict.fromkeys(("HOWS", "attention_importance", "attention_importance_instances", "explanation_source"),
                     "attention"),
-    **dict.fromkeys(("ALIASES", "BASELINES", "METHOD_LABELS", "METHODS", "Attribution", "attribute",
+    **dict.fromkeys(("BASELINES", "METHODS", "Attribution", "attribute",
                      "attribute_instances", "attribute_texts"), "attributions"),
+    **dict.fromkeys(("REGISTRY", "explain", "methods_for", "register_method"), "methods"),
     **dict.fromkeys(("SliceReport", "SliceRun", "evaluate_slice"), "batched"),
     **dict.fromkeys(("BINS", "agreement", "comprehensiveness", "erasure_curves", "erasure_flip",
                      "explanation_report", "infidelity", "kendall_tau", "leave_one_out", "permutation_test",

@@ -1,6 +1,6 @@
 """Captum attributions on the embedding layer (`model.embed`) of every model, as per-token scores.
 
-Methods (`METHODS`; aliases in parentheses):
+Methods (`METHODS`; their labels, aliases and properties are registered in textcls.interpret.methods):
   integrated_gradients (ig)    Captum IntegratedGradients (Gauss-Legendre) from a baseline. The convergence delta
                                sum(attributions) - (F(x) - F(baseline)) is reported; the step count is doubled
                                (50 -> 100 -> 200 ...) per example until |delta| <= tolerance * |F(x) - F(baseline)|
@@ -44,24 +44,24 @@ from captum.attr import (InputXGradient, IntegratedGradients, Lime, Occlusion, S
 from textcls.runtime.threads import for_texts
 from textcls.interpret._common import as_batch, EmbeddingForward, Instance, as_source, check_model, stack
 
-METHODS = ("integrated_gradients", "saliency", "grad_x_input", "occlusion", "shapley", "lime")
-ALIASES = {"ig": "integrated_gradients", "input_x_gradient": "grad_x_input", "gradxinput": "grad_x_input",
-           "shapley_value_sampling": "shapley", "svs": "shapley"}
+METHODS = ("integrated_gradients", "saliency", "grad_x_input", "occlusion", "shapley", "lime")   # this engine's
 BASELINES = ("pad", "unk", "zero")
 TOKENS_PER_PASS = 65536
 IG_TOKEN_STEPS = 1 << 18       # texts x steps x positions per IG call at most (memory: about 4 copies of that x E floats)
 IG_CALL_BYTES = 1 << 27        # ... and at most this many bytes of those copies (16 E bytes a token-step): 128 MB
-GRADIENT_METHODS = ("integrated_gradients", "saliency", "grad_x_input")
-METHOD_LABELS = {"integrated_gradients": "Integrated gradients", "saliency": "Saliency",
-                 "grad_x_input": "Gradient x input", "occlusion": "Occlusion", "shapley": "Shapley sampling",
-                 "lime": "LIME"}
 
 
 def canonical_method(method: str) -> str:
-    m = ALIASES.get(method.lower(), method.lower())
+    """The registered name of a Captum method or its alias (labels, aliases: textcls.interpret.methods)."""
+    from textcls.interpret.methods.registry import REGISTRY, canonical   # the package registers every method
+    try:
+        m = canonical(method)
+    except ValueError:
+        m = None
     if m not in METHODS:
-        raise ValueError(f"unknown attribution method {method!r}; choose one of {METHODS} "
-                         f"(aliases {sorted(ALIASES)})")
+        aliases = sorted(a for n in METHODS for a in REGISTRY[n].aliases)
+        raise ValueError(f"unknown attribution method {method!r}; choose one of {', '.join(METHODS)} "
+                         f"(aliases {', '.join(aliases)})")
     return m
 
 
@@ -395,6 +395,6 @@ def ig_completeness_gap(a: Attribution) -> float:
     return abs(a.total - (a.output - a.baseline_output))
 
 
-__all__ = ["METHODS", "BASELINES", "ALIASES", "METHOD_LABELS", "GRADIENT_METHODS", "Attribution", "WeightedRidge",
+__all__ = ["METHODS", "BASELINES", "Attribution", "WeightedRidge",
            "attribute", "attribute_instances", "attribute_texts", "baseline_embedding", "canonical_method", "token_attributions",
            "ig_completeness_gap"]

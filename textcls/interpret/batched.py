@@ -49,8 +49,7 @@ from textcls.runtime.memory import return_free_memory
 from textcls.runtime.threads import for_texts
 from textcls.interpret._common import (Instance, as_source, as_vector, check_model, closed_up, permute_rows, prob_fn,
     stack, top_indices, tvd, uniform_like)
-from textcls.interpret.attention import attention_importance_instances, explanation_source
-from textcls.interpret.attributions import Attribution, attribute_instances, canonical_method
+from textcls.interpret.attributions import METHODS as CAPTUM, Attribution
 from textcls.interpret.faithfulness import (BINS, _check_removal, attention_maps, infidelity, kendall_tau, n_tokens,
     sensitivity, topk_overlap)
 
@@ -208,28 +207,26 @@ class Variants:
 
 def importances(model, instances: Sequence[Instance], method: str, *, baseline: str = "pad", n_steps: int = 50,
                 seed: int = 0, labels: Sequence[str] | None = None, **kw) -> list[Attribution]:
-    """The model's own attention ("attention") or a Captum method for every instance, in length buckets (one
-    Attribution per instance, in order). Keyword arguments go to `attribute_instances`."""
-    from textcls.interpret.context_mixing import METHODS as MIXING, explain_instances
-    if method in MIXING:                          # context mixing: batched inside, no Captum
-        return explain_instances(model, instances, method)
+    """Any registered method's explanation of every instance (textcls.interpret.methods), in length buckets
+    where the method runs texts in batches through Captum or the attention (one per instance, in order);
+    methods that batch themselves (context mixing) or go text by text get them all at once. Keyword arguments
+    go to the method."""
+    from textcls.interpret.methods import explain, get
+    meth = get(method)
+    m = meth.name
+    opts = dict(baseline=baseline, n_steps=n_steps, seed=seed, labels=labels, **kw)
+    if not meth.bucketed:
+        return explain(model, instances, m, **opts)
     out: list[Attribution | None] = [None] * len(instances)
-    m = "attention" if method == "attention" else canonical_method(method)
     per = TEXTS_PER_ATTRIBUTION.get(m, 1)
-    rows = n_steps if m == "integrated_gradients" else 1
+    rows = n_steps if meth.uses_steps else 1
     for group in buckets([tuple(i.ids.shape) for i in instances], rows_per_item=rows, tokens=TOKENS_PER_BATCH * 4,
                          max_rows=1 << 30, max_items=per, cells=ATTENTION_CELLS if m == "attention" else None):
         chunk = [instances[g] for g in group]
-        if m == "attention":
-            res = attention_importance_instances(model, chunk, labels=labels)
-        elif m == "integrated_gradients":
-            ibs = kw.get("internal_batch_size", max(1, IG_PASS_TOKENS // max(_size(chunk[-1].ids.shape), 1)))
-            res = attribute_instances(model, chunk, m, baseline=baseline, n_steps=n_steps, seed=seed, labels=labels,
-                                      **{**kw, "internal_batch_size": ibs})
-        else:
-            res = attribute_instances(model, chunk, m, baseline=baseline, n_steps=n_steps, seed=seed, labels=labels,
-                                      **kw)
-        for g, r in zip(group, res):
+        extra = {}
+        if m == "integrated_gradients" and "internal_batch_size" not in kw:
+            extra["internal_batch_size"] = max(1, IG_PASS_TOKENS // max(_size(chunk[-1].ids.shape), 1))
+        for g, r in zip(group, explain(model, chunk, m, **opts, **extra)):
             out[g] = r
     return out  # type: ignore[return-value]
 
@@ -374,23 +371,17 @@ class SliceRun:
         methods = list(dict.fromkeys(methods))
         if reference not in methods:
             methods.append(reference)
-        from textcls.interpret.context_mixing import METHODS as MIXING, applicable
-        for m in methods:
-            if m not in ("attention", "leave_one_out", "random", *MIXING):
-                canonical_method(m)                                # unknown method: ValueError now
+        from textcls.interpret.methods import canonical, why_not
+        methods = list(dict.fromkeys(canonical(m) for m in methods))   # unknown method: ValueError now
+        reference = canonical(reference)
         t0 = time.perf_counter()
         self.insts = [own_shape(i) for i in src.instances(list(texts))] if len(texts) else []
         self.notes: list[str] = []
-        if "attention" in methods:
-            try:
-                explanation_source(self.model)
-            except ValueError as e:
-                self.notes.append(f"attention skipped: {e}")
-                methods.remove("attention")
-        why_not = applicable(self.model)
-        for m in [m for m in methods if m in MIXING and why_not[m] is not None and m != reference]:
-            self.notes.append(f"{m} skipped: {why_not[m]}")
-            methods.remove(m)
+        for m in [m for m in methods if m != reference]:
+            why = why_not(self.model, m)
+            if why is not None:
+                self.notes.append(f"{m} skipped: {why}")
+                methods.remove(m)
         self.methods, self.reference = methods, reference
         self.removal, self.baseline, self.n_steps, self.seed, self.k_pct = removal, baseline, n_steps, seed, k_pct
         self.n_permutations, self.captum_metrics, self.n_perturb = n_permutations, captum_metrics, n_perturb
@@ -495,7 +486,7 @@ class SliceRun:
                 if self.captum_metrics:
                     t = time.perf_counter()
                     row["infidelity"] = infidelity(model, insts[i], imp, self.baseline, self.n_perturb, self.seed)
-                    if m not in ("leave_one_out", "random", "attention"):
+                    if m in CAPTUM:                                 # Captum's sensitivity re-runs the method
                         row["sensitivity_max"] = sensitivity(model, insts[i], m, n_perturb=max(2, self.n_perturb // 4),
                                                              baseline=self.baseline, n_steps=self.n_steps,
                                                              seed=self.seed)

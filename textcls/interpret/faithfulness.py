@@ -41,9 +41,7 @@ from captum.metrics import sensitivity_max as _captum_sensitivity_max
 from textcls.runtime.threads import interactive_work
 from textcls.interpret._common import (REMOVALS, EmbeddingForward, Instance, as_vector, check_model, permute_rows,
     prob_fn, score, top_indices, tvd, uniform_like)
-from textcls.interpret.attention import attention_importance_instances
-from textcls.interpret.attributions import (METHOD_LABELS, _targets, attribute_instances, baseline_embedding,
-    canonical_method, token_attributions)
+from textcls.interpret.attributions import _targets, baseline_embedding, canonical_method, token_attributions
 
 BINS = (1, 5, 10, 20, 50)
 
@@ -398,33 +396,7 @@ def versus_random(curves: dict[str, Any], random_curves: Sequence[dict[str, Any]
             "p_sufficiency": p_suff, "level": level, "verdict": verdict, "line": line}
 
 
-EXPLANATIONS = ("attention", "integrated_gradients", "saliency", "grad_x_input", "occlusion", "shapley", "lime",
-                "leave_one_out", "random")
-
-
-USES_BASELINE = ("integrated_gradients", "occlusion", "shapley", "lime")
-EXPLANATION_LABELS = {"attention": "Own attention", **METHOD_LABELS, "leave_one_out": "Leave-one-out",
-                      "random": "Random ranking"}
-SLOW_EXPLANATIONS = ("shapley", "lime", "occlusion", "leave_one_out")   # one forward pass per token or more
-
-
-def explanation(model, inst: Instance, method: str, *, labels=None, baseline: str = "pad", steps: int = 50,
-                removal: str = "delete"):
-    """One explanation of one instance by any method: the model's own attention ("attention"), a Captum method
-    (an `Attribution`), or "leave_one_out" (a vector). `baseline` is used by the methods in USES_BASELINE,
-    `steps` by integrated gradients, `removal` by leave-one-out."""
-    if method == "attention":
-        return attention_importance_instances(model, [inst], labels=labels)[0]
-    if method == "leave_one_out":
-        return leave_one_out(model, inst, removal)
-    kw: dict[str, Any] = {"baseline": baseline} if method in USES_BASELINE else {}
-    if method == "integrated_gradients":
-        kw["n_steps"] = steps
-    return attribute_instances(model, [inst], method, labels=labels, **kw)[0]
-
 __all__ = ["BINS", "n_tokens", "erasure_curves", "comprehensiveness", "sufficiency", "leave_one_out",
            "kendall_tau", "topk_overlap", "agreement", "attention_maps", "permutation_test",
            "uniform_attention_test", "erasure_flip", "infidelity", "sensitivity", "explanation_report", "versus_random",
-           "random_orders_curves", "N_RANDOM", "LEVEL", "VERDICTS", "VERDICT_RULE", "ONE_TEXT_NOTE",
-           "EXPLANATIONS", "EXPLANATION_LABELS", "SLOW_EXPLANATIONS",
-           "USES_BASELINE", "explanation"]
+           "random_orders_curves", "N_RANDOM", "LEVEL", "VERDICTS", "VERDICT_RULE", "ONE_TEXT_NOTE"]

@@ -6,18 +6,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import numpy as np
 
 
 def explain_any(model, instances: Sequence, method: str, **kw) -> list:
-    """One importance per instance: leave-one-out, random (seeded by position), or anything
-    `batched.importances` computes (own attention, Captum methods, context mixing)."""
-    if method == "leave_one_out":
-        from textcls.interpret.faithfulness import leave_one_out
-        return [leave_one_out(model, inst) for inst in instances]
-    if method == "random":
-        rng = np.random.default_rng(0)
-        return [rng.random(inst.n) for inst in instances]
+    """One importance per instance by any registered method (textcls.interpret.methods), in length buckets
+    (`batched.importances`); keyword arguments go to the method."""
     from textcls.interpret.batched import importances
     return importances(model, list(instances), method, **kw)
 
@@ -45,10 +38,9 @@ def slice_measures(run, gold: Sequence[int] | None, label_names: Sequence[str] |
         from textcls.interpret.sanity import cascading_randomisation
         insts = [i for i in run.insts[:sanity_texts] if i.n > 1]
         methods = [m for m in run.methods if m != "random"]
-        kw = {"baseline": run.baseline, "n_steps": run.n_steps, "seed": seed}
-        res = cascading_randomisation(run.model, insts, methods,
-                                      lambda model, xs, m: explain_any(model, xs, m, **kw) if m != "leave_one_out"
-                                      else explain_any(model, xs, m), seed=seed)
+        kw = {"baseline": run.baseline, "n_steps": run.n_steps, "seed": seed, "removal": run.removal}
+        res = cascading_randomisation(run.model, insts, methods, lambda model, xs, m: explain_any(model, xs, m, **kw),
+                                      seed=seed)
         for m in methods:
             out[m]["sanity_rho"] = res["final"][m]
             out[m]["sanity_rho_stages"] = res["rho"][m]

@@ -11,10 +11,11 @@ Layers (`cascade_units`): the model's child modules in the order they are define
 module holding one, such as a Hugging Face encoder) opened into its elements, modules without parameters
 skipped, then reversed (minilm-sst2: classifier, pooler, layer 5 ... layer 0, embeddings). Re-initialisation: each module's own `reset_parameters()` (Linear, LayerNorm, Embedding, Conv),
 and a parameter no such module owns is redrawn from N(0, its trained standard deviation). The model is
-randomised in place and its trained weights put back afterwards (also on an error).
+randomised in a copy: the caller's model (a cached one, shared by a server's sessions) never changes.
 """
 from __future__ import annotations
 
+import copy
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -87,29 +88,22 @@ def cascading_randomisation(model, instances: Sequence, methods: Sequence[str], 
                             seed: int = 0) -> dict[str, Any]:
     """{"stages": [unit names], "rho": {method: [mean rho after each stage]}, "final": {method: rho after the
     last stage}, "flagged": [methods whose final rho >= FLAG_RHO]}."""
+    before = {m: [np.asarray(getattr(x, "scores", x), dtype=np.float64) for x in explain(model, instances, m)]
+              for m in methods}
+    model = copy.deepcopy(model).eval()     # randomised in a copy: a model shared with other callers never changes
     units = cascade_units(model)
     if not units:
         raise ValueError("the model has no layers with parameters to randomise")
-    before = {m: [np.asarray(getattr(x, "scores", x), dtype=np.float64) for x in explain(model, instances, m)]
-              for m in methods}
-    trained = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    was = model.training
-    model.eval()
     rho: dict[str, list[float]] = {m: [] for m in methods}
     stages = []
-    try:
-        for k, (name, mod) in enumerate(units):
-            reinitialise(mod, seed + k)
-            stages.append(name)
-            for m in methods:
-                after = explain(model, instances, m)
-                vals = [spearman(b, np.asarray(getattr(x, "scores", x))) for b, x in zip(before[m], after)]
-                vals = [v for v in vals if not np.isnan(v)]
-                rho[m].append(float(np.mean(vals)) if vals else float("nan"))
-    finally:
-        with torch.no_grad():
-            model.load_state_dict(trained)
-        model.train(was)
+    for k, (name, mod) in enumerate(units):
+        reinitialise(mod, seed + k)
+        stages.append(name)
+        for m in methods:
+            after = explain(model, instances, m)
+            vals = [spearman(b, np.asarray(getattr(x, "scores", x))) for b, x in zip(before[m], after)]
+            vals = [v for v in vals if not np.isnan(v)]
+            rho[m].append(float(np.mean(vals)) if vals else float("nan"))
     final = {m: r[-1] for m, r in rho.items()}
     return {"stages": stages, "rho": rho, "final": final,
             "flagged": [m for m, r in final.items() if not np.isnan(r) and r >= FLAG_RHO]}

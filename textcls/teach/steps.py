@@ -377,13 +377,14 @@ def _instance(lib: Library, inp: Mapping[str, Any], min_words: int = 2):
 
 
 def _explanations(src, inst, methods: Sequence[str]) -> dict[str, np.ndarray]:
-    """{label: one score per token} of each explanation method (faithfulness.explanation)."""
-    from textcls.interpret.faithfulness import EXPLANATION_LABELS, explanation
+    """{label: one score per token} of each explanation method (interpret.methods.explanation)."""
+    from textcls.interpret.methods import explanation
+    from textcls.interpret.methods import labels as method_labels
 
     out = {}
     for m in methods:
         e = explanation(src.model, inst, m, labels=src.labels)
-        out[EXPLANATION_LABELS.get(m, m)] = np.asarray(getattr(e, "scores", e), dtype=float)
+        out[method_labels().get(m, m)] = np.asarray(getattr(e, "scores", e), dtype=float)
     return out
 
 

@@ -390,7 +390,10 @@ SLICE_COLUMNS = {
     "erasure_top_flip": "top-k erasure flips", "erasure_random_flip": "random erasure flips",
     "erasure_fraction_to_flip": "fraction removed to flip", "erasure_random_fraction_to_flip":
     "random: fraction to flip", "ig_delta": "IG completeness gap", "ig_converged": "IG converged",
-    "ig_steps": "IG steps", "infidelity": "infidelity", "sensitivity_max": "max sensitivity", "seconds": "seconds"}
+    "ig_steps": "IG steps", "infidelity": "infidelity", "sensitivity_max": "max sensitivity", "seconds": "seconds",
+    "plausibility_auprc": "plausibility AUPRC", "plausibility_token_f1": "plausibility token F1",
+    "plausibility_n": "texts with human evidence", "seconds_per_text": "seconds per text",
+    "sanity_rho": "rank corr. after randomisation", "sanity_flag": "sanity flag"}
 MODEL_TEST_COLUMNS = {"permutation_median_tvd": "permuted attention: median TVD of the output",
                       "permutation_flip_rate": "permuted attention: decisions flipped",
                       "uniform_tvd": "uniform attention: TVD of the output",

@@ -9,7 +9,7 @@
 
 `paper_figures` builds a paper view (the first registered for the model, or `view=`) exactly as Inspect does
 (`views.build_view` over the predictor's maps); `explanation_figure` draws several explanations of one prediction
-on one word grid, as Attribute does (`interpret.faithfulness.explanation`).
+on one word grid, as Attribute does (`interpret.methods.explanation`).
 """
 from __future__ import annotations
 
@@ -56,7 +56,8 @@ def explanation_figure(predictor: Any, text: str, methods: Sequence[str] = ("att
     figure): one row per method, each word shaded by its weight (signed methods red for the predicted label,
     blue against it)."""
     from textcls.interpret import as_source
-    from textcls.interpret.faithfulness import EXPLANATION_LABELS, explanation
+    from textcls.interpret.methods import explanation
+    from textcls.interpret.methods import labels as method_labels
     from textcls.viz.explanations import reasons_grid
 
     src = as_source(predictor)
@@ -64,7 +65,7 @@ def explanation_figure(predictor: Any, text: str, methods: Sequence[str] = ("att
     rows = []
     for m in methods:
         e = explanation(src.model, inst, m, labels=src.labels)
-        rows.append((EXPLANATION_LABELS.get(m, m), np.asarray(getattr(e, "scores", e), dtype=float)))
+        rows.append((method_labels().get(m, m), np.asarray(getattr(e, "scores", e), dtype=float)))
     return reasons_grid(rows, list(inst.tokens), title=title or f"{getattr(predictor, 'name', '')}: "
                         "explanations of one prediction")
 
