@@ -149,11 +149,11 @@ def test_fixed_scale_is_not_learned_and_scales_the_scores():
 
 def test_a_stored_config_without_the_new_fields_loads_the_old_target():
     """Checkpoints written before target_init / target_scale existed rebuild the model they were trained as."""
-    from textcls.checkpoint import _config_from_dict
+    from textcls.checkpoint import config_from_dict
     from textcls.models.hcan import HCANConfig
-    cfg = _config_from_dict(HCANConfig, {"vocab_size": VOCAB, "num_labels": LABELS})
+    cfg = config_from_dict(HCANConfig, {"vocab_size": VOCAB, "num_labels": LABELS})
     assert (cfg.target_init, cfg.target_scale) == ("normal", "head")
-    assert _config_from_dict(HCANConfig, {"target_scale": "keras"}).target_scale == "keras"
+    assert config_from_dict(HCANConfig, {"target_scale": "keras"}).target_scale == "keras"
 
 
 def test_sentence_and_document_vectors_are_attention_weighted_sums_of_Z():

@@ -105,10 +105,10 @@ def test_default_scores_are_tanh_without_a_norm(variant):
 
 def test_a_stored_config_without_score_norm_loads_the_l2_reconstruction():
     """Checkpoints written before score_norm existed were trained with the L2 norm across heads."""
-    from textcls.checkpoint import _config_from_dict
+    from textcls.checkpoint import config_from_dict
     from textcls.models.lama import LAMAConfig
-    assert _config_from_dict(LAMAConfig, {"vocab_size": VOCAB}).score_norm == "l2_heads"
-    assert _config_from_dict(LAMAConfig, {"score_norm": "tanh"}).score_norm == "tanh"
+    assert config_from_dict(LAMAConfig, {"vocab_size": VOCAB}).score_norm == "l2_heads"
+    assert config_from_dict(LAMAConfig, {"score_norm": "tanh"}).score_norm == "tanh"
 
 
 def test_single_head_scores_are_signs():
