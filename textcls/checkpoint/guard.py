@@ -35,8 +35,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from textcls.checkpoint.files import (FLOAT_DTYPES, CheckpointError, HFError, check_file, file_sha256, read_capped,
-                                      read_json_file, safe)
+from textcls.checkpoint.files import (FLOAT_DTYPES, HFError, check_file, file_sha256, read_capped, read_json_file,
+                                      safe)
 
 MB = 1_000_000
 FILE_CAPS = {"config.json": 4 * MB, "textcls.json": 4 * MB, "history.json": 16 * MB, "tokenizer.json": 32 * MB,

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textcls.checkpoint.files import (FLOAT_DTYPES, CheckpointError, check_file, read_capped, read_json_file,
-                                      recover_folder, safetensors_header, write_folder)
+from textcls.checkpoint.files import (FLOAT_DTYPES, CheckpointError, check_file, read_json_file, recover_folder,
+                                      safetensors_header, write_folder)
 from textcls.checkpoint.hf import hf_summary, is_hf_folder
 from textcls.checkpoint.legacy import config_from_dict
 from textcls.runtime.files import finite_json
