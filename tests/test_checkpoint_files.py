@@ -172,3 +172,32 @@ def test_neither_kind_replaces_a_folder_of_the_other_kind_or_a_plain_one(tmp_pat
         native.check_target(plain)
     with pytest.raises(CheckpointError, match="not a Hugging Face checkpoint"):
         hf.check_hf_target(plain)
+
+
+# ---------------------------------------------------------------- one name per idea: old field names still load
+
+def test_old_field_names_read_under_todays_names():
+    from textcls.checkpoint import FIELD_ALIASES, config_from_dict
+    from textcls.models.hcan import CANConfig, HCANConfig
+    from textcls.models.lama import LAMAConfig
+    assert FIELD_ALIASES["ConvAttentionConfig"] == {"attention_dim": "d_model", "heads": "n_heads"}
+    for cls in (HCANConfig, CANConfig):                             # the subclasses inherit their parent's row
+        c = config_from_dict(cls, {"vocab_size": 20, "num_labels": 2, "attention_dim": 32, "heads": 4})
+        assert (c.d_model, c.n_heads) == (32, 4)
+    assert config_from_dict(LAMAConfig, {"vocab_size": 20, "heads": 3, "hidden_dim": 7}).n_heads == 3
+    with pytest.raises(CheckpointError, match="twice"):
+        config_from_dict(HCANConfig, {"heads": 4, "n_heads": 4})
+    with pytest.raises(CheckpointError, match="unknown field"):     # a name no version had is still refused
+        config_from_dict(LAMAConfig, {"attention_dim": 3})
+
+
+@pytest.mark.parametrize("name", ["hcan-sst2", "can-imdb", "lama-sst2"])
+def test_shipped_checkpoints_with_old_names_load_unchanged(name):
+    from textcls.runtime.paths import shipped_checkpoints
+    path = shipped_checkpoints() / name
+    raw = json.loads((path / "config.json").read_text())["model_config"]
+    assert "heads" in raw and "n_heads" not in raw                  # the file keeps its old names
+    config = native.validate_checkpoint(path).config
+    assert config.n_heads == raw["heads"]
+    if "attention_dim" in raw:
+        assert config.d_model == raw["attention_dim"]
