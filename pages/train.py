@@ -23,7 +23,7 @@ from textcls.train.fit import OPTIMIZERS, PAPER_TRAINING, TrainConfig
 from textcls.train.forms import changed_overrides, config_fields, size_problems
 from textcls.train import hf as hf_train
 from textcls.train.jobs import FINISHED, PROCESS_BASE_MB, JobError
-from textcls.hf_checkpoint import HFError
+from textcls.checkpoint import HFError
 from textcls.runtime.limits import COUNTS, LimitError, current as current_limits
 from textcls.models.registry import make_config
 from textcls.runtime.sizing import check_parameters, count_parameters

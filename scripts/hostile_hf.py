@@ -89,7 +89,7 @@ def _delta(good: Path, root: Path, name: str, change: Callable[[dict], None] | N
     classifier in float16, every base file hashed."""
     import torch
     sys.path.insert(0, str(REPO))
-    from textcls.hf_guard import base_files
+    from textcls.checkpoint import base_files
     module = "base_" + re.sub(r"\W", "_", name)
     pkg = root / "site" / module
     shutil.copytree(good, pkg / "model")

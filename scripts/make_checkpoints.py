@@ -76,10 +76,10 @@ RECIPES: dict[str, tuple[str | None, dict, dict, int]] = {
     # the target attention trains towards uniform (issue 31; textcls/models/hcan.py). hcan-trec: word attention
     # median normalised entropy 0.70 at 91.8 % (learned: 0.99 at 92.0 %) - peaked, but its comprehensiveness AOPC
     # is no better than random (0.134 [0.114, 0.153] vs 0.129 [0.109, 0.149]). imdb: DATA_TUNING.
-    "hcan": (None, dict(attention_dim=96, heads=4, dropout=0.2, **FIXED_TARGET),
+    "hcan": (None, dict(d_model=96, n_heads=4, dropout=0.2, **FIXED_TARGET),
              dict(batch_size=50, lr=1e-3, patience=3, clip_norm=5.0), 10),
     "lama": (None, {}, dict(batch_size=50, lr=1e-3, patience=3), 10),
-    "can": (None, dict(attention_dim=96, heads=4, dropout=0.2, **FIXED_TARGET),
+    "can": (None, dict(d_model=96, n_heads=4, dropout=0.2, **FIXED_TARGET),
             dict(batch_size=50, lr=1e-3, patience=3, clip_norm=5.0), 10),
 }
 

@@ -133,7 +133,7 @@ CORRUPTIONS = {
     "config not JSON": (lambda p: (p / "config.json").write_text("{\"model\": "), "config.json is not valid JSON"),
     "vocab not JSON": (lambda p: (p / "vocab.json").write_text("[[["), "vocab.json is not valid JSON"),
     "vocab not a vocabulary": (lambda p: (p / "vocab.json").write_text('{"words": 3}'), "vocab.json is not a voc"),
-    # a Hugging Face config is read as a Hugging Face folder (textcls.hf_checkpoint): refused for what it lacks
+    # a Hugging Face config is read as a Hugging Face folder (textcls.checkpoint.hf): refused for what it lacks
     "foreign config": (lambda p: (p / "config.json").write_text('{"architectures": ["Bert"]}'), "no classification head"),
     "unknown model": (lambda p: _edit_json(p, "config.json", lambda d: d.update(model="gpt9")), "unknown model"),
     "unknown config field": (lambda p: _edit_json(p, "config.json",
@@ -326,7 +326,7 @@ def test_the_shipped_checkpoints_stay_under_80_mb():
 def test_a_full_validation_is_remembered_per_file_and_redone_when_a_file_changes(saved, monkeypatch):
     """validate_checkpoint remembers its verdict per (folder, limit, each file's identity): the second listing
     validates nothing, a checkpoint saved over is validated again, each caller gets its own config."""
-    from textcls import checkpoint as ck
+    from textcls.checkpoint import native as ck
     path, model, tok = saved
     calls = []
     real = ck._validate
@@ -351,7 +351,7 @@ def test_a_summary_is_remembered_per_file_and_redone_when_a_file_changes(saved, 
     """checkpoint_info(deep=False), what every page's listing does, reads a folder's files once per file identity:
     a second listing reads nothing, a caller's edit never reaches the next caller, and a file saved over (here a
     history.json that is no longer a history) is read and judged again."""
-    from textcls import checkpoint as ck
+    from textcls.checkpoint import native as ck
     path, model, tok = saved
     reads = []
     real = ck.read_config
@@ -373,7 +373,7 @@ def test_a_summary_is_remembered_per_file_and_redone_when_a_file_changes(saved, 
 def test_a_model_with_a_tensor_outside_its_state_dict_is_built_the_slow_way(tmp_path, saved, monkeypatch):
     """Loading builds the model on the meta device and hands it the file's tensors; a tensor the file cannot
     fill (a plain attribute) must not stay on the meta device: that model is built and initialised as usual."""
-    from textcls import checkpoint as ck
+    from textcls.checkpoint import native as ck
     path, model, tok = saved
     checked = ck.validate_checkpoint(path)
     cls = checked.entry.cls

@@ -88,7 +88,7 @@ def test_self_attention_maps_are_masked_softmax_of_conv_features():
     B, S, W = ids.shape
     sel = mask.any(-1).reshape(-1).nonzero().squeeze(1)
     m = mask.reshape(B * S, W)[sel]                                    # (N, W): here W is already the real max
-    heads, d = model.config.heads, model.config.attention_dim
+    heads, d = model.config.n_heads, model.config.d_model
     for branch in "ab":
         q, k, _ = got[branch].transpose(1, 2).split(d, -1)             # (N, W, d)
         q = F.elu(q).view(len(sel), W, heads, -1).transpose(1, 2)      # (N, h, W, dh)
@@ -113,7 +113,7 @@ def test_beta_is_masked_softmax_over_words_per_head(variant):
     out = model(ids, mask, return_maps=True)
     hook.remove()
     B, S, W = ids.shape
-    heads, d = model.config.heads, model.config.attention_dim
+    heads, d = model.config.n_heads, model.config.d_model
     sel = mask.any(-1).reshape(-1).nonzero().squeeze(1)
     m = mask.reshape(B * S, W)[sel]
     k = F.elu(got["k"].transpose(1, 2)).view(len(sel), W, heads, -1)   # (N, W, h, dh)
@@ -128,7 +128,7 @@ def test_beta_is_masked_softmax_over_words_per_head(variant):
 
 
 def test_target_init_and_scale_follow_the_config():
-    d = build().config.attention_dim
+    d = build().config.d_model
     new, old = build().word_level.pool, build(variant="normal_target").word_level.pool
     assert (new.target >= 0).all() and (new.target < 1).all()           # U[0, 1)
     assert new.scale is not None and new.scale.item() == 1.0                       # Keras use_scale=True
@@ -149,11 +149,11 @@ def test_fixed_scale_is_not_learned_and_scales_the_scores():
 
 def test_a_stored_config_without_the_new_fields_loads_the_old_target():
     """Checkpoints written before target_init / target_scale existed rebuild the model they were trained as."""
-    from textcls.checkpoint import _config_from_dict
+    from textcls.checkpoint import config_from_dict
     from textcls.models.hcan import HCANConfig
-    cfg = _config_from_dict(HCANConfig, {"vocab_size": VOCAB, "num_labels": LABELS})
+    cfg = config_from_dict(HCANConfig, {"vocab_size": VOCAB, "num_labels": LABELS})
     assert (cfg.target_init, cfg.target_scale) == ("normal", "head")
-    assert _config_from_dict(HCANConfig, {"target_scale": "keras"}).target_scale == "keras"
+    assert config_from_dict(HCANConfig, {"target_scale": "keras"}).target_scale == "keras"
 
 
 def test_sentence_and_document_vectors_are_attention_weighted_sums_of_Z():
@@ -166,7 +166,7 @@ def test_sentence_and_document_vectors_are_attention_weighted_sums_of_Z():
     for h in hooks:
         h.remove()
     B, S, W = ids.shape
-    heads = model.config.heads
+    heads = model.config.n_heads
     nonempty = mask.any(-1)
     sel = nonempty.reshape(-1).nonzero().squeeze(1)
     # word level: sentence vector = concat_h sum_w beta_hw Z_w,h (Z re-zeroed at pads, eval: no dropout)
@@ -219,8 +219,8 @@ def test_one_sentence_documents():
     assert ids.shape[1] == 1
     out = model(ids, mask, return_maps=True)
     assert torch.isfinite(out.logits).all()
-    torch.testing.assert_close(out.maps["gamma"], torch.ones(3, model.config.heads, 1))
-    torch.testing.assert_close(out.maps["sent_A_a"], torch.ones(3, model.config.heads, 1, 1))
+    torch.testing.assert_close(out.maps["gamma"], torch.ones(3, model.config.n_heads, 1))
+    torch.testing.assert_close(out.maps["sent_A_a"], torch.ones(3, model.config.n_heads, 1, 1))
 
 
 @pytest.mark.parametrize("where", [0, 1, 3])
@@ -275,7 +275,7 @@ def test_packed_convolution_equals_conv1d_on_real_positions(kernel):
 
 def test_packed_and_plain_paths_give_the_same_model(monkeypatch):
     from textcls.models import hcan as module
-    model = build(embed_dim=32, attention_dim=32, heads=4)                     # wide enough to pack
+    model = build(embed_dim=32, d_model=32, n_heads=4)                     # wide enough to pack
     ids, mask = to_hierarchical(random_docs([[9, 1, 2], [1, 8], [3]]))
     packed = model(ids, mask, return_maps=True)
     monkeypatch.setattr(module, "PACK_BELOW", 0.0)                              # never pack
@@ -301,7 +301,7 @@ def test_edits_receive_full_shaped_maps_and_change_the_model():
     edits = {n: (lambda t, layer=None, mask=None, n=n: identity(t, layer, mask, n)) for n in names}
     torch.testing.assert_close(model(ids, mask, edits=edits).logits, ref.logits)
     B, S, W = ids.shape
-    h = model.config.heads
+    h = model.config.n_heads
     assert shapes["A_a"] == ((B, S, h, W, W), (B, S, W))
     assert shapes["beta"] == ((B, S, h, W), (B, S, W))
     assert shapes["sent_A_b"] == ((B, h, S, S), (B, S))
@@ -347,7 +347,7 @@ def test_bad_inputs_give_clear_errors():
     torch.testing.assert_close(out.logits, hcan(ids, mask).logits)
 
 
-@pytest.mark.parametrize("bad, match", [(dict(heads=3), "multiple of heads"), (dict(pooling="mean"), "pooling"),
+@pytest.mark.parametrize("bad, match", [(dict(n_heads=3), "multiple of n_heads"), (dict(pooling="mean"), "pooling"),
                                         (dict(self_attentions=3), "self_attentions"),
                                         (dict(kernel_size=2), "odd")])
 def test_bad_configs_are_refused(bad, match):
@@ -386,7 +386,7 @@ def test_maxpool_and_eq5_variants_compute_what_they_say():
 def test_paper_config_and_parameter_count():
     cfg = textcls.make_config("hcan")
     assert isinstance(cfg, HCANConfig)
-    assert (cfg.attention_dim, cfg.heads, cfg.dropout, cfg.kernel_size, cfg.embed_dim) == (512, 8, 0.1, 3, 512)
+    assert (cfg.d_model, cfg.n_heads, cfg.dropout, cfg.kernel_size, cfg.embed_dim) == (512, 8, 0.1, 3, 512)
     assert (cfg.self_attentions, cfg.pooling, cfg.target_value_conv) == (2, "target", False)
     model = textcls.create_model("hcan", vocab_size=VOCAB, num_labels=5)
     d = 512

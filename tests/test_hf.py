@@ -1,4 +1,4 @@
-"""Hugging Face encoders as checkpoints (textcls.hf_checkpoint, textcls.models.hf, textcls.models.hf, textcls.train.hf):
+"""Hugging Face encoders as checkpoints (textcls.checkpoint.hf, textcls.models.hf, textcls.train.hf):
 a tiny random BERT and a tiny DistilBERT built from a config and saved to a temporary folder exercise the whole
 path offline - list, load, predict, maps, word aggregation, attributions, faithfulness, fine-tuning, save,
 reload - and every bad folder is refused with one line."""
@@ -139,7 +139,7 @@ def test_head_ablation_changes_the_computation(predictor):
 
 
 def test_long_text_is_truncated_and_says_so(folder):
-    from textcls.hf_checkpoint import load_hf
+    from textcls.checkpoint import load_hf
     model, tok, labels, _ = load_hf(folder)
     text = " ".join(["good film"] * 100)
     p = textcls.Predictor(model, tok, labels).predict(text)[0]
@@ -184,21 +184,21 @@ def test_delta_rebuilds_from_its_base_and_refuses_another(folder, tmp_path, monk
     base; a base with another hash is refused; a missing base lists as unavailable with the install command."""
     import sys
 
-    from textcls import hf_checkpoint
+    from textcls import checkpoint as hf_checkpoint
     from textcls.train import hf as hf_train
     pkg = tmp_path / "site" / "toybase"
     shutil.copytree(folder, pkg / "model")
     (pkg / "__init__.py").write_text("")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     base = {"package": "toybase", "module": "toybase", "subdir": "model",
-            "sha256": hf_checkpoint.sha256(pkg / "model" / "model.safetensors"),
+            "sha256": hf_checkpoint.file_sha256(pkg / "model" / "model.safetensors"),
             "files": hf_checkpoint.base_files(pkg / "model")}
     monkeypatch.setitem(hf_train.BASES, "toy", base)
     r = hf_train.train_hf("sst2", "hf:toy", epochs=1, max_steps=2, out=tmp_path / "ck" / "toy-sst2", limit=24,
                           delta=True)
     cfg = json.loads((tmp_path / "ck" / "toy-sst2" / "config.json").read_text())
     assert cfg["format"] == hf_checkpoint.DELTA_FORMAT and cfg["base"]["sha256"] == base["sha256"]
-    header = hf_checkpoint.check_safetensors(tmp_path / "ck" / "toy-sst2" / "model.safetensors")
+    header = hf_checkpoint.safetensors_header(tmp_path / "ck" / "toy-sst2" / "model.safetensors")
     assert not any("word_embeddings" in k for k in header) and {d for d, _ in header.values()} == {"F16"}
     p = textcls.load_checkpoint(tmp_path / "ck" / "toy-sst2")
     want = textcls.Predictor(r["model"], r["tokenizer"], r["labels"]).predict(TEXTS[0])[0].probabilities

@@ -204,7 +204,7 @@ def test_padding_that_the_family_does_not_mask_is_never_used(fam):
 def test_a_family_without_attention_says_so():
     """FNet mixes tokens with a Fourier transform: no attention maps, one line saying so, every other view works
     (checked by the tests above); it takes no attention mask, so its rows run unpadded."""
-    from textcls.hf_checkpoint import load_hf
+    from textcls.checkpoint import load_hf
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         model, tok, labels, _ = load_hf(family_folder(tmp, "fnet"))

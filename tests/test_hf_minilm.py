@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("transformers")
 
 from textcls.checkpoint import list_checkpoints, load_checkpoint  # noqa: E402
-from textcls.hf_checkpoint import base_folder, check_safetensors  # noqa: E402
+from textcls.checkpoint import base_folder, safetensors_header  # noqa: E402
 from textcls.runtime.paths import REPO  # noqa: E402
 
 CKPT = REPO / "checkpoints" / "minilm-sst2"
@@ -20,7 +20,7 @@ needs_base = pytest.mark.skipif(base_folder(BASE) is None, reason="the base gt-a
 
 
 def test_the_shipped_delta_is_small_float16_and_names_its_base():
-    header = check_safetensors(CKPT / "model.safetensors")
+    header = safetensors_header(CKPT / "model.safetensors")
     assert {d for d, _ in header.values()} == {"F16"}
     assert not any("word_embeddings" in k for k in header)                 # frozen: rebuilt from the base
     assert (CKPT / "model.safetensors").stat().st_size < 25e6

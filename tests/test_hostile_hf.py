@@ -70,8 +70,8 @@ def test_listing_gives_the_verdict_loading_gives(hostile, monkeypatch):
 def test_the_probe_survives_a_tokenizer_bomb(hostile, monkeypatch):
     """Item 1: the 30 x Replace("a" -> "aa") normaliser, run in the capped child process (static check
     bypassed), kills the probe - not this process - within the time cap, and is refused in one line."""
-    from textcls import hf_guard
-    from textcls.hf_guard import PROBE_SECONDS, probe_tokenizer
+    from textcls.checkpoint import guard as hf_guard
+    from textcls.checkpoint.guard import PROBE_SECONDS, probe_tokenizer
     monkeypatch.setattr(hf_guard, "PROBE_MEMORY", 384 * 2**20)       # dies sooner; the mechanism is the same
     root, folders = hostile
     t = time.perf_counter()
@@ -82,7 +82,7 @@ def test_the_probe_survives_a_tokenizer_bomb(hostile, monkeypatch):
 
 def test_the_probe_refuses_a_normaliser_that_grows_a_text(hostile, tmp_path):
     """A growth the static rule does not count (Prepend is not a Replace) is measured on the probe text."""
-    from textcls.hf_guard import probe_tokenizer
+    from textcls.checkpoint import probe_tokenizer
     root, _ = hostile
     tok = tmp_path / "tokenizer.json"
     base = json.loads((root / "_good" / "tiny-bert" / "tokenizer.json").read_text())
@@ -149,7 +149,7 @@ def test_a_deep_verdict_is_stored_for_the_other_processes_and_never_reused_for_c
     import time
 
     from hf_toys import tiny_folder
-    from textcls import hf_checkpoint as hc
+    from textcls.checkpoint import hf as hc
     monkeypatch.setenv("TEXTCLS_CACHE", str(tmp_path / "cache"))
     folder = tiny_folder(tmp_path / "tiny")
     first = hc.hf_summary(folder, deep=True)

@@ -51,7 +51,7 @@ def test_permuted_attention_moves_weight_off_the_attended_word():
 @pytest.mark.parametrize("name", ["transformer", "lama", "can"])
 def test_ablating_every_head_cuts_the_input_off(name):
     model = small(name)
-    heads = model.config.n_heads if hasattr(model.config, "n_heads") else model.config.heads
+    heads = model.config.n_heads
     cut = Compose(*[AblateHead(h) for h in range(heads)])
     a = intervene(model, inst_of("the", "good", "movie"), cut)
     b = intervene(model, inst_of("bad", "plot"), cut)

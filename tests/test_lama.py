@@ -82,7 +82,7 @@ def test_scores_have_unit_norm_across_heads_and_follow_the_equations(variant):
         f = (u @ at.P) * (c[b] @ at.Q)                                # (n, m)
         want = torch.tanh(f) / torch.tanh(f).norm(dim=-1, keepdim=True)
         torch.testing.assert_close(f_hat[b, :n], want, atol=1e-6, rtol=1e-5)
-    assert f_hat.shape[-1] == model.config.heads
+    assert f_hat.shape[-1] == model.config.n_heads
 
 
 @pytest.mark.parametrize("variant", [None, "ctx"])
@@ -105,10 +105,10 @@ def test_default_scores_are_tanh_without_a_norm(variant):
 
 def test_a_stored_config_without_score_norm_loads_the_l2_reconstruction():
     """Checkpoints written before score_norm existed were trained with the L2 norm across heads."""
-    from textcls.checkpoint import _config_from_dict
+    from textcls.checkpoint import config_from_dict
     from textcls.models.lama import LAMAConfig
-    assert _config_from_dict(LAMAConfig, {"vocab_size": VOCAB}).score_norm == "l2_heads"
-    assert _config_from_dict(LAMAConfig, {"score_norm": "tanh"}).score_norm == "tanh"
+    assert config_from_dict(LAMAConfig, {"vocab_size": VOCAB}).score_norm == "l2_heads"
+    assert config_from_dict(LAMAConfig, {"score_norm": "tanh"}).score_norm == "tanh"
 
 
 def test_single_head_scores_are_signs():
@@ -129,7 +129,7 @@ def test_hidden_is_the_gru_run_on_each_text_alone_and_pooled_is_A_H():
             torch.testing.assert_close(h[b, :n], alone[0], atol=1e-6, rtol=1e-5)
             assert (h[b, n:] == 0).all()
             torch.testing.assert_close(pooled[b], a[b, :, :n] @ alone[0], atol=1e-6, rtol=1e-5)
-    assert pooled.shape == (4, model.config.heads, 2 * model.config.hidden_dim)
+    assert pooled.shape == (4, model.config.n_heads, 2 * model.config.hidden_dim)
     # the classifier reads flatten(M)
     torch.testing.assert_close(out.logits, model.fc(pooled.flatten(1)))
 
@@ -210,7 +210,7 @@ def test_uniform_attention_edit_reaches_pooled():
     out = run(model, ids, mask, edits={"attention": uniform})
     h = out.maps["hidden"]
     mean_h = (h * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True)
-    torch.testing.assert_close(out.maps["pooled"], mean_h.unsqueeze(1).expand(-1, model.config.heads, -1))
+    torch.testing.assert_close(out.maps["pooled"], mean_h.unsqueeze(1).expand(-1, model.config.n_heads, -1))
 
 
 def test_bad_input_and_config_errors():
@@ -224,12 +224,12 @@ def test_bad_input_and_config_errors():
     with pytest.raises(ValueError, match="context"):
         build(context="global")
     with pytest.raises(ValueError, match="heads"):
-        build(heads=0)
+        build(n_heads=0)
 
 
 def test_paper_defaults():
     cfg = textcls.make_config("lama")
-    assert (cfg.embed_dim, cfg.hidden_dim, cfg.heads, cfg.context) == (100, 50, 10, "learned")
+    assert (cfg.embed_dim, cfg.hidden_dim, cfg.n_heads, cfg.context) == (100, 50, 10, "learned")
     assert cfg.embedding_mode == "non-static" and cfg.learn_temperature is False
 
 
@@ -239,7 +239,7 @@ def test_paper_defaults():
     (10, 50, "learned", 100, False), (1, 8, "learned", 16, False), (20, 8, "mean", 16, False),
     (7, 5, "mean", 12, True), (3, 4, "learned", 30, True)])
 def test_lama_formula_matches_the_module(m, d, context, embed_dim, temp):
-    model = textcls.create_model("lama", vocab_size=VOCAB, num_labels=LABELS, heads=m, hidden_dim=d,
+    model = textcls.create_model("lama", vocab_size=VOCAB, num_labels=LABELS, n_heads=m, hidden_dim=d,
                                  context=context, embed_dim=embed_dim, learn_temperature=temp)
     counted = sum(p.numel() for p in model.attn.parameters())
     assert counted == attention_parameter_count(m, d, "lama", context=context, embed_dim=embed_dim,

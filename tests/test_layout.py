@@ -127,7 +127,7 @@ LAYERS = {
     "data": 1,                                        # data sets, tokenisation, vectors, batching
     "models": 2,                                      # the model families, their outputs, the registry
     "interpret": 3,                                   # a model's own importance, attributions, faithfulness
-    "analysis": 4, "records": 4, "inference": 4, "checkpoint": 4, "hf_checkpoint": 4, "hf_guard": 4,   # the contract; analysis
+    "analysis": 4, "records": 4, "inference": 4, "checkpoint": 4,   # the contract (checkpoint: both kinds); analysis
     "train": 5, "viz": 5,                             # training; figures
     "experiments": 6, "teach": 6,                     # benchmarks, studies, reproductions; the lessons
     "serve": 6,                                       # the app's model worker process

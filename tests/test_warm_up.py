@@ -97,7 +97,7 @@ def test_the_start_up_imports_the_first_pages_modules_and_reads_every_checkpoint
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
         import sys, time
         from pages.common import warmup
-        from textcls import checkpoint
+        from textcls.checkpoint import native as checkpoint
         warmup.start_up({str(page)!r})
         assert "pandas" in sys.modules and "textcls.analysis.metrics" in sys.modules
         reads = []

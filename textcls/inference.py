@@ -23,7 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from textcls.hf_guard import CheckpointError
+from textcls.checkpoint.files import CheckpointError
 from textcls.interpret.importance import crop_map
 from textcls.records import Prediction
 from textcls.runtime.threads import for_texts

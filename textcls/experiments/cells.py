@@ -237,7 +237,7 @@ def _hcan_imdb_medium() -> list[Cell]:
     common = dict(suite="hcan_imdb_medium", table="HCAN vs CAN vs CNN (IMDB, medium: 8,000 reviews)", data="imdb",
                   column="IMDB", epochs=4, limit=8000,
                   train={"optimizer": "adam", "lr": 1e-3, "batch_size": 32, "patience": 2})
-    conv = {"attention_dim": 96, "heads": 4, "dropout": 0.2,       # = the shipped hcan-imdb / can-imdb
+    conv = {"d_model": 96, "n_heads": 4, "dropout": 0.2,       # = the shipped hcan-imdb / can-imdb
             "target_scale": "fixed", "target_scale_value": 2.0}
     return [Cell(setting="HCAN", model="hcan", overrides={**conv, "target_scale_value": 1.75},
                  tokenizer={"max_sentences": 20, "max_words": 40},

@@ -101,11 +101,11 @@ def lama_f4(heads: Sequence[int] = (1, 2, 5, 10, 15, 20, 25, 30), *, d: int = 50
                            "lama": [], "lama_with_mlp": [], "lama_ctx": [], "san": [], "transformer": [],
                            "formula": {"lama": [], "san": [], "transformer": []}}
     for m in hs:
-        lama = create_model("lama", vocab_size=10, num_labels=2, heads=m, hidden_dim=d, embed_dim=2 * d)
+        lama = create_model("lama", vocab_size=10, num_labels=2, n_heads=m, hidden_dim=d, embed_dim=2 * d)
         a = lama.attn
         out["lama"].append(_numel([a.P, a.Q, a.c]))
         out["lama_with_mlp"].append(_numel(a))
-        ctx = create_model("lama", vocab_size=10, num_labels=2, heads=m, hidden_dim=d, embed_dim=2 * d,
+        ctx = create_model("lama", vocab_size=10, num_labels=2, n_heads=m, hidden_dim=d, embed_dim=2 * d,
                            variant="ctx")
         out["lama_ctx"].append(_numel(ctx.attn))
         out["san"].append(_numel(SelfAttentiveAttention(2 * d, m, d_a)))

@@ -36,7 +36,21 @@ def done_seeds(entry: dict[str, Any] | None, signature: dict[str, Any]) -> set[i
     """The seeds of a stored cell entry whose runs have this signature (the runs resuming can skip)."""
     if not entry:
         return set()
-    return {r["seed"] for r in entry.get("runs", []) if r.get("signature") == signature}
+    return {r["seed"] for r in entry.get("runs", [])
+            if r.get("signature") == signature or _today_names(r.get("signature")) == signature}
+
+
+def _today_names(sig: Any) -> Any:
+    """A stored run's signature with its model config overrides under today's names (`checkpoint.FIELD_ALIASES`),
+    so runs recorded before a field was renamed still count."""
+    if not isinstance(sig, dict) or not isinstance(sig.get("overrides"), dict) or not sig.get("model"):
+        return sig
+    from textcls.checkpoint import CheckpointError, current_names
+    from textcls.models.registry import get_entry
+    try:
+        return {**sig, "overrides": current_names(get_entry(str(sig["model"])).config_cls, sig["overrides"])}
+    except (KeyError, CheckpointError):
+        return sig
 
 
 # ---------------------------------------------------------------- running

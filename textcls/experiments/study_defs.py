@@ -163,7 +163,7 @@ def _tr_cmp() -> Study:
 
 
 def _lama_f3() -> Study:
-    pts = tuple(_p("heads", m, "lama", heads=m) for m in (1, 5, 10, 20))
+    pts = tuple(_p("heads", m, "lama", n_heads=m) for m in (1, 5, 10, 20))
     return Study("LAMA-F3", "LAMA: dev accuracy per epoch for several head counts", "LAMA Fig. 3", pts,
                  {"quick": Scale("sst2", 6, 2000, 1, "small", "random", ADAM, 20),
                   "medium": Scale("sst2", 4, None, 3, None, "glove", ADAM, 300, help=(
@@ -182,7 +182,7 @@ def _lama_f3() -> Study:
 
 # The imdb recipe with the target scale fixed at 2 for both: the shipped can-imdb's; the shipped hcan-imdb moved to
 # 1.75 after HCAN-F3's medium runs were measured (one seed each: 87.7 % at 1.75 against 87.1 % at 2).
-HCAN_IMDB = tuple((m, (("attention_dim", 96), ("heads", 4), ("dropout", 0.2), ("target_scale", "fixed"),
+HCAN_IMDB = tuple((m, (("d_model", 96), ("n_heads", 4), ("dropout", 0.2), ("target_scale", "fixed"),
                        ("target_scale_value", 2.0))) for m in ("hcan", "can"))
 HCAN_IMDB_TOK = (("hcan", (("max_sentences", 20), ("max_words", 40))), ("can", (("max_len", 400),)),
                  ("kim_cnn", (("max_len", 400),)))

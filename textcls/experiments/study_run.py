@@ -47,7 +47,36 @@ def matches(stored: dict[str, Any] | None, point: StudyPoint, sc: Scale) -> bool
     if not isinstance(stored, dict):
         return False
     stored = {**stored, "scale": {k: v for k, v in stored.get("scale", {}).items() if k != "seeds"}}
-    return stored == signature(point, sc)
+    current = signature(point, sc)
+    return stored == current or _today_names(stored) == current
+
+
+def _today_names(stored: dict[str, Any]) -> dict[str, Any]:
+    """A stored signature with its model config fields under today's names (`checkpoint.FIELD_ALIASES`: e.g. HCAN's
+    attention_dim / heads are d_model / n_heads now), so runs recorded before a field was renamed stay current."""
+    from textcls.checkpoint import aliases_for
+    from textcls.models.registry import get_entry
+
+    def rename(model: Any, pairs: Any) -> Any:
+        try:
+            aliases = aliases_for(get_entry(str(model)).config_cls)
+        except KeyError:
+            return pairs
+        if not isinstance(pairs, list):
+            return pairs
+        return [[aliases.get(p[0], p[0]), *p[1:]] if isinstance(p, list) and p else p for p in pairs]
+
+    out = json.loads(json.dumps(stored))
+    point, scale = out.get("point"), out.get("scale")
+    if isinstance(point, dict):
+        if "overrides" in point:
+            point["overrides"] = rename(point.get("model"), point["overrides"])
+        if isinstance(scale, dict) and "overrides" in scale:
+            scale["overrides"] = rename(point.get("model"), scale["overrides"])
+    if isinstance(scale, dict) and isinstance(scale.get("base"), list):
+        scale["base"] = [[b[0], rename(b[0], b[1])] if isinstance(b, list) and len(b) == 2 else b
+                         for b in scale["base"]]
+    return out
 
 
 def config_signature(point: StudyPoint, sc: Scale) -> dict[str, Any]:

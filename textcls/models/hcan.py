@@ -124,8 +124,8 @@ class ConvAttentionConfig(BaseConfig):
     """Fields shared by HCAN and CAN; defaults are the paper's (Word2Vec 512-d embeddings, d = 512, h = 8)."""
 
     embed_dim: int = param(512, "word vectors (Word2Vec 512-d in the paper)")
-    attention_dim: int = param(512, "d: channels of every convolution / attention")
-    heads: int = param(8, "h: heads (d_h = d / h = 64)")
+    d_model: int = param(512, "d: width of every layer (channels of every convolution / attention)")
+    n_heads: int = param(8, "h: heads (d_h = d / h = 64)")
     kernel_size: int = param(3, "convolution window (odd, \"same\" padding)")
     dropout: float = param(0.1, "dropout")
     self_attentions: int = param(2, "2: parallel branches a (ELU values) and b (tanh values); 1: branch a only")
@@ -161,8 +161,8 @@ class CANConfig(ConvAttentionConfig):
 
 
 def _validate(c: ConvAttentionConfig) -> None:
-    if c.attention_dim < 1 or c.heads < 1 or c.attention_dim % c.heads:
-        raise ValueError(f"attention_dim ({c.attention_dim}) must be a positive multiple of heads ({c.heads})")
+    if c.d_model < 1 or c.n_heads < 1 or c.d_model % c.n_heads:
+        raise ValueError(f"d_model ({c.d_model}) must be a positive multiple of n_heads ({c.n_heads})")
     if c.kernel_size < 1 or c.kernel_size % 2 == 0:
         raise ValueError(f"kernel_size must be a positive odd int (same padding), got {c.kernel_size}")
     if c.self_attentions not in (1, 2):
@@ -288,12 +288,12 @@ class ConvAttentionLevel(nn.Module):
 
     def __init__(self, in_dim: int, c: ConvAttentionConfig):
         super().__init__()
-        d = c.attention_dim
-        self.branch_a = ConvSelfAttention(in_dim, d, c.heads, c.kernel_size, F.elu, c.dropout)
-        self.branch_b = (ConvSelfAttention(in_dim, d, c.heads, c.kernel_size, torch.tanh, c.dropout)
+        d = c.d_model
+        self.branch_a = ConvSelfAttention(in_dim, d, c.n_heads, c.kernel_size, F.elu, c.dropout)
+        self.branch_b = (ConvSelfAttention(in_dim, d, c.n_heads, c.kernel_size, torch.tanh, c.dropout)
                          if c.self_attentions == 2 else None)
         self.norm = nn.LayerNorm(d)
-        self.pool = (TargetAttention(d, c.heads, c.kernel_size, c.target_value_conv, c.dropout,
+        self.pool = (TargetAttention(d, c.n_heads, c.kernel_size, c.target_value_conv, c.dropout,
                                      c.target_init, c.target_scale, c.target_scale_value)
                      if c.pooling == "target" else None)
 
@@ -361,7 +361,7 @@ _VARIANTS = {
     "normal_target": dict(target_init="normal", target_scale="head"),   # our first choice (checkpoints before #31)
     "scaled_target": dict(target_scale="learned"),                      # the later reference: scale init 1/sqrt(d)
 }
-_SMALL = dict(embed_dim=16, attention_dim=16, heads=2)
+_SMALL = dict(embed_dim=16, d_model=16, n_heads=2)
 
 
 @register_model("hcan", HCANConfig, input_kind="sentences",
@@ -377,7 +377,7 @@ class HCAN(TextClassifier):
         if c.max_sentences < 1 or c.max_words < 1:
             raise ValueError("max_sentences and max_words must be >= 1")
         self.embed = WordEmbedding(c.vocab_size, c.embed_dim, c.embedding_mode, c.channels, embeddings, c.pad_id)
-        d = c.attention_dim
+        d = c.d_model
         self.word_pos = nn.Parameter(torch.randn(c.max_words, self.embed.out_dim) * 0.1)
         self.sent_pos = nn.Parameter(torch.randn(c.max_sentences, d) * 0.1)
         self.word_level = ConvAttentionLevel(self.embed.out_dim, c)
@@ -387,7 +387,7 @@ class HCAN(TextClassifier):
 
     def interventions(self) -> InterventionSpec:
         c = self.config
-        return InterventionSpec(heads=c.heads)
+        return InterventionSpec(heads=c.n_heads)
 
     def map_specs(self) -> list[MapSpec]:
         c = self.config
@@ -405,7 +405,7 @@ class HCAN(TextClassifier):
         c = self.config
         _check_input("hcan", token_ids, mask, 3, "(B, S, W)")
         B, S, W = token_ids.shape
-        d = c.attention_dim
+        d = c.d_model
         emb = self.embed(token_ids)                                          # (B, S, W, e)
         flat_mask = mask.reshape(B * S, W)                                   # (B*S, W)
         nonempty = mask.any(-1)                                              # (B, S)
@@ -491,11 +491,11 @@ class CAN(TextClassifier):
         self.pos = nn.Parameter(torch.randn(c.max_positions, self.embed.out_dim) * 0.1)
         self.level = ConvAttentionLevel(self.embed.out_dim, c)
         self.dropout = nn.Dropout(c.dropout)
-        self.fc = nn.Linear(c.attention_dim, c.num_labels)
+        self.fc = nn.Linear(c.d_model, c.num_labels)
 
     def interventions(self) -> InterventionSpec:
         c = self.config
-        return InterventionSpec(heads=c.heads)
+        return InterventionSpec(heads=c.n_heads)
 
     def map_specs(self) -> list[MapSpec]:
         c = self.config

@@ -91,7 +91,7 @@ class LAMAConfig(BaseConfig):
     embed_dim: int = param(100, "the paper: 100-d word2vec vectors trained on the corpus, fine-tuned")
     embedding_mode: str = "non-static"
     hidden_dim: int = param(50, "d: GRU hidden size per direction (H = 2d wide)")
-    heads: int = param(10, "m: attention heads (the paper sweeps 1..20)")
+    n_heads: int = param(10, "m: attention heads (the paper sweeps 1..20)")
     context: str = param("learned", "learned: one learned context vector (LAMA); mean: the masked mean of the "
                          "embeddings (LAMA + Ctx)", choices=("learned", "mean"))
     learn_temperature: bool = param(False, "A = softmax(f / T) with T learned (init temperature_init); off = the paper")
@@ -138,8 +138,8 @@ class LowRankAttention(nn.Module):
 
 @register_model("lama", LAMAConfig,
                 description="LAMA (Mehta et al. 2019): BiGRU + low-rank multi-head attention, 10 heads",
-                presets={"small": dict(embed_dim=16, hidden_dim=8, heads=4)},
-                variants={"ctx": dict(context="mean"), "heads1": dict(heads=1), "heads20": dict(heads=20),
+                presets={"small": dict(embed_dim=16, hidden_dim=8, n_heads=4)},
+                variants={"ctx": dict(context="mean"), "heads1": dict(n_heads=1), "heads20": dict(n_heads=20),
                           "temperature": dict(learn_temperature=True),
                           "layernorm": dict(score_norm="layernorm_heads"), "l2": dict(score_norm="l2_heads")})
 class LAMA(TextClassifier):
@@ -148,7 +148,7 @@ class LAMA(TextClassifier):
         c = config
         if c.context not in CONTEXTS:
             raise ValueError(f"lama: unknown context {c.context!r}; known: {CONTEXTS}")
-        for field in ("hidden_dim", "heads", "embed_dim"):
+        for field in ("hidden_dim", "n_heads", "embed_dim"):
             if int(getattr(c, field)) < 1:
                 raise ValueError(f"lama: {field} must be >= 1, got {getattr(c, field)}")
         if not 0.0 <= c.dropout < 1.0:
@@ -160,14 +160,14 @@ class LAMA(TextClassifier):
         self.embed = WordEmbedding(c.vocab_size, c.embed_dim, c.embedding_mode, c.channels, embeddings, c.pad_id)
         self.width = 2 * c.hidden_dim
         self.gru = nn.GRU(self.embed.out_dim, c.hidden_dim, batch_first=True, bidirectional=True)
-        self.attn = LowRankAttention(self.width, c.heads, c.context, self.embed.out_dim, c.learn_temperature,
+        self.attn = LowRankAttention(self.width, c.n_heads, c.context, self.embed.out_dim, c.learn_temperature,
                                      c.score_norm, c.temperature_init)
         self.dropout = nn.Dropout(c.dropout)
-        self.fc = nn.Linear(c.heads * self.width, c.num_labels)
+        self.fc = nn.Linear(c.n_heads * self.width, c.num_labels)
 
     def interventions(self) -> InterventionSpec:
         c = self.config
-        return InterventionSpec(heads=c.heads)
+        return InterventionSpec(heads=c.n_heads)
 
     def map_specs(self) -> list[MapSpec]:
         return [

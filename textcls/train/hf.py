@@ -26,8 +26,7 @@ from typing import Any, Callable, Iterable
 
 import torch
 
-from textcls.hf_checkpoint import HFError, base_folder, install_command, is_hf_folder
-from textcls.hf_guard import check_base_files
+from textcls.checkpoint import HFError, base_folder, check_base_files, install_command, is_hf_folder
 from textcls.records import EpochEvent, History, StepEvent
 from textcls.runtime.limits import COUNTS, count_problem
 
@@ -90,7 +89,10 @@ def check_folder(folder: Path) -> dict[str, Any]:
     """A save_pretrained folder a run can start from, checked without torch or transformers: config.json (a
     Hugging Face config, no custom code), a complete model.safetensors, tokenizer files (no custom code). Returns
     {model_type, layers, hidden, parameters}; HFError with one line otherwise."""
-    from textcls.hf_checkpoint import _json, _refuse_remote_code, _tokenizer_files, check_safetensors
+    from textcls.checkpoint import check_tokenizer_files as _tokenizer_files
+    from textcls.checkpoint import read_json as _json
+    from textcls.checkpoint import refuse_remote_code as _refuse_remote_code
+    from textcls.checkpoint import safetensors_header as check_safetensors
     cfg = _json(folder / "config.json", "config.json")
     _refuse_remote_code(folder, cfg, "config.json")
     if not cfg.get("model_type"):
@@ -112,9 +114,9 @@ def check_trainable(folder: Path, labels: list[str], limits=None) -> None:
     """What loading a base folder for fine-tuning would allocate or run, checked first (hf_guard): its sizes and
     parameter count (with a head of len(labels) classes) on the meta device, every encoder weight present, of its
     shape and floating point (a fresh head is the only thing initialised at random), and its tokenizer."""
-    from textcls.hf_checkpoint import _json
-    from textcls.hf_guard import (check_files, check_tokenizer, check_weights, config_object, meta_skeleton,
-                                  safetensors_header)
+    from textcls.checkpoint import read_json as _json
+    from textcls.checkpoint import (check_files, check_tokenizer, check_weights, config_object, meta_skeleton,
+                                    safetensors_header)
     check_files(folder)
     cfg = {k: v for k, v in _json(folder / "config.json", "config.json").items() if k not in ("id2label", "label2id")}
     config = config_object(folder, {**cfg, "num_labels": len(labels)})
@@ -179,7 +181,7 @@ def _load_base(where, labels: list[str], max_len: int, seed: int):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    from textcls.hf_checkpoint import _wrap
+    from textcls.checkpoint import wrap_model as _wrap
     from textcls.models.hf.model import ATTN_NAME, register_attention
     register_attention()
     local = isinstance(where, Path)
@@ -371,7 +373,7 @@ def train_hf(data, model: str, *, epochs: float = 1.0, out: str | Path | None = 
             "training": history.config, "base": model, "stopped_reason": history.stopped_reason}
     path = None
     if out is not None:
-        from textcls.hf_checkpoint import save_delta, save_hf
+        from textcls.checkpoint import save_delta, save_hf
         if (delta if delta is not None else False) and base is not None:
             path = save_delta(out, net, labels, base, meta, history)
         else:

@@ -18,7 +18,9 @@ Refused with one line (`CheckpointError`, alias `HFError`), before anything is a
 weights only (pytorch_model.bin: safetensors only), a config or tokenizer config that needs `trust_remote_code`
 (auto_map), missing tokenizer files, a safetensors file that is truncated or corrupt, a folder without a
 classification head (a bare encoder such as BertModel: fine-tune it first), a differing base, and everything
-`textcls.hf_guard` checks (files, sizes and parameter count on the meta device, weights, tokenizer, labels).
+`checkpoint.guard` checks (files, sizes and parameter count on the meta device, weights, tokenizer, labels).
+Every file is read by the package's one reader (`checkpoint.files`), and a folder is written by its one writer
+(`files.write_folder`: fsynced, renamed into place).
 
 Listing (`hf_summary(deep=False)`) reads only JSON and the safetensors header (no torch, no transformers);
 `deep=True` (the CLI's `list`, loading) validates what loading validates. Both verdicts are remembered per file
@@ -30,16 +32,15 @@ import hashlib
 import importlib.util
 import json
 import os
-import shutil
-import tempfile
 import threading
-import uuid
 from pathlib import Path
 from typing import Any
 
-from textcls.hf_guard import (CheckpointError, HFError, base_files, check_base_files, check_files, check_labels,
-                              check_tokenizer, check_weights, config_object, file_identity, file_sha256, install_command, labels_of,
-                              meta_skeleton, read_json, safe, safetensors_header)
+from textcls.checkpoint.files import (HFError, file_identity, read_json_file, safe, safetensors_header,
+                                      write_folder)
+from textcls.checkpoint.guard import (base_files, check_base_files, check_files, check_labels, check_tokenizer,
+                                      check_weights, config_object, install_command, labels_of, meta_skeleton,
+                                      read_json)
 
 DELTA_FORMAT = "textcls-hf-delta"
 TEXTCLS_FILE = "textcls.json"
@@ -48,10 +49,6 @@ MAX_CONFIG_BYTES = 4_000_000
 
 
 # ---------------------------------------------------------------- reading
-
-def _json(path: Path, what: str) -> dict:
-    return read_json(path, what)
-
 
 def is_hf_folder(path: str | Path) -> bool:
     """A folder whose config.json is a Hugging Face config (model_type / architectures) or a textcls delta."""
@@ -62,17 +59,8 @@ def is_hf_folder(path: str | Path) -> bool:
     return d.get("format") == DELTA_FORMAT or ("format" not in d and ("architectures" in d or "model_type" in d))
 
 
-def sha256(path: Path) -> str:
-    """The file's sha256 (a regular file inside its folder)."""
-    return file_sha256(Path(path))
-
-
-def check_safetensors(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
-    """{name: (dtype, shape)} from the header, checking the file is complete (no torch; hf_guard)."""
-    return safetensors_header(path)
-
-
-def _refuse_remote_code(path: Path, cfg: dict, what: str) -> None:
+def refuse_remote_code(path: Path, cfg: dict, what: str) -> None:
+    """HFError when a config (`what`: config.json, its tokenizer, ...) needs trust_remote_code (an auto_map)."""
     if "auto_map" in cfg:
         raise HFError(f"{safe(path)}: {what} needs trust_remote_code (auto_map: custom code in the folder); textcls "
                       "runs no code from a checkpoint - refused")
@@ -95,13 +83,14 @@ def base_folder(base: dict) -> Path | None:
     return folder if (folder / "model.safetensors").is_file() else None
 
 
-def _tokenizer_files(path: Path) -> None:
+def check_tokenizer_files(path: Path) -> None:
+    """HFError unless the folder holds a tokenizer textcls can read (TOKENIZER_SETS) that runs no custom code."""
     if not any(all((path / f).is_file() for f in s) for s in TOKENIZER_SETS):
         raise HFError(f"{safe(path)}: missing tokenizer files (need tokenizer.json, or vocab.txt, or vocab.json + "
                       "merges.txt)")
     tc = path / "tokenizer_config.json"
     if tc.is_file() or tc.is_symlink():
-        _refuse_remote_code(path, _json(tc, "tokenizer_config.json"), "its tokenizer")
+        refuse_remote_code(path, read_json(tc, "tokenizer_config.json"), "its tokenizer")
 
 
 def _classifier_arch(path: Path, hf_cfg: dict) -> str:
@@ -162,8 +151,7 @@ def _stored_verdict(key: tuple) -> dict | HFError | None:
     file identity, base and limit: the deep check imports transformers and probes the tokenizer (seconds), and
     the server and its worker both list the folders. None when there is none (or it cannot be read)."""
     try:
-        from textcls.runtime.files import read_regular
-        raw = json.loads(read_regular(_verdict_file(key), 4 * 2**20, "a stored verdict").decode("utf-8"))
+        raw = read_json_file(_verdict_file(key), 4 * 2**20, "a stored verdict")
     except (OSError, ValueError):
         return None
     if isinstance(raw, dict) and isinstance(raw.get("ok"), dict):
@@ -197,14 +185,14 @@ def _base_identity(path: Path) -> tuple | None:
 
 def _summary(path: Path, deep: bool, limits) -> dict[str, Any]:
     check_files(path)
-    cfg = _json(path / "config.json", "config.json")
-    extra = _json(path / TEXTCLS_FILE, TEXTCLS_FILE) if (path / TEXTCLS_FILE).exists() else {}
+    cfg = read_json(path / "config.json", "config.json")
+    extra = read_json(path / TEXTCLS_FILE, TEXTCLS_FILE) if (path / TEXTCLS_FILE).exists() else {}
     folder = None
     if cfg.get("format") == DELTA_FORMAT:
         hf_cfg, base = cfg.get("hf_config"), cfg.get("base")
         if not isinstance(hf_cfg, dict) or not isinstance(base, dict):
             raise HFError(f"{safe(path)}: config.json of a delta needs 'hf_config' and 'base'")
-        _refuse_remote_code(path, hf_cfg, "its model config")
+        refuse_remote_code(path, hf_cfg, "its model config")
         arch = _classifier_arch(path, hf_cfg)
         header = safetensors_header(path / "model.safetensors")
         folder = base_folder(base)
@@ -214,7 +202,7 @@ def _summary(path: Path, deep: bool, limits) -> dict[str, Any]:
         extra = {**cfg, **extra}
     else:
         hf_cfg = cfg
-        _refuse_remote_code(path, cfg, "config.json")
+        refuse_remote_code(path, cfg, "config.json")
         if not (path / "model.safetensors").is_file():
             if (path / "pytorch_model.bin").exists():
                 raise HFError(f"{safe(path)}: only pickled weights (pytorch_model.bin); textcls loads safetensors "
@@ -222,7 +210,7 @@ def _summary(path: Path, deep: bool, limits) -> dict[str, Any]:
             raise HFError(f"{safe(path)}: missing model.safetensors")
         arch = _classifier_arch(path, cfg)
         header = safetensors_header(path / "model.safetensors")
-        _tokenizer_files(path)
+        check_tokenizer_files(path)
     named = labels_of(path, hf_cfg)
     labels = check_labels(path, extra["labels"], "labels") if "labels" in extra else named
     if len(labels) != len(named):
@@ -258,11 +246,11 @@ def _hf_modules():
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
     from transformers.utils import logging as hf_logging
     hf_logging.disable_progress_bar()             # no "Loading weights" bars in the CLI's or the server's output
-    hf_logging.set_verbosity_error()              # no load reports: what they would say, hf_guard refuses in one line
+    hf_logging.set_verbosity_error()              # no load reports: what they would say, checkpoint.guard refuses in one line
     return AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
 
-def _wrap(hf_model, hf_tok, labels, max_len: int | None, info: dict):
+def wrap_model(hf_model, hf_tok, labels, max_len: int | None, info: dict):
     from textcls.models.hf.text import HFWordTokenizer
     from textcls.models.hf.model import HFClassifier, HFConfig, WordTable
     c = hf_model.config
@@ -323,7 +311,7 @@ def load_hf(path: str | Path, device: str = "cpu", max_len: int | None = None, l
         return _load_hub(spec[3:], device, max_len)
     path = Path(spec[3:] if spec.startswith("hf:") else spec)
     info = hf_summary(path, deep=True, limits=limits)
-    cfg = _json(path / "config.json", "config.json")
+    cfg = read_json(path / "config.json", "config.json")
     labels = info["labels"]
     try:
         if cfg.get("format") == DELTA_FORMAT:
@@ -349,7 +337,7 @@ def load_hf(path: str | Path, device: str = "cpu", max_len: int | None = None, l
     _check_finite(path, hf_model)
     # inference reads up to the position table (a text fine-tuned at 64 pieces still reads whole paragraphs)
     try:
-        model, tokenizer, labels = _wrap(hf_model, hf_tok, labels, max_len, info)
+        model, tokenizer, labels = wrap_model(hf_model, hf_tok, labels, max_len, info)
     except (HFError, ValueError) as e:
         raise HFError(f"{safe(path)}: {safe(e)}") from None
     from textcls.runtime.devices import resolve_device
@@ -410,7 +398,7 @@ def _load_hub(model_id: str, device: str, max_len: int | None):
     labels = labels_of(f"hf:{model_id}", hf_model.config.to_dict())
     info = {"format": "hf", "model": f"hf:{type(hf_model).__name__}", "architecture": type(hf_model).__name__,
             "labels": labels, "source": f"hf:{model_id}"}
-    model, tokenizer, labels = _wrap(hf_model, hf_tok, labels, max_len, info)
+    model, tokenizer, labels = wrap_model(hf_model, hf_tok, labels, max_len, info)
     from textcls.runtime.devices import resolve_device
     model.to(resolve_device(device)).eval()
     return model, tokenizer, labels, info
@@ -418,28 +406,12 @@ def _load_hub(model_id: str, device: str, max_len: int | None):
 
 # ---------------------------------------------------------------- saving
 
-def _atomic_folder(path: Path, write) -> Path:
-    """Write a folder with `write(tmp)` beside `path` and rename it in (an existing HF/textcls folder replaced)."""
+def check_hf_target(path: str | Path) -> Path:
+    """HFError unless `path` may receive a Hugging Face folder: absent, an empty folder, or a Hugging Face
+    checkpoint (which a save replaces)."""
     path = Path(path)
     if path.exists() and (not path.is_dir() or (any(path.iterdir()) and not is_hf_folder(path))):
         raise HFError(f"{path} exists and is not a Hugging Face checkpoint; not replacing it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-{os.getpid()}-", dir=path.parent))
-    old = None
-    try:
-        os.chmod(tmp, 0o755)
-        write(tmp)
-        if path.exists():
-            old = path.parent / f".{path.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-            os.rename(path, old)
-        os.rename(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if old is not None and not path.exists():
-            os.rename(old, path)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
     return path
 
 
@@ -467,13 +439,13 @@ def save_hf(path: str | Path, model, tokenizer, labels, meta: dict | None = None
     def write(tmp: Path) -> None:
         hf.save_pretrained(tmp, safe_serialization=True)
         tokenizer.hf.save_pretrained(tmp)
-        cfg = _json(tmp / "config.json", "config.json")
+        cfg = read_json(tmp / "config.json", "config.json")
         for k in ("_attn_implementation", "attn_implementation", "_attn_implementation_autoset"):
             cfg.pop(k, None)
         (tmp / "config.json").write_text(json.dumps(cfg, indent=2), encoding="utf-8")
         (tmp / TEXTCLS_FILE).write_text(_meta_text(extra), encoding="utf-8")
         (tmp / "history.json").write_text(_meta_text(hist), encoding="utf-8")
-    return _atomic_folder(Path(path), write)
+    return write_folder(check_hf_target(path), write)     # fsynced, renamed into place (files.write_folder)
 
 
 def save_delta(path: str | Path, model, labels, base: dict, meta: dict | None = None, history=None,
@@ -515,8 +487,8 @@ def save_delta(path: str | Path, model, labels, base: dict, meta: dict | None = 
         os.chmod(tmp / "model.safetensors", 0o644)
         (tmp / "config.json").write_text(_meta_text(cfg), encoding="utf-8")
         (tmp / "history.json").write_text(_meta_text(hist), encoding="utf-8")
-    return _atomic_folder(Path(path), write)
+    return write_folder(check_hf_target(path), write)     # fsynced, renamed into place (files.write_folder)
 
 
-__all__ = ["DELTA_FORMAT", "CheckpointError", "HFError", "base_folder", "check_safetensors", "hf_summary", "install_command",
-           "is_hf_folder", "load_hf", "save_delta", "save_hf", "sha256"]
+__all__ = ["DELTA_FORMAT", "TOKENIZER_SETS", "base_folder", "check_hf_target", "check_tokenizer_files", "hf_summary",
+           "is_hf_folder", "load_hf", "refuse_remote_code", "save_delta", "save_hf", "wrap_model"]

@@ -1,4 +1,4 @@
-"""Checkpoints: one folder per trained model.
+"""Native textcls checkpoints: one folder per trained model (the other kind, Hugging Face folders: checkpoint.hf).
 
     config.json        format marker and version, model name and its config, label names, tokenizer
                        settings, weights dtype, library version, created time (UTC), plus what the trainer
@@ -7,24 +7,22 @@
     model.safetensors  the weights (float32, or float16 with `float16=True`; loaded back as float32).
     history.json       the training history (per-epoch loss/accuracy, stop reason); optional on load.
 
-Saving writes everything to a hidden temporary folder beside the target and renames it into place, so a
-crash never leaves half a checkpoint; an existing checkpoint is replaced only once the new one is complete
-(it is moved aside, the new folder renamed in, then the old one deleted). A crash at any point leaves the
-complete old or the complete new checkpoint under NAME, or the old one aside with NAME missing; the next save
-or listing in that folder (`recover_folder`) puts it back and deletes the leftovers of dead processes. A folder
-that exists and is not a checkpoint is never replaced. Loading never unpickles: safetensors only. Anything wrong with a folder raises
+Saving goes through the package's one folder writer (`files.write_folder`): everything to a hidden temporary
+folder beside the target, fsynced, renamed into place; an existing checkpoint is replaced only once the new one is
+complete (moved aside, the new folder renamed in, the old one deleted). A crash at any point leaves the complete old
+or the complete new checkpoint under NAME, or the old one aside with NAME missing; the next save or listing in that
+folder (`recover_folder`) puts it back and deletes the leftovers of dead processes. A folder that exists and is not
+a checkpoint is never replaced. Loading never unpickles: safetensors only. Anything wrong with a folder raises
 `CheckpointError` whose message names the folder and the problem.
 
 Listing (`list_checkpoints`, `checkpoint_info`, `read_config`) reads only JSON and the safetensors header and
 never imports torch or the models, so it is fast; with `deep=True` (the CLI's `list`, the app's pages once torch
 is loaded) every folder is validated in full, in isolation, by `validate_checkpoint`: the model is built on
 torch's meta device (shapes, no memory) and compared with the header, so a folder that lists as usable loads.
-Every file of a folder is read as a regular file in it (no FIFO, device or symlink out of it) with a size cap;
-the safetensors header is parsed strictly; weights must be floating point and finite, labels unique, and
-history.json must fit History's schema.
-
-This file is longer than 600 lines because it is the one place that decides whether a folder is a checkpoint:
-listing and loading must give the same verdict, so every check of every file lives here.
+Every file of a folder is read by the package's one reader (`files`: a regular file in it - no FIFO, device or
+symlink out of it - with a size cap); the safetensors header is parsed strictly (`files.safetensors_header`);
+weights must be floating point and finite, labels unique, and history.json must fit History's schema. Listing and
+loading give the same verdict because both go through the checks here.
 """
 from __future__ import annotations
 
@@ -33,18 +31,16 @@ import dataclasses
 import datetime as _dt
 import json
 import os
-import re
-import shutil
-import struct
-import tempfile
 import threading
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textcls.runtime.files import atomic_write, finite_json, fsync_dir, open_regular, read_regular
-from textcls.hf_checkpoint import CheckpointError, hf_summary, is_hf_folder
+from textcls.checkpoint.files import (FLOAT_DTYPES, CheckpointError, check_file, read_json_file, recover_folder,
+                                      safetensors_header, write_folder)
+from textcls.checkpoint.hf import hf_summary, is_hf_folder
+from textcls.checkpoint.legacy import config_from_dict
+from textcls.runtime.files import finite_json
 from textcls.runtime.limits import MAX_JSON_BYTES, Limits
 from textcls.runtime.paths import checkpoint_roots, shipped_checkpoints
 from textcls.records import History
@@ -87,127 +83,11 @@ def _jsonable_config(config) -> dict[str, Any]:
     return d
 
 
-def _tuplify(value):
-    return tuple(_tuplify(v) for v in value) if isinstance(value, list) else value
-
-
-def _config_from_dict(config_cls, values: dict[str, Any]):
-    """Rebuild a config dataclass from JSON: lists become tuples where the field's default is a tuple."""
-    fields = {f.name: f for f in dataclasses.fields(config_cls)}
-    unknown = sorted(set(values) - set(fields))
-    if unknown:
-        raise CheckpointError(f"unknown field(s) {unknown} in model_config for {config_cls.__name__}")
-    # fields added after a checkpoint was written take the value that reproduces the old model, not the new default
-    values = {**getattr(config_cls, "LEGACY_DEFAULTS", {}), **values}
-    fixed = {}
-    for k, v in values.items():
-        f = fields[k]
-        default = f.default if f.default is not dataclasses.MISSING else (
-            f.default_factory() if f.default_factory is not dataclasses.MISSING else None)  # type: ignore
-        fixed[k] = _tuplify(v) if isinstance(default, tuple) or "tuple" in str(f.type) else v
-    return config_cls(**fixed)
-
-
-# The largest JSON files a checkpoint may hold (textcls.runtime.limits; a 400,000-word vocabulary is about 8 MB); bigger
-# ones are refused before they are read, so a crafted folder cannot make listing read hundreds of MB.
-
-
-def read_capped(path: Path, cap: int, what: str) -> bytes:
-    """The bytes of a checkpoint file, which must be a regular file in its folder, at most `cap` of them
-    (files.read_regular); anything else is a CheckpointError."""
-    try:
-        return read_regular(path, cap, what)
-    except FileNotFoundError:
-        raise CheckpointError(f"{path.parent}: missing {path.name}") from None
-    except (OSError, ValueError) as e:
-        raise CheckpointError(str(e)) from None
-
-
-def _open_regular(path: Path) -> int:
-    try:
-        return open_regular(path)
-    except FileNotFoundError:
-        raise CheckpointError(f"{path.parent}: missing {path.name}") from None
-    except (OSError, ValueError) as e:
-        raise CheckpointError(str(e)) from None
-
-
 def _read_json(path: Path, what: str):
-    cap = MAX_JSON_BYTES.get(path.name, 16_000_000)
-    try:
-        text = read_capped(path, cap, what).decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise CheckpointError(f"{path}: cannot read {what}: {e}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise CheckpointError(f"{path}: {what} is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") \
-            from None
-    except RecursionError:
-        raise CheckpointError(f"{path}: {what} is nested too deeply to be a checkpoint file") from None
-
-
-_ST_DTYPES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
-
-
-FLOAT_DTYPES = ("F64", "F32", "F16", "BF16")
-
-
-def _whole(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
-
-
-def safetensors_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
-    """{tensor name: (dtype, shape)} from a safetensors file's header, checking the file is complete and every
-    entry well-formed: a known dtype, a shape of whole numbers, byte offsets that match it. Anything else is a
-    CheckpointError naming the file."""
-    fd = _open_regular(path)
-    try:
-        with os.fdopen(fd, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            head = f.read(8)
-            if len(head) < 8:
-                raise CheckpointError(f"{path}: truncated safetensors file ({size} bytes)")
-            n = struct.unpack("<Q", head)[0]
-            if n > size - 8 or n > 100_000_000:
-                raise CheckpointError(f"{path}: truncated or not a safetensors file (header of {n} bytes, "
-                                      f"file of {size})")
-            header = json.loads(f.read(n).decode("utf-8"))
-    except CheckpointError:
-        raise
-    except OSError as e:
-        raise CheckpointError(f"{path}: cannot read: {e}") from None
-    except (UnicodeDecodeError, ValueError, RecursionError):       # JSONDecodeError is a ValueError
-        raise CheckpointError(f"{path}: not a safetensors file (unreadable header)") from None
-    if not isinstance(header, dict):
-        raise CheckpointError(f"{path}: not a safetensors file (header is not a table)")
-    tensors, end = {}, 0
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        bad = f"{path}: not a safetensors file (bad header entry {name[:80]!r}"
-        if not isinstance(t, dict):
-            raise CheckpointError(bad + ": not a table)")
-        dtype, shape, offsets = t.get("dtype"), t.get("shape"), t.get("data_offsets")
-        if not isinstance(dtype, str) or dtype not in _ST_DTYPES:
-            raise CheckpointError(bad + f": dtype {str(dtype)[:40]!r}, known: {', '.join(_ST_DTYPES)})")
-        if not isinstance(shape, list) or len(shape) > 16 or not all(_whole(x) for x in shape):
-            raise CheckpointError(bad + ": the shape must be a list of whole numbers)")
-        if (not isinstance(offsets, list) or len(offsets) != 2 or not all(_whole(x) for x in offsets)
-                or offsets[0] > offsets[1]):
-            raise CheckpointError(bad + ": data_offsets must be two whole numbers, start <= end)")
-        numel = 1
-        for x in shape:
-            numel *= x
-        a, b = offsets
-        if b - a != numel * _ST_DTYPES[dtype]:
-            raise CheckpointError(f"{path}: tensor {name[:80]!r} header is inconsistent ({dtype} {shape} "
-                                  f"in {b - a} bytes)")
-        tensors[name] = (dtype, tuple(shape))
-        end = max(end, b)
-    if size < 8 + n + end:
-        raise CheckpointError(f"{path}: truncated safetensors file ({size} bytes; the header needs {8 + n + end})")
-    return tensors
+    """A JSON file of the folder, read by the one capped reader (files.read_json_file) under its MAX_JSON_BYTES cap
+    (textcls.runtime.limits; a 400,000-word vocabulary is about 8 MB): a crafted folder cannot make listing read
+    hundreds of MB."""
+    return read_json_file(path, MAX_JSON_BYTES.get(path.name, 16_000_000), what)
 
 
 def _is_checkpoint_dir(path: Path) -> bool:
@@ -282,32 +162,12 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module, tokenizer, labels,
 
     from safetensors.torch import save_file
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    recover_folder(path.parent)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-{os.getpid()}-", dir=path.parent))
-    old: Path | None = None
-    try:
-        os.chmod(tmp, 0o755)
+    def write(tmp: Path) -> None:
         for name_, text in (("config.json", config_text), ("vocab.json", vocab_text),
                             ("history.json", history_text)):
-            atomic_write(tmp / name_, text)
+            (tmp / name_).write_bytes(text.encode("utf-8"))
         save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt", "textcls_model": name})
-        with open(tmp / "model.safetensors", "rb") as f:
-            os.fsync(f.fileno())
-        fsync_dir(tmp)
-        if path.exists():
-            old = path.parent / f".{path.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-            os.rename(path, old)
-        os.rename(tmp, path)
-        fsync_dir(path.parent)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if old is not None and not path.exists():
-            os.rename(old, path)  # put the previous checkpoint back
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-    return path
+    return write_folder(path, write)        # fsynced, renamed into place (files.write_folder)
 
 
 # ---------------------------------------------------------------- load
@@ -325,7 +185,7 @@ def read_config(path: str | Path) -> dict[str, Any]:
         raise CheckpointError(f"{path}: not a complete checkpoint, missing {', '.join(missing)}")
     for f in FILES:                          # regular files only (no FIFO, device, symlink out of the folder)
         if (path / f).exists() or (path / f).is_symlink():
-            os.close(_open_regular(path / f))
+            check_file(path / f)
     cfg = _read_json(path / "config.json", "config.json")
     if not isinstance(cfg, dict) or cfg.get("format") != FORMAT:
         raise CheckpointError(f"{path}: config.json is not a textcls checkpoint config (format marker missing)")
@@ -460,7 +320,7 @@ def _validate(path: Path, limits) -> Validated:
     cfg = read_config(path)
     entry = _model_entry(path, cfg)
     try:
-        config = _config_from_dict(entry.config_cls, cfg["model_config"])
+        config = config_from_dict(entry.config_cls, cfg["model_config"])
     except CheckpointError as e:
         raise CheckpointError(f"{path}: {e}") from None
     except (TypeError, ValueError) as e:
@@ -607,8 +467,8 @@ def _model_with(path: Path, checked: Validated, state: dict):
     return model
 
 
-def _load_hf(path: Path, device):  # textcls.hf_checkpoint: a Hugging Face folder, a shipped delta, or hf:ID
-    from textcls.hf_checkpoint import load_hf
+def _load_hf(path: Path, device):  # checkpoint.hf: a Hugging Face folder, a shipped delta, or hf:ID
+    from textcls.checkpoint.hf import load_hf
     from textcls.inference import Predictor
     model, tokenizer, labels, info = load_hf(path, device)
     hub = str(path).startswith("hf:")
@@ -685,52 +545,6 @@ def checkpoint_info(path: str | Path, deep: bool = False) -> CheckpointInfo:
                           labels=list(cfg["labels"]), created=str(cfg.get("created", "")), info=cfg)
 
 
-_LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?P<kind>tmp|old)-(?P<pid>\d+)-[^.]*$")
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True
-    return True
-
-
-def recover_folder(root: str | Path) -> list[str]:
-    """Finish or undo what a save that crashed left in `root` (see save_checkpoint: write `.NAME.tmp-PID-*`,
-    move the old `NAME` aside to `.NAME.old-PID-*`, rename the new one in, delete the old one). For a PID that is
-    no longer running: a temporary folder is deleted; an aside folder goes back to NAME when NAME is missing (the
-    crash fell between the two renames), else it is deleted. Saves in progress (live PIDs) are left alone.
-    Returns what was done, one line each."""
-    root = Path(root)
-    done: list[str] = []
-    try:
-        entries = sorted(root.iterdir())
-    except OSError:
-        return done
-    for p in entries:
-        m = _LEFTOVER.match(p.name)
-        if not m or not p.is_dir() or _alive(int(m["pid"])):
-            continue
-        target = root / m["name"]
-        try:
-            if m["kind"] == "old" and not target.exists() and _is_checkpoint_dir(p):
-                os.rename(p, target)
-                done.append(f"restored {target} from an interrupted save")
-            else:
-                shutil.rmtree(p)
-                done.append(f"removed {p.name}, left by an interrupted save")
-        except OSError:
-            continue
-    if done:
-        fsync_dir(root)
-    return done
-
-
 def list_checkpoints(root: str | Path = "checkpoints", include_invalid: bool = False,
                      deep: bool = False) -> list[CheckpointInfo]:
     """Info for each valid checkpoint folder directly under `root`, sorted by name (`deep`: see checkpoint_info).
@@ -774,3 +588,9 @@ def list_all_checkpoints(include_invalid: bool = False, deep: bool = False) -> l
             seen.add(info.name)
             out.append(info)
     return out
+
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "FILES", "MAX_JSON_BYTES", "MAX_TOKENS_PER_TEXT", "REQUIRED", "RESERVED",
+           "CheckpointInfo", "Validated", "check_target", "checkpoint_info", "list_all_checkpoints", "list_checkpoints",
+           "load_checkpoint", "load_history", "nonfinite_tensor", "read_config", "save_checkpoint",
+           "validate_checkpoint"]

@@ -1,11 +1,11 @@
 """What a Hugging Face folder textcls did not write must pass before anything of it is allocated or run.
 
-The same promises the native checkpoints keep (`textcls.checkpoint`), for `save_pretrained` folders, deltas and
+The same promises the native checkpoints keep (`checkpoint.native`), for `save_pretrained` folders, deltas and
 the base a delta is rebuilt from:
 
 - Files: every file transformers may read is a regular file inside the folder (no FIFO, device, or symlink out
-  of it) under a size cap (`FILE_CAPS`); a safetensors header is parsed strictly, capped in bytes, tensors and
-  nesting (`safetensors_header`).
+  of it) under a size cap (`FILE_CAPS`), read by the package's one reader (`files.read_capped`); a safetensors
+  header is parsed strictly, capped in bytes, tensors and nesting (`files.safetensors_header`).
 - Sizes: the config's sizes are bounded one by one (`CONFIG_BOUNDS`), then the model is built on torch's meta
   device (shapes only) and its parameters counted against `limits.max_pretrained_parameters`, before a byte is
   allocated (`check_config`).
@@ -21,12 +21,10 @@ the base a delta is rebuilt from:
 - Messages: one line, control characters escaped (`safe`); install commands written here (`install_command`),
   never read from a checkpoint.
 
-Defines `CheckpointError` (alias HFError), which `textcls.hf_checkpoint` and `textcls.checkpoint` re-export.
-No torch or transformers at import.
+Raises the package's one error type, `files.CheckpointError` (alias HFError). No torch or transformers at import.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -37,15 +35,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from textcls.runtime.files import read_regular
+from textcls.checkpoint.files import (FLOAT_DTYPES, HFError, check_file, file_sha256, read_capped, read_json_file,
+                                      safe)
 
 MB = 1_000_000
 FILE_CAPS = {"config.json": 4 * MB, "textcls.json": 4 * MB, "history.json": 16 * MB, "tokenizer.json": 32 * MB,
              "vocab.txt": 16 * MB, "vocab.json": 32 * MB, "merges.txt": 32 * MB, "tokenizer_config.json": MB,
              "special_tokens_map.json": MB, "added_tokens.json": MB, "generation_config.json": MB,
              "tokenizer.model": 16 * MB, "spiece.model": 16 * MB, "sentencepiece.bpe.model": 16 * MB}
-HEADER_CAP = 16 * MB                      # a safetensors header (BERT-large's is 40 KB)
-MAX_TENSORS = 20_000                      # tensors in one safetensors file (BERT-large has 391)
 MAX_NESTING = 64                          # JSON nesting in a tokenizer.json
 # Each size a config may give (beyond these a model is not a small encoder on a CPU), checked before the count.
 CONFIG_BOUNDS = {"num_hidden_layers": 64, "num_attention_heads": 128, "hidden_size": 8_192,
@@ -62,21 +59,6 @@ PROBE_TEXT = ("A good film, not a bad one! 12,345.67 % $ & @ #tags <b>html</b> d
 PACKAGE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
-class CheckpointError(ValueError):
-    """A folder is not a valid checkpoint (or cannot be written as one); the message says why, in one line."""
-
-
-HFError = CheckpointError
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def safe(text: Any, limit: int = 200) -> str:
-    """`text` for a message: control and direction characters escaped, one line, at most `limit` characters."""
-    s = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
-                     str(text))
-    return s if len(s) <= limit else s[:limit] + "..."
-
-
 def install_command(base: dict) -> str:
     """The command that installs a delta's base: written here from the package name (a plain distribution
     name, else no command at all); a checkpoint's own `install` text is never shown."""
@@ -89,21 +71,14 @@ def install_command(base: dict) -> str:
 # ---------------------------------------------------------------- files
 
 def read_file(path: Path, what: str | None = None) -> bytes:
-    """A file of an HF folder: regular, inside its folder, at most FILE_CAPS[name] bytes (1 MB if unlisted)."""
-    try:
-        return read_regular(path, FILE_CAPS.get(path.name, MB), what or path.name)
-    except FileNotFoundError:
-        raise HFError(f"{safe(path.parent)}: missing {safe(path.name)}") from None
-    except (OSError, ValueError) as e:
-        raise HFError(safe(e, 400)) from None
+    """A file of an HF folder, by the package's one reader (`files.read_capped`): regular, inside its folder, at
+    most FILE_CAPS[name] bytes (1 MB if unlisted)."""
+    return read_capped(path, FILE_CAPS.get(path.name, MB), what or path.name)
 
 
 def read_json(path: Path, what: str | None = None) -> dict:
-    """A JSON object from `read_file`; anything else is an HFError naming the file."""
-    try:
-        d = json.loads(read_file(path, what).decode("utf-8-sig"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise HFError(f"{safe(path)}: {what or path.name} is not valid JSON ({type(e).__name__})") from None
+    """A JSON object from `read_file` (`files.read_json_file`); anything else is an HFError naming the file."""
+    d = read_json_file(path, FILE_CAPS.get(path.name, MB), what or path.name)
     if not isinstance(d, dict):
         raise HFError(f"{safe(path)}: {what or path.name} is not a JSON object")
     return d
@@ -111,101 +86,11 @@ def read_json(path: Path, what: str | None = None) -> dict:
 
 def check_files(folder: Path) -> None:
     """Every file of FILE_CAPS present in `folder`, and model.safetensors: a regular file inside the folder,
-    FILE_CAPS' files under their cap. Read nothing else."""
-    from textcls.runtime.files import open_regular
+    FILE_CAPS' files under their cap (`files.check_file`). Read nothing else."""
     for name in (*FILE_CAPS, "model.safetensors"):
         p = folder / name
-        if not (p.exists() or p.is_symlink()):
-            continue
-        try:
-            fd = open_regular(p)
-        except (OSError, ValueError) as e:
-            raise HFError(safe(e, 400)) from None
-        try:
-            size = os.fstat(fd).st_size
-        finally:
-            os.close(fd)
-        if name in FILE_CAPS and size > FILE_CAPS[name]:
-            raise HFError(f"{safe(p)}: {name} is over the {FILE_CAPS[name]:,}-byte limit for this file")
-
-
-def file_identity(folder: Path) -> tuple:
-    """(name, inode, size, mtime) of every entry of `folder`: what a remembered verdict depends on."""
-    out = []
-    try:
-        for e in sorted(os.scandir(folder), key=lambda e: e.name):
-            try:
-                st = e.stat()
-            except OSError:
-                continue
-            out.append((e.name, st.st_ino, st.st_size, st.st_mtime_ns))
-    except OSError:
-        pass
-    return tuple(out)
-
-
-_DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "I64": 8, "I32": 4, "I16": 2,
-                "I8": 1, "U64": 8, "U32": 4, "U16": 2, "U8": 1, "BOOL": 1}
-FLOAT_DTYPES = ("F64", "F32", "F16", "BF16")
-
-
-def _open(path: Path) -> int:
-    """A file descriptor of `path`, a regular file inside its folder (`runtime.files.open_regular`); HFError in
-    one line when it is missing or not such a file."""
-    from textcls.runtime.files import open_regular
-    try:
-        return open_regular(path)
-    except FileNotFoundError:
-        raise HFError(f"{safe(path.parent)}: missing {safe(path.name)}") from None
-    except (OSError, ValueError) as e:
-        raise HFError(safe(e, 400)) from None
-
-
-def safetensors_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
-    """{name: (dtype, shape)} of a safetensors file (no torch): a regular file in its folder, a header of at
-    most HEADER_CAP bytes and MAX_TENSORS entries, every entry well-formed, the file complete."""
-    fd = _open(path)
-    try:
-        with os.fdopen(fd, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            head = f.read(8)
-            if len(head) < 8:
-                raise HFError(f"{safe(path)}: corrupt safetensors file (truncated: {size} bytes)")
-            n = struct.unpack("<Q", head)[0]
-            if n > size - 8:
-                raise HFError(f"{safe(path)}: corrupt safetensors file (header of {n:,} bytes in a file of {size:,})")
-            if n > HEADER_CAP:
-                raise HFError(f"{safe(path)}: safetensors header of {n:,} bytes, over the {HEADER_CAP:,}-byte limit")
-            header = json.loads(f.read(n).decode("utf-8"))
-    except HFError:
-        raise
-    except OSError as e:
-        raise HFError(f"{safe(path)}: cannot read: {safe(e)}") from None
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise HFError(f"{safe(path)}: corrupt safetensors file (unreadable header)") from None
-    if not isinstance(header, dict):
-        raise HFError(f"{safe(path)}: corrupt safetensors file (header is not a table)")
-    if len(header) > MAX_TENSORS + 1:
-        raise HFError(f"{safe(path)}: {len(header):,} tensors, over the limit of {MAX_TENSORS:,}")
-    out, end = {}, 0
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        bad = f"{safe(path)}: corrupt safetensors file (bad entry {safe(name, 80)!r})"
-        if not isinstance(t, dict):
-            raise HFError(bad)
-        dtype, shape, offsets = t.get("dtype"), t.get("shape"), t.get("data_offsets")
-        whole = [isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in (shape or []) + (offsets or [])]
-        if dtype not in _DTYPE_BYTES or not isinstance(shape, list) or len(shape) > 8 \
-                or not isinstance(offsets, list) or len(offsets) != 2 or not all(whole) or offsets[0] > offsets[1] \
-                or offsets[1] - offsets[0] != math.prod(shape) * _DTYPE_BYTES[dtype]:
-            raise HFError(bad)
-        out[name] = (dtype, tuple(shape))
-        end = max(end, offsets[1])
-    if size < 8 + n + end:
-        raise HFError(f"{safe(path)}: corrupt safetensors file (truncated: {size:,} bytes, the header needs "
-                      f"{8 + n + end:,})")
-    return out
+        if p.exists() or p.is_symlink():
+            check_file(p, FILE_CAPS.get(name))
 
 
 # ---------------------------------------------------------------- labels
@@ -399,12 +284,7 @@ def _tokenizer_ids(where: Any, folder: Path) -> int | None:
     """The largest token id the folder's tokenizer files give (None when there is no tokenizer file to read),
     checking tokenizer.json's normaliser and decoder growth on the way."""
     if (folder / "tokenizer.json").is_file() or (folder / "tokenizer.json").is_symlink():
-        try:
-            tj = json.loads(read_file(folder / "tokenizer.json").decode("utf-8"))
-        except HFError:
-            raise
-        except (UnicodeDecodeError, ValueError, RecursionError) as e:
-            raise HFError(f"{safe(where)}: tokenizer.json is not valid JSON ({type(e).__name__})") from None
+        tj = read_json_file(folder / "tokenizer.json", FILE_CAPS["tokenizer.json"])
         if not isinstance(tj, dict) or not isinstance(tj.get("model"), dict):
             raise HFError(f"{safe(where)}: tokenizer.json has no tokenizer model")
         for part in ("normalizer", "pre_tokenizer", "decoder"):
@@ -487,16 +367,6 @@ def probe_tokenizer(where: Any, path: Path) -> None:
 
 # ---------------------------------------------------------------- the base of a delta
 
-def file_sha256(path: Path) -> str:
-    """The sha256 of a regular file inside its folder."""
-    fd = _open(path)
-    h = hashlib.sha256()
-    with os.fdopen(fd, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def base_files(folder: Path) -> dict[str, str]:
     """{name: sha256} of every file directly in the base folder (the weights, the tokenizer, the configs), each
     read as a regular file inside the folder."""
@@ -518,7 +388,6 @@ def check_base_files(where: Any, base: dict, folder: Path) -> None:
                       f"fine-tuned from in {safe(changed[:4])}; refused (reinstall: {install_command(base)})")
 
 
-__all__ = ["CONFIG_BOUNDS", "CheckpointError", "FILE_CAPS", "HFError", "MAX_GROWTH", "base_files", "check_base_files",
-           "check_files", "check_labels", "file_sha256", "check_tokenizer", "check_weights", "config_object", "file_identity",
-           "install_command", "labels_of", "meta_skeleton", "probe_tokenizer", "read_file", "read_json", "safe",
-           "safetensors_header"]
+__all__ = ["CONFIG_BOUNDS", "FILE_CAPS", "MAX_GROWTH", "base_files", "check_base_files", "check_files", "check_labels",
+           "check_tokenizer", "check_weights", "config_object", "install_command", "labels_of", "meta_skeleton",
+           "probe_tokenizer", "read_file", "read_json"]
