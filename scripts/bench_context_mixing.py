@@ -23,7 +23,7 @@ def main(argv=None) -> int:
     ap.add_argument("--text", default=TEXT)
     args = ap.parse_args(argv)
     import textcls
-    from textcls.interpret._common import as_source
+    from textcls.interpret.sources import as_source
     from textcls.interpret.context_mixing import explain_instances, methods_for
     p = textcls.load_checkpoint(args.checkpoint)
     inst = as_source(p).instances([args.text])

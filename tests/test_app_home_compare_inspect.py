@@ -281,7 +281,8 @@ def test_inspect_paper_view_is_the_default_and_has_token_axes(app, ckpt_dir):
 
 def test_inspect_attention_view_says_how_faithful_it_is_on_this_text(app):
     from textcls.interpret import as_source
-    from textcls.interpret.faithfulness import erasure_curves, explanation
+    from textcls.interpret.faithfulness import erasure_curves
+    from textcls.interpret.methods import explanation
     from textcls.checkpoint import load_checkpoint
     from pages.common import widgets as w
 

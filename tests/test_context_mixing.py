@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import textcls
-from textcls.interpret._common import Instance, stack
+from textcls.interpret.instances import Instance, stack
 from textcls.interpret.context_mixing import METHODS, applicable, explain_instances, methods_for
 from textcls.interpret.context_mixing.decompx import decompose
 from textcls.interpret.context_mixing.norm import norm
@@ -51,7 +51,7 @@ def hf_model(request, tmp_path_factory):
 
 
 def _hf_batch(predictor, texts=("this movie was unbelievable , really good", "bad plot")):
-    from textcls.interpret._common import as_source
+    from textcls.interpret.sources import as_source
     return stack(as_source(predictor).instances(list(texts)))
 
 

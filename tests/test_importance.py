@@ -13,7 +13,7 @@ from textcls.interpret import importance
 from textcls import viz
 from textcls.checkpoint import load_checkpoint
 from textcls.interpret import as_source
-from textcls.interpret.faithfulness import explanation
+from textcls.interpret.methods import explanation
 
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints"
 TEXT = ("The food was great and the staff were friendly. But the service was painfully slow! "

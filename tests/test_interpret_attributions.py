@@ -9,7 +9,7 @@ from captum.attr import LayerIntegratedGradients
 import textcls
 from interpret_toys import ID, ToyAttention, ToyLinear, ids_of, toy_tokenizer
 from textcls.interpret import METHODS, attention_importance, attribute, attribute_texts
-from textcls.interpret._common import Instance
+from textcls.interpret.instances import Instance
 from textcls.interpret import importance
 from textcls.models.outputs import MapSpec
 from textcls.models.registry import get_entry

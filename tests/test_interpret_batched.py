@@ -19,7 +19,7 @@ from textcls.cli import main
 from textcls.data.datasets import load_data
 from textcls.interpret import batched as B
 from textcls.interpret import faithfulness as FF
-from textcls.interpret._common import prob_fn, score
+from textcls.interpret.probabilities import prob_fn, score
 from textcls.interpret.attention import attention_importance_instances
 from textcls.interpret.attributions import attribute_instances
 from textcls.runtime.threads import interactive

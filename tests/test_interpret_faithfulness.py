@@ -10,7 +10,8 @@ from interpret_toys import ID, ToyAttention, ToyLinear, counting_probs, ids_of, 
 from textcls.interpret import (agreement, comprehensiveness, erasure_curves, erasure_flip, evaluate_slice,
     infidelity, kendall_tau, leave_one_out, permutation_test, sensitivity, sufficiency, topk_overlap,
     uniform_attention_test)
-from textcls.interpret._common import Instance, permute_rows, uniform_like
+from textcls.interpret.attention_edits import permute_rows, uniform_like
+from textcls.interpret.instances import Instance
 from textcls.interpret.faithfulness import n_tokens
 
 
@@ -284,7 +285,8 @@ def test_one_verdict_for_one_text_on_every_consumer():
     """The lesson step says the verdict versus_random gives with the default random orders, as the pages do
     (Inspect's line and Attribute's badge call versus_random on cache.random_erasure = random_orders_curves)."""
     from textcls.interpret import as_source
-    from textcls.interpret.faithfulness import erasure_curves, explanation, random_orders_curves, versus_random
+    from textcls.interpret.faithfulness import erasure_curves, random_orders_curves, versus_random
+    from textcls.interpret.methods import explanation
     from textcls.teach import lessons, steps
     step = next(s for les in lessons.LESSONS for s in les.steps if s.kind == "erasure"
                 and s.input.get("methods") is None)

@@ -9,7 +9,7 @@ import textcls
 from interpret_toys import ID, ToyAttention, ids_of, sigmoid, toy_tokenizer
 from textcls.interpret import (AblateHead, Compose, ForceGate, PermuteAttention, SwapActivation, UniformAttention,
     ZeroFilter, compare_edit, edit_tokens, intervene, intervene_texts)
-from textcls.interpret._common import Instance
+from textcls.interpret.instances import Instance
 
 
 def small(name, **kw):

@@ -8,7 +8,7 @@ import torch
 import textcls
 from interpret_toys import ID, ToyAttention, ids_of, sigmoid, toy_tokenizer
 from textcls.interpret import lab
-from textcls.interpret._common import Instance
+from textcls.interpret.instances import Instance
 
 
 def test_activation_statistics_reproduce_fig2():

@@ -8,7 +8,7 @@ import torch
 
 import textcls
 from textcls.data.word_polarity import word_polarity
-from textcls.interpret._common import Instance
+from textcls.interpret.instances import Instance
 from textcls.interpret.plausibility import (evidence_labels, human_evidence, mean_plausibility, plausibility,
     token_f1)
 from textcls.interpret.sanity import cascade_units, cascading_randomisation, spearman

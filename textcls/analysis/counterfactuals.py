@@ -291,7 +291,8 @@ def glove_substitution(predictor, texts: Sequence[str]) -> list[Edit | None]:
 def _hotflip_batch(predictor, texts, insts, offset: int, cand_ids, cand_emb) -> list[Edit | None]:
     import torch
 
-    from textcls.interpret._common import EmbeddingForward, stack
+    from textcls.interpret.embedding_forward import EmbeddingForward
+    from textcls.interpret.instances import stack
     model = predictor.model
     itos = _vocab(predictor).itos
     f = EmbeddingForward(model, output="prob")

@@ -22,7 +22,7 @@ def explain_texts(predictor, texts: list[str], methods: list[str], *, baseline: 
                   seed: int = 0) -> list[dict]:
     """One dict per text: words, predicted label, and per method the weights (one per word) and, for
     integrated gradients, the convergence delta."""
-    from textcls.interpret._common import as_source
+    from textcls.interpret.sources import as_source
     from textcls.interpret.measures import explain_any
     src = as_source(predictor)
     insts = src.instances(texts)

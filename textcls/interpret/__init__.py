@@ -2,7 +2,9 @@
 faithfulness metrics (ERASER, DeYoung et al. 2020; Jain & Wallace 2019), live interventions and counterfactuals,
 and the Lab's teaching demos. Library only: no Streamlit here (the Attribute and Lab pages call these functions).
 
-Modules: methods (the registry of explanation methods, one module each), attributions (the Captum engine, IG
+Modules: instances (one example, token removal), sources (Predictor or model + tokenizer), probabilities
+(a model as a probability function, TVD), embedding_forward (Captum on model.embed), attention_edits, vectors;
+methods (the registry of explanation methods, one module each), attributions (the Captum engine, IG
 convergence), attention (model attention -> per-token importance),
 faithfulness (ERASER, leave-one-out, rank agreement, attention permutation / uniform / erasure tests, Captum
 infidelity and sensitivity; one text each), batched (the same over a whole data set, batched across
@@ -17,7 +19,9 @@ from __future__ import annotations
 import importlib
 
 _LAZY = {
-    **dict.fromkeys(("REMOVALS", "Instance", "Source", "as_source", "tvd"), "_common"),
+    **dict.fromkeys(("REMOVALS", "Instance"), "instances"),
+    **dict.fromkeys(("Source", "as_source"), "sources"),
+    "tvd": "probabilities",
     **dict.fromkeys(("HOWS", "attention_importance", "attention_importance_instances", "explanation_source"),
                     "attention"),
     **dict.fromkeys(("BASELINES", "METHODS", "Attribution", "attribute",

@@ -14,7 +14,8 @@ import torch
 from textcls.interpret import importance
 from textcls.interpret.importance import HOWS
 from textcls.runtime.threads import for_texts
-from textcls.interpret._common import as_batch, Instance, check_model, stack
+from textcls.interpret.instances import as_batch, Instance, stack
+from textcls.interpret.probabilities import check_model
 from textcls.interpret.attributions import Attribution
 
 def _specs(model) -> dict:

@@ -42,7 +42,10 @@ from captum.attr import (InputXGradient, IntegratedGradients, Lime, Occlusion, S
                          ShapleyValueSampling)
 
 from textcls.runtime.threads import for_texts
-from textcls.interpret._common import as_batch, EmbeddingForward, Instance, as_source, check_model, stack
+from textcls.interpret.embedding_forward import EmbeddingForward
+from textcls.interpret.instances import as_batch, Instance, stack
+from textcls.interpret.probabilities import check_model
+from textcls.interpret.sources import as_source
 
 METHODS = ("integrated_gradients", "saliency", "grad_x_input", "occlusion", "shapley", "lime")   # this engine's
 BASELINES = ("pad", "unk", "zero")

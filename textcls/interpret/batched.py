@@ -47,8 +47,11 @@ import torch
 from textcls.runtime.limits import check_count
 from textcls.runtime.memory import return_free_memory
 from textcls.runtime.threads import for_texts
-from textcls.interpret._common import (Instance, as_source, as_vector, check_model, closed_up, permute_rows, prob_fn,
-    stack, top_indices, tvd, uniform_like)
+from textcls.interpret.attention_edits import permute_rows, uniform_like
+from textcls.interpret.instances import Instance, closed_up, stack
+from textcls.interpret.probabilities import check_model, prob_fn, tvd
+from textcls.interpret.sources import as_source
+from textcls.interpret.vectors import as_vector, top_indices
 from textcls.interpret.attributions import METHODS as CAPTUM, Attribution
 from textcls.interpret.faithfulness import (BINS, _check_removal, attention_maps, infidelity, kendall_tau, n_tokens,
     sensitivity, topk_overlap)
@@ -121,7 +124,7 @@ class Variants:
     """Token-removal variants of many texts (text index, sorted real-token indices removed), each scored once.
 
     `add` returns a variant's id (the same id for the same text and removed set); `run` scores every pending
-    variant in length buckets; `probs(vid)` is its probability vector (float64, as `_common.score` gives)."""
+    variant in length buckets; `probs(vid)` is its probability vector (float64, as `probabilities.score` gives)."""
 
     def __init__(self, model, instances: Sequence[Instance], removal: str = "delete"):
         _check_removal(removal)

@@ -2,7 +2,7 @@
 over a data-set slice.
 
 m(x)_j is the probability of the class j predicted on the full input x. An *importance* is one value per real
-token (an Attribution, or any vector). "Removing" tokens follows `removal` (see _common): "delete" (default;
+token (an Attribution, or any vector). "Removing" tokens follows `removal` (see instances.py): "delete" (default;
 the tokens are taken out and the text closes up), "pad" or "unk" (the id is replaced, the position stays).
 
 - comprehensiveness(k) = m(x)_j - m(x \\ r_k)_j, r_k the top-k% tokens by importance (ERASER; high = faithful);
@@ -39,8 +39,11 @@ from captum.metrics import infidelity as _captum_infidelity
 from captum.metrics import sensitivity_max as _captum_sensitivity_max
 
 from textcls.runtime.threads import interactive_work
-from textcls.interpret._common import (REMOVALS, EmbeddingForward, Instance, as_vector, check_model, permute_rows,
-    prob_fn, score, top_indices, tvd, uniform_like)
+from textcls.interpret.attention_edits import permute_rows, uniform_like
+from textcls.interpret.embedding_forward import EmbeddingForward
+from textcls.interpret.instances import REMOVALS, Instance
+from textcls.interpret.probabilities import check_model, prob_fn, score, tvd
+from textcls.interpret.vectors import as_vector, top_indices
 from textcls.interpret.attributions import _targets, baseline_embedding, canonical_method, token_attributions
 
 BINS = (1, 5, 10, 20, 50)

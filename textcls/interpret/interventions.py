@@ -31,7 +31,10 @@ import numpy as np
 import torch
 
 from textcls.runtime.threads import interactive_work
-from textcls.interpret._common import Instance, as_source, check_model, key_mask, permute_rows, tvd, uniform_like
+from textcls.interpret.attention_edits import key_mask, permute_rows, uniform_like
+from textcls.interpret.instances import Instance
+from textcls.interpret.probabilities import check_model, tvd
+from textcls.interpret.sources import as_source
 
 
 def _specs(model) -> dict:

@@ -26,7 +26,9 @@ import torch
 
 from textcls.models.layers import make_activation, masked_max
 from textcls.runtime.threads import interactive_work
-from textcls.interpret._common import Instance, as_source, check_model, prob_fn, score
+from textcls.interpret.instances import Instance
+from textcls.interpret.probabilities import check_model, prob_fn, score
+from textcls.interpret.sources import as_source
 from textcls.interpret.interventions import ForceGate, intervene
 
 DEMO_TEXT = {

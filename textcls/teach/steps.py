@@ -448,7 +448,7 @@ def _methods(step: Step, lib: Library, value: float | None) -> StepResult:
 
 
 def _pred_probs(src, inst) -> np.ndarray:
-    from textcls.interpret._common import prob_fn, score
+    from textcls.interpret.probabilities import prob_fn, score
     return score(prob_fn(src.model), [inst])[0]
 
 

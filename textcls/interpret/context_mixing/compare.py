@@ -5,7 +5,6 @@ comprehensiveness and sufficiency, textcls.interpret.faithfulness.erasure_curves
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -35,7 +34,7 @@ def attention_rollout(model, inst):
     [CLS]/[SEP] included, then per word): per layer A = (mean over heads + I) / 2, rows renormalised, multiplied
     from the first layer up."""
     import torch
-    from textcls.interpret._common import stack
+    from textcls.interpret.instances import stack
     from textcls.interpret.context_mixing.trace import (attention_input, attention_probs, pooled, rollout,
         row_normalise, trace)
     from textcls.interpret.context_mixing.words import to_words
@@ -53,7 +52,7 @@ def attention_rollout(model, inst):
 def side_by_side(predictor, text: str, methods=VIEW_METHODS) -> SideBySide:
     """The weights and faithfulness lines of `methods` for one text (raises ValueError for a model without
     self-attention, with the reason)."""
-    from textcls.interpret._common import as_source
+    from textcls.interpret.sources import as_source
     from textcls.interpret.attention import attention_importance_instances
     from textcls.interpret.context_mixing import METHODS, applicable, explain_instances
     from textcls.interpret.faithfulness import erasure_curves

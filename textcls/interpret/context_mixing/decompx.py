@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from textcls.interpret.context_mixing.trace import Block, Trace, attention_input, attention_probs, split_heads
+from textcls.interpret.context_mixing.trace import Block, Trace, attention_input, attention_probs
 
 
 def split_bias(parts: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:

@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from textcls.interpret._common import stack
+from textcls.interpret.instances import stack
 from textcls.interpret.attributions import Attribution
 from textcls.interpret.context_mixing.alti import alti
 from textcls.interpret.context_mixing.decompx import decompx

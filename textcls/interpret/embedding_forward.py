@@ -1,0 +1,61 @@
+"""The embedding substitution that lets Captum perturb `model.embed`'s output (every Captum method and metric
+shares it)."""
+from __future__ import annotations
+
+import threading
+
+import torch
+
+from textcls.interpret.probabilities import check_model
+
+
+class EmbeddingForward:
+    """f(emb, ids, mask) -> probabilities (or logits) of `model`, where `emb` replaces model.embed's output.
+
+    Captum's primal methods (IntegratedGradients, Saliency, Occlusion, Lime, ShapleyValueSampling, infidelity,
+    sensitivity_max) then perturb the embedding-layer output directly: identical to Captum's Layer* methods on
+    `model.embed`, and the same code path serves all of them. The substitution is a forward hook that lives only
+    for the call and acts only in the calling thread, so other users of a cached model are never affected.
+    A model that pads its input past L (Kim CNN / AGCNN on inputs shorter than the widest window) keeps its own
+    embedding for the extra positions.
+    """
+
+    def __init__(self, model: torch.nn.Module, output: str = "prob", edits: dict | None = None):
+        if output not in ("prob", "logit"):
+            raise ValueError(f"output must be 'prob' or 'logit', got {output!r}")
+        if not hasattr(model, "embed"):
+            raise TypeError(f"{type(model).__name__} has no `embed` layer to attribute to")
+        check_model(model)
+        self.model, self.output, self.edits = model, output, edits
+        self._local = threading.local()
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return self.model.embed(ids).detach()
+
+    def _hook(self, module, inputs, out):
+        state = getattr(self._local, "state", None)
+        if state is None:
+            return None
+        emb = state
+        if out.shape == emb.shape:
+            return emb
+        # the model padded its ids (B, L) -> (B, L'): substitute the first L positions
+        if out.dim() == emb.dim() and out.shape[0] == emb.shape[0] and out.shape[2:] == emb.shape[2:] \
+                and out.shape[1] > emb.shape[1]:
+            return torch.cat([emb, out[:, emb.shape[1]:]], dim=1)
+        raise RuntimeError(f"model.embed produced {tuple(out.shape)} but the substituted embedding is "
+                           f"{tuple(emb.shape)}; this model calls its embedding in a way attribution cannot follow")
+
+    def __call__(self, emb: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        handle = self.model.embed.register_forward_hook(self._hook)
+        self._local.state = emb
+        try:
+            logits = self.model(ids, mask, edits=self.edits).logits
+        finally:
+            self._local.state = None
+            handle.remove()
+        return torch.softmax(logits, dim=-1) if self.output == "prob" else logits
+
+
+__all__ = ["EmbeddingForward"]
