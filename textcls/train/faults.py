@@ -13,8 +13,6 @@ from typing import Any, Mapping
 
 from textcls.runtime import distributed
 
-ENV = ("TEXTCLS_FAIL_RANK", "TEXTCLS_FAIL_STEP", "TEXTCLS_FAIL_MODE")
-
 
 class InjectedFailure(RuntimeError):
     """The failure a FailAt callback asked for (tests only)."""
