@@ -286,7 +286,7 @@ with tab_c:
         if not h.epochs:
             st.caption(f"{w.md_escape(n)} has no training history.")
             continue
-        hist_runs.append((n, h.epochs))
+        hist_runs.append((n, h.epoch_rows()))
     # runs trained on different data (sst2 vs its phrases) have different training and dev sets: say so, and name
     # each run's training data in the legend
     trained = {n: w.trained_on(by_name[n]) for n, _ in hist_runs}

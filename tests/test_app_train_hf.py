@@ -133,7 +133,7 @@ def test_a_tiny_folder_fine_tunes_to_a_checkpoint_in_the_user_folder(env, tiny):
     assert meta["metrics"]["test_accuracy"] == meta["metrics"]["test"]["accuracy"]
     hist = load_history(saved)
     assert hist.steps == 2 and len(hist.step_losses) == 2     # half of ceil(40 / 16) = 3 steps, rounded up
-    assert len(hist.epochs) == 1 and hist.epochs[0]["dev"] is not None
+    assert len(hist.epochs) == 1 and hist.epochs[0].dev_accuracy is not None
     p = textcls.load_checkpoint(saved)                          # a complete checkpoint, listed beside the others
     assert p.labels == ["negative", "positive"] and p.predict("good film")[0].label in p.labels
     assert at.session_state["train_current"] == jid
@@ -157,7 +157,7 @@ def test_a_long_run_is_stopped_from_the_page_and_saved(env, tiny):
     # it ends, as the textcls models do, with the weights of its best dev epoch: the saved dev accuracy is the best
     meta = json.loads((env / "stopped_hf" / "textcls.json").read_text())
     assert meta["metrics"]["dev"]["accuracy"] == pytest.approx(hist.best_dev_accuracy)
-    assert hist.best_dev_accuracy == max(e["dev"]["accuracy"] for e in hist.epochs)
+    assert hist.best_dev_accuracy == max(e.dev_accuracy for e in hist.epochs)
     assert textcls.load_checkpoint(env / "stopped_hf").predict("bad")[0].label in ("negative", "positive")
 
 

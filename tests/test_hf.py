@@ -161,6 +161,37 @@ def test_fine_tune_two_steps_save_and_reload(folder, tmp_path):
     assert textcls.checkpoint.load_history(tmp_path / "ft").steps == 2
 
 
+def test_fine_tuning_is_fit_and_a_nan_loss_leaves_the_weights_untouched(folder):
+    """finetune runs fit's loop: its epochs have the flat shape (dev_accuracy), and a non-finite loss stops the
+    run before the optimiser takes a step with it - the weights are exactly the initial ones."""
+    import torch
+
+    from textcls.data.datasets import Split
+    from textcls.train.hf import finetune
+    if folder.name.endswith("distilbert"):
+        pytest.skip("the loop is the same for every architecture")
+    p = textcls.load_checkpoint(folder)
+    model, tok = p.model, p.tokenizer
+    texts = ["good film", "bad film", "a fine and lovely story", "dull , awful acting"] * 4
+    train, dev = Split(texts, [1, 0, 1, 0] * 4), Split(texts[:4], [1, 0, 1, 0])
+    h = finetune(model, tok, train, dev, epochs=2, batch_size=8, lr=1e-3, seed=0)
+    assert [e.epoch for e in h.epochs] == [1, 2] and all(e.dev_accuracy is not None for e in h.epochs)
+    assert h.best_dev_accuracy == max(e.dev_accuracy for e in h.epochs) and h.config["optimizer"] == "adamw"
+    before = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    forward = model.forward
+
+    def nan_forward(*a, **k):
+        out = forward(*a, **k)
+        if model.training:
+            out.logits = out.logits * float("nan")
+        return out
+    model.forward = nan_forward
+    h = finetune(model, tok, train, None, epochs=1, batch_size=8, seed=0)
+    model.forward = forward
+    assert h.diverged and h.steps == 0 and h.step_losses == [] and "non-finite" in h.stopped_reason
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
 def test_cli_fine_tunes_a_fraction_of_an_epoch(folder, tmp_path, capsys):
     """`train --model hf:PATH --epochs 0.25`: a quarter of one epoch's steps; a fraction for a model of our own,
     or below the smallest share, is one line and exit 2."""

@@ -52,7 +52,7 @@ def test_same_seed_gives_the_same_loss_sequence(monkeypatch):
     h1 = fit(kim(), TRAIN, DEV, cfg)
     h2 = fit(kim(), TRAIN, DEV, cfg)
     assert len(h1.step_losses) == 12 and h1.step_losses == h2.step_losses
-    assert [e["dev_accuracy"] for e in h1.epochs] == [e["dev_accuracy"] for e in h2.epochs]
+    assert [e.dev_accuracy for e in h1.epochs] == [e.dev_accuracy for e in h2.epochs]
     h3 = fit(kim(), TRAIN, DEV, TrainConfig(epochs=2, batch_size=16, seed=4, device="cpu"))
     assert h3.step_losses != h1.step_losses
 
@@ -68,7 +68,7 @@ def test_events_and_history():
     assert set(epochs[-1].dev) == {"accuracy", "loss", "macro_f1"}
     assert all(s.elapsed <= t.elapsed for s, t in zip(steps[:3], epochs[:1]))
     assert h.steps == 6 and len(h.epochs) == 2 and h.stopped_reason == "completed 2 epoch(s)"
-    assert h.best_dev_accuracy == max(e["dev_accuracy"] for e in h.epochs)
+    assert h.best_dev_accuracy == max(e.dev_accuracy for e in h.epochs)
     json.dumps(h.to_dict())  # plain data
 
 
@@ -140,7 +140,7 @@ def test_sgd_learning_rate_decay_after_epochs_without_improvement():
     cfg = TrainConfig(epochs=5, batch_size=32, lr=1e-12, optimizer="sgd", lr_decay=0.5, lr_decay_patience=2,
                       device="cpu")
     h = fit(kim(), TRAIN, DEV, cfg)
-    assert [e["lr"] / 1e-12 for e in h.epochs] == pytest.approx([1, 1, 0.5, 0.5, 0.25])
+    assert [e.lr / 1e-12 for e in h.epochs] == pytest.approx([1, 1, 0.5, 0.5, 0.25])
 
 
 def test_noam_warmup_schedule():
@@ -193,7 +193,7 @@ def test_max_norm_bounds_each_class_weight_vector_and_adadelta_learns():
 def test_max_steps_and_bucketing():
     h = fit(kim(), TRAIN, DEV, TrainConfig(epochs=5, batch_size=16, max_steps=8, device="cpu"))
     assert h.steps == 8 and len(h.epochs) == 2 and "max_steps=8" in h.stopped_reason
-    assert h.epochs[-1]["dev_accuracy"] is not None       # the partial last epoch is evaluated
+    assert h.epochs[-1].dev_accuracy is not None       # the partial last epoch is evaluated
     lengths = [i % 17 for i in range(500)]
     batches = make_batches(lengths, 10, torch.Generator().manual_seed(0))
     assert sorted(i for b in batches for i in b) == list(range(500))
@@ -288,6 +288,62 @@ def test_a_few_hundred_steps_lift_dev_accuracy_above_chance(sst2, name):
     h = fit(model, train, dev, TrainConfig(epochs=2, batch_size=32, lr=3e-3, max_steps=STEPS, device="cpu"))
     seconds = time.perf_counter() - t0
     print(f"\n{name}: {STEPS} steps in {seconds:.1f} s, dev accuracy per epoch "
-          f"{[round(e['dev_accuracy'], 3) for e in h.epochs]}")
+          f"{[round(e.dev_accuracy, 3) for e in h.epochs]}")
     assert h.steps == STEPS and not h.diverged
     assert h.best_dev_accuracy > 0.6, h.epochs
+
+
+def test_a_nan_loss_never_reaches_the_optimiser():
+    """The loss is checked before its backward pass and the optimiser step: the step that would have used the
+    NaN is never taken, so the weights are exactly those of the steps before it (no dev, no completed epoch:
+    the initial weights, which also stay untouched in between)."""
+    model = kim()
+    initial = state(model)
+    _nan_after(model, 3)
+    stepped = []
+
+    def sgd(params, config):
+        opt = torch.optim.SGD(params, lr=config.lr)
+        plain = opt.step
+
+        def step(*a, **k):
+            stepped.append(all(torch.isfinite(p.grad).all() for p in params if p.grad is not None))
+            return plain(*a, **k)
+        opt.step = step
+        return opt
+    h = fit(model, TRAIN, None, TrainConfig(epochs=2, batch_size=16, device="cpu"), optimizer=sgd)
+    assert h.diverged and h.steps == 2 and stepped == [True, True]
+    assert same_state(state(model), initial)
+
+
+def test_fault_injection_is_a_callback():
+    from textcls.train.faults import FailAt, InjectedFailure, from_env
+    steps = []
+    with pytest.raises(InjectedFailure, match="before step 3"):
+        fit(kim(), TRAIN, None, TrainConfig(epochs=1, batch_size=16, device="cpu"),
+            [lambda e: isinstance(e, StepEvent) and steps.append(e.step), FailAt(3)])
+    assert steps == [1, 2]
+    h = fit(kim(), TRAIN, None, TrainConfig(epochs=1, batch_size=16, device="cpu"), [FailAt(3, rank=1)])
+    assert h.steps == 6                                      # another rank's fault: this single process trains on
+    assert from_env({}) == []
+    (f,) = from_env({"TEXTCLS_FAIL_RANK": "1", "TEXTCLS_FAIL_STEP": "3", "TEXTCLS_FAIL_MODE": "kill"})
+    assert (f.step, f.rank, f.mode) == (3, 1, "kill")
+
+
+def test_fractional_epochs_frozen_parameters_and_the_linear_schedule():
+    from textcls.train.fit import linear_schedule
+    model = kim()
+    frozen = dict(model.named_parameters())
+    name = next(iter(frozen))
+    before = frozen[name].detach().clone()
+    lrs = []
+    h = fit(model, TRAIN, DEV, TrainConfig(epochs=0.5, batch_size=16, lr=0.1, device="cpu", frozen=(name,)),
+            [lambda e: isinstance(e, StepEvent) and lrs.append(e.lr)], schedule=linear_schedule(0.34))
+    assert h.steps == 3 and len(h.epochs) == 1 and h.epochs[0].dev_accuracy is not None   # half of 6 steps
+    assert h.stopped_reason == "completed 3 steps (0.5 epochs)"
+    assert torch.equal(dict(model.named_parameters())[name], before)
+    assert lrs == pytest.approx([0.1, 0.1 * 2 / 2, 0.1 * 1 / 2])      # warm-up of 1 step, then linear decay
+    with pytest.raises(ValueError, match="no parameter 'nope'"):
+        fit(kim(), TRAIN, None, TrainConfig(epochs=1, device="cpu", frozen=("nope",)))
+    with pytest.raises(ValueError, match="epochs must be a number > 0"):
+        TrainConfig(epochs=0)

@@ -494,3 +494,18 @@ def test_all_heads_grid_titles_fit_their_cells(layers, heads, max_width):
     assert all(len(t) * GRID_TITLE_PX <= cell for t in titles), (titles, cell)
     if any(t.isdigit() for t in titles):                             # numbers only: the axes are named once
         assert f"head 1-{heads}" in fig.layout.title.text and f"layer 1-{layers}" in fig.layout.title.text
+
+
+def test_a_fine_tuned_models_training_curves_show_its_dev_curve():
+    """The Evaluate page's training curves read `load_history(...).epoch_rows()`: minilm-sst2's history.json was
+    written in the older nested shape ("dev": {"accuracy": ...}) and still gives a dev curve, beside act-sst2's."""
+    from pathlib import Path
+
+    from textcls.checkpoint import load_history
+    shipped = Path(__file__).resolve().parents[1] / "checkpoints"
+    runs = [(n, load_history(shipped / n).epoch_rows()) for n in ("minilm-sst2", "act-sst2")]
+    out = viz.training_curves(runs, y="dev_accuracy", x="elapsed")
+    assert [t.name for t in out.fig.data] == ["minilm-sst2", "act-sst2"]
+    minilm = out.table[out.table["run"] == "minilm-sst2"]
+    assert minilm["dev_accuracy"].tolist() == pytest.approx([0.8520642201834863])
+    assert set(runs[0][1][0]) == set(runs[1][1][0])                # one epoch shape for both models

@@ -22,7 +22,7 @@ _LAZY = {
                     "checkpoint"),
     **dict.fromkeys(("Prediction", "Predictor"), "inference"),
     **dict.fromkeys(("classification_report", "evaluate"), "analysis.metrics"),
-    **dict.fromkeys(("EpochEvent", "History", "StepEvent"), "records"),
+    **dict.fromkeys(("EpochEvent", "EpochRecord", "History", "StepEvent"), "records"),
     **dict.fromkeys(("TrainConfig", "fit"), "train.fit"),
     **dict.fromkeys(("TrainSpec", "run_training", "train_from_spec"), "train.pipeline"),
     **dict.fromkeys(("DataBundle", "Split", "list_datasets", "load_data"), "data.datasets"),
@@ -34,7 +34,7 @@ __all__ = ["AXES", "KINDS", "ClassifierOutput", "MapSpec", "create_model", "get_
            "make_config", "register_model", "__version__",
            "CheckpointError", "CheckpointInfo", "list_checkpoints", "load_checkpoint", "save_checkpoint",
            "Prediction", "Predictor", "classification_report", "evaluate",
-           "EpochEvent", "History", "StepEvent", "TrainConfig", "TrainSpec", "fit", "run_training",
+           "EpochEvent", "EpochRecord", "History", "StepEvent", "TrainConfig", "TrainSpec", "fit", "run_training",
            "train_from_spec", "DataBundle", "Split", "list_datasets", "load_data", "explanation_figure",
            "paper_figures", "evaluate_slice"]
 

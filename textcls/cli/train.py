@@ -220,7 +220,8 @@ def _train(args, out: Path, overrides, tok, train_over, dev_name: str, use_arrow
                          train_overrides=train_over, paper_training=args.paper_training, seed=args.seed,
                          float16=args.float16, limit=args.limit, data_spec=args.data, arrow=use_arrow,
                          num_proc=args.num_proc)
-        result = run_training(spec, callbacks=[progress])
+        from textcls.train import faults               # the test hook's environment: read here, and only here
+        result = run_training(spec, callbacks=[progress, *faults.from_env()])
     finally:
         progress.close()
     if not main_rank:

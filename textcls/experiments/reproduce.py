@@ -82,7 +82,7 @@ def run_cell(cell: Cell, seed: int, *, epochs: int, limit: int | None = None, da
     m = res.metrics
     if cell.metric_split not in m:
         raise RuntimeError(f"{cell.key}: no {cell.metric_split} metrics (stopped: {h.stopped_reason})")
-    per_epoch = [e["seconds"] for e in h.epochs]
+    per_epoch = [e.seconds for e in h.epochs]
     return {
         "seed": seed,
         "accuracy": m[cell.metric_split]["accuracy"],

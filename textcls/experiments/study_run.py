@@ -183,11 +183,11 @@ def run_point(point: StudyPoint, sc: Scale, seed: int, *, stop_event=None, data_
     m = res.metrics
     return {"seed": seed, "dev_accuracy": m.get("dev", {}).get("accuracy"),
             "test_accuracy": m.get("test", {}).get("accuracy"),
-            "curve": [{"epoch": e["epoch"], "dev_accuracy": e["dev_accuracy"], "elapsed": round(e["elapsed"], 3)}
+            "curve": [{"epoch": e.epoch, "dev_accuracy": e.dev_accuracy, "elapsed": round(e.elapsed, 3)}
                       for e in h.epochs],
             "seconds": round(time.perf_counter() - t0, 2), "train_seconds": round(h.elapsed, 2),
             "cpu_seconds": round(time.process_time() - c0, 2),      # what a quiet machine would take (1 thread)
-            "seconds_per_epoch": round(statistics.median(e["seconds"] for e in h.epochs), 3) if h.epochs else None,
+            "seconds_per_epoch": round(statistics.median(e.seconds for e in h.epochs), 3) if h.epochs else None,
             "parameters": res.model.num_parameters(include_embeddings=False), "device": h.device,
             "finished": _dt.datetime.now().isoformat(timespec="seconds")}
 

@@ -10,15 +10,12 @@ passing ranks around. Collectives: `all_reduce_sum`, `broadcast`, `barrier` (tex
 a parameter without a gradient). `is_peer_failure` tells apart the error a surviving rank gets when another
 rank died, so the command line can say so in one line instead of a backend traceback.
 
-Test hook: TEXTCLS_FAIL_RANK=R and TEXTCLS_FAIL_STEP=S make rank R fail before optimiser step S
-(`maybe_fail`; TEXTCLS_FAIL_MODE=kill sends itself SIGKILL instead of raising), so a test can check what a
-failed rank leaves behind. Unset, the hook costs one dictionary lookup per run.
+Failing a rank on purpose (tests) is a training callback, textcls.train.faults.FailAt.
 """
 from __future__ import annotations
 
 import datetime as _dt
 import os
-import signal
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
@@ -183,24 +180,3 @@ def is_peer_failure(e: BaseException) -> bool:
         return True
     text = f"{type(e).__name__}: {e}".lower()
     return isinstance(e, RuntimeError) and any(h in text for h in PEER_FAILURE_HINTS)
-
-
-class InjectedFailure(RuntimeError):
-    """The failure TEXTCLS_FAIL_RANK / TEXTCLS_FAIL_STEP asked for (tests only)."""
-
-
-def fail_step() -> int | None:
-    """The step at which this rank must fail (the test hook), or None."""
-    rank, step = os.environ.get("TEXTCLS_FAIL_RANK"), os.environ.get("TEXTCLS_FAIL_STEP")
-    if rank is None or step is None or int(rank) != context().rank:
-        return None
-    return int(step)
-
-
-def maybe_fail(step: int, at: int | None) -> None:
-    if at is None or step != at:
-        return
-    if os.environ.get("TEXTCLS_FAIL_MODE") == "kill":
-        os.kill(os.getpid(), signal.SIGKILL)
-    raise InjectedFailure(f"injected failure on rank {context().rank} before step {step} "
-                          f"(TEXTCLS_FAIL_RANK/TEXTCLS_FAIL_STEP)")

