@@ -23,17 +23,17 @@ def main(argv=None) -> int:
     ap.add_argument("--text", default=TEXT)
     args = ap.parse_args(argv)
     import textcls
+    from textcls.interpret import methods as M
     from textcls.interpret.sources import as_source
-    from textcls.interpret.context_mixing import explain_instances, methods_for
     p = textcls.load_checkpoint(args.checkpoint)
     inst = as_source(p).instances([args.text])
     print(f"{Path(args.checkpoint).name}, {inst[0].n} words: {args.text}")
-    for m in methods_for(p.model):
-        explain_instances(p.model, inst, m)
+    for m in [m for m in M.methods_for(p.model) if M.REGISTRY[m].kind == "context mixing"]:
+        M.explain(p.model, inst, m)                     # as the app and the CLI run it (thread policy included)
         times = []
         for _ in range(args.repeat):
             t0 = time.perf_counter()
-            explain_instances(p.model, inst, m)
+            M.explain(p.model, inst, m)
             times.append(time.perf_counter() - t0)
         print(f"{m:<14} {1000 * statistics.median(times):8.1f} ms  (median of {args.repeat})")
     return 0
