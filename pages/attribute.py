@@ -450,7 +450,12 @@ if tab_faith.open:
         prog.close()
         if table_rows:
             st.markdown("**Per explanation** (this sentence)")
-            st.dataframe(pd.DataFrame(table_rows), hide_index=True, width="stretch", column_config={
+            first = ["checkpoint", "explanation", "AOPC comprehensiveness", "AOPC sufficiency", "verdict on this text",
+                     "plausibility AUPRC", "plausibility token F1", "rank corr. after randomisation", "sanity",
+                     "seconds (when computed)"]                    # the trust columns before the details
+            frame = pd.DataFrame(table_rows)
+            frame = frame[[c for c in first if c in frame.columns] + [c for c in frame.columns if c not in first]]
+            st.dataframe(frame, hide_index=True, width="stretch", column_config={
                 c: st.column_config.NumberColumn(format="%.3f") for c in (
                     "AOPC comprehensiveness", "AOPC sufficiency", "share removed to flip",
                     "Kendall tau vs leave-one-out", "plausibility AUPRC", "plausibility token F1",

@@ -73,8 +73,8 @@ def reasons_grid(rows: Sequence[tuple[str, Sequence[float]]], tokens: Sequence[s
                           for r, nm in enumerate(names) for i in idx])
     return FigureOut("reasons_grid", title, fig, table,
                      caption="Signed rows (attributions): score / max|score|, red for and blue against the "
-                             "predicted class. Unsigned rows (attention, saliency, leave-one-out): white = at most a "
-                             "uniform share of the row, darkest = 4x that share or more. Exact values on hover.")
+                             "predicted class. Unsigned rows (attention, saliency, leave-one-out, context mixing): white "
+                             "= at most a uniform share of the row, darkest = 4x that share or more. Exact values on hover.")
 
 
 def agreement_heatmap(agr: dict[str, Any], metric: str = "kendall_tau", title: str | None = None) -> FigureOut:
