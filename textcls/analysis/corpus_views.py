@@ -159,7 +159,8 @@ def token_weights(predictor, texts: Sequence[str], gold: Sequence[str] | Sequenc
     cached_only: return the cached result, or None without computing anything.
     """
     from textcls.interpret import as_source, explanation_source
-    from textcls.interpret.batched import importances, own_shape
+    from textcls.interpret.batched import importances
+    from textcls.interpret.buckets import own_shape
 
     texts = list(texts)
     labels = list(predictor.labels)
