@@ -13,6 +13,7 @@ import streamlit as st
 from pages.common import cache, inside_app, widgets as w
 from pages.common.defaults import available_data, data_spec, default_limit, default_split, evaluated_part
 from textcls.analysis import corpus_views as cv
+from textcls.analysis.corpus_cache import CorpusCache
 from textcls.data import datasets as tdata
 from textcls.analysis import slices as sl
 from textcls import viz
@@ -332,7 +333,7 @@ with tab_d:
         st.info(f"{w.md_escape(viz.model_title(info.model))} has neither its own token weights nor convolution filters to summarise.")
         st.stop()
     view = st.radio("View", views, horizontal=True, key="eval_ds_view")
-    corpus_cache = cv.CorpusCache()
+    corpus_cache = CorpusCache()
     state = st.session_state.setdefault("_eval_corpus", {})
     base_key = (str(info.path), tuple(map(tuple, cv.checkpoint_stamp(info.path))), spec, split_name, int(limit or 0),
                 st.session_state.get("eval_slice", "all"))

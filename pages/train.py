@@ -18,6 +18,7 @@ import streamlit as st
 import textcls
 from pages.common import cache, inside_app, widgets as w
 from textcls.data import datasets as tdata
+from textcls.data.hub import hub_offline_reason
 from textcls import viz
 from textcls.train.fit import OPTIMIZERS, PAPER_TRAINING, TrainConfig
 from textcls.train.forms import changed_overrides, config_fields, size_problems
@@ -141,7 +142,7 @@ elif source == "Upload a file":
                                           bundle.task, bundle.source, dict(bundle.meta))
             data_arg, data_name = bundle, bundle.name
 else:
-    why = tdata.hub_offline_reason()
+    why = hub_offline_reason()
     if why:
         st.warning(f"The Hugging Face hub is switched off on this server ({w.md_escape(why)}): a hub data set "
                    "cannot be downloaded here. Use a bundled data set or upload a file.")
@@ -191,7 +192,7 @@ if kind == PRETRAINED:
                                      "(pickled weights are not loaded) and the tokenizer files; no custom code "
                                      "(trust_remote_code is refused).").strip()
     else:
-        why = tdata.hub_offline_reason()
+        why = hub_offline_reason()
         if why:
             st.warning(f"The Hugging Face hub is switched off on this server ({w.md_escape(why)}): a hub model "
                        "cannot be downloaded here. Use an installed base or a folder.")

@@ -11,7 +11,8 @@ import torch
 
 from textcls.data.arrow import build_tokenizer, encode_arrow, load_arrow
 from textcls.data.batching import encode_split
-from textcls.data.datasets import DataError, load_file
+from textcls.data.datasets import DataError
+from textcls.data.files import load_file
 from textcls.data.text import Tokenizer, TokenizerConfig
 
 WORDS = "good bad great awful fine movie plot actor dull brilliant boring superb , . !".split()

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from textcls.analysis import corpus_views as cv
+from textcls.analysis.corpus_cache import CorpusCache
 from textcls.inference import Predictor
 from textcls.models.base import BaseConfig, TextClassifier
 from textcls.models.layers import WordEmbedding, masked_softmax
@@ -181,7 +182,7 @@ def test_disk_cache_hits_and_invalidates(tmp_path):
     ck.mkdir()
     (ck / "config.json").write_text("{}")
     (ck / "model.safetensors").write_bytes(b"weights")
-    cache = cv.CorpusCache(tmp_path / "cache")
+    cache = CorpusCache(tmp_path / "cache")
     ToyAttention.calls = 0
     assert cv.token_weights(toy_predictor(ck), TEXTS, GOLD, cache=cache, cached_only=True) is None
     assert ToyAttention.calls == 0
@@ -208,7 +209,7 @@ def test_disk_cache_hits_and_invalidates(tmp_path):
     assert len(cv.token_weights(toy_predictor(ck), TEXTS, GOLD, cache=cache)) == 5
     assert ToyAttention.calls > n
     # no checkpoint folder -> never cached
-    cv.token_weights(toy_predictor(None), TEXTS, GOLD, cache=cv.CorpusCache(tmp_path / "c2"))
+    cv.token_weights(toy_predictor(None), TEXTS, GOLD, cache=CorpusCache(tmp_path / "c2"))
     assert not (tmp_path / "c2").exists()
 
 
@@ -284,7 +285,7 @@ def test_filter_ngrams_cache_round_trip(tmp_path):
     (ck / "model.safetensors").write_bytes(b"w")
     p = hand_cnn()
     p.path = ck
-    cache = cv.CorpusCache(tmp_path / "cache")
+    cache = CorpusCache(tmp_path / "cache")
     assert cv.filter_ngrams(p, CNN_TEXTS, cache=cache, cached_only=True) is None
     a = cv.filter_ngrams(p, CNN_TEXTS, cache=cache)
     b = cv.filter_ngrams(p, CNN_TEXTS, cache=cache, cached_only=True)

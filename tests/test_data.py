@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from textcls.data import datasets as D
 from textcls.data import embeddings as E
+from textcls.data import hub as H
 from textcls.data.datasets import DataBundle, DataError, Split, data_root, data_roots, list_datasets, load_data
 from textcls.runtime.paths import BUNDLED_DATA
 from textcls.data.text import Tokenizer, Vocab
@@ -23,7 +23,7 @@ def _no_network(monkeypatch):
     """Any hub probe in these tests is a bug; `datasets` runs offline for local files."""
     def refuse(*a, **k):
         raise AssertionError("a test tried to reach the hub")
-    monkeypatch.setattr(D, "_probe_hub", refuse)
+    monkeypatch.setattr(H, "_probe_hub", refuse)
     import datasets.config
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True, raising=False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
@@ -293,8 +293,8 @@ def test_hub_offline_env_fails_at_once(monkeypatch, bundled_data):
 
 
 def test_hub_unreachable_fails_within_the_timeout(monkeypatch):
-    monkeypatch.setattr(D, "_probe_hub", lambda repo_id, timeout: time.sleep(30))
-    monkeypatch.setattr(D, "HUB_TIMEOUT", 0.3)
+    monkeypatch.setattr(H, "_probe_hub", lambda repo_id, timeout: time.sleep(30))
+    monkeypatch.setattr(H, "HUB_TIMEOUT", 0.3)
     t0 = time.perf_counter()
     with pytest.raises(DataError, match="did not answer within 0.3 s"):
         load_data("hf:someone/some_set")
@@ -302,7 +302,7 @@ def test_hub_unreachable_fails_within_the_timeout(monkeypatch):
 
     def no_dns(repo_id, timeout):
         raise ConnectionError("Name or service not known")
-    monkeypatch.setattr(D, "_probe_hub", no_dns)
+    monkeypatch.setattr(H, "_probe_hub", no_dns)
     with pytest.raises(DataError, match=r"cannot reach the hub \(ConnectionError: Name or service"):
         load_data("someone/some_set")
 
@@ -311,7 +311,7 @@ def test_hub_unreachable_fails_within_the_timeout(monkeypatch):
 
     def missing(repo_id, timeout):
         raise RepositoryNotFoundError("404")
-    monkeypatch.setattr(D, "_probe_hub", missing)
+    monkeypatch.setattr(H, "_probe_hub", missing)
     with pytest.raises(DataError, match="no data set 'nope/nope' on the Hugging Face hub"):
         load_data("hf:nope/nope")
 

@@ -326,10 +326,11 @@ def test_variants_are_grouped_by_the_pieces_the_encoder_runs(predictor):
     [SEP]), and the probabilities stay those of each text alone."""
     import torch
     from textcls.interpret import batched as B
+    from textcls.interpret.buckets import own_shape
     from textcls.interpret.probabilities import prob_fn, score
     from textcls.interpret.sources import as_source
     texts = [t for t in TEXTS if t.strip()]
-    insts = [B.own_shape(i) for i in as_source(predictor).instances(texts)]
+    insts = [own_shape(i) for i in as_source(predictor).instances(texts)]
     model = predictor.model
     for inst in insts:
         ids, mask = inst.ids[None], inst.mask[None]

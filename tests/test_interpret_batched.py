@@ -18,6 +18,7 @@ import textcls
 from textcls.cli import main
 from textcls.data.datasets import load_data
 from textcls.interpret import batched as B
+from textcls.interpret.buckets import buckets
 from textcls.interpret import faithfulness as FF
 from textcls.interpret.probabilities import prob_fn, score
 from textcls.interpret.attention import attention_importance_instances
@@ -180,7 +181,7 @@ def test_bootstrap_interval():
 
 def test_buckets_respect_the_budget_and_keep_every_index():
     shapes = [(n,) for n in np.random.default_rng(0).integers(1, 60, 500)]
-    groups = B.buckets(shapes, tokens=1000, max_rows=64)
+    groups = buckets(shapes, tokens=1000, max_rows=64)
     assert sorted(i for g in groups for i in g) == list(range(500))
     for g in groups:
         assert len(g) <= 64 and (len(g) == 1 or len(g) * max(shapes[i][0] for i in g) <= 1000)

@@ -11,7 +11,7 @@ import pytest
 from textcls.checkpoint import load_checkpoint, load_history
 from textcls.data.datasets import DataError, load_data
 from textcls.records import EpochEvent, StepEvent
-from textcls.data.datasets import file_columns
+from textcls.data.files import file_columns
 from textcls.train.jobs import JobError, JobRegistry
 
 TIMEOUT = 120

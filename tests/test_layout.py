@@ -2,16 +2,20 @@
 imports inside functions too; and between packages, only from a higher layer to a lower one - see LAYERS), a
 model file never imports another model family, and no file imports Streamlit; the top level holds the public
 contract only.
-Also: every module says what it is for, and no file grows past ~600 lines without saying why at its top."""
+Also: every module says what it is for, and no file of textcls/ or pages/ grows past MAX_LINES lines (a longer one is
+split along its own sections into modules of their own), and docs/architecture.md's tree and layer table name
+every package and top-level module that exists, and nothing that does not."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 LIB = REPO / "textcls"
+PAGES = REPO / "pages"
 # shared by several model families (not a family): relation = the entity-position input of ACT and the Transformer
 MODEL_SHARED = {"textcls.models", "textcls.models.base", "textcls.models.layers", "textcls.models.registration",
                 "textcls.models.relation", "textcls.models.outputs", "textcls.models.registry"}
@@ -114,10 +118,12 @@ def test_every_module_says_what_it_is_for():
     assert not missing, missing
 
 
-def test_long_files_say_why_at_the_top():
-    long = [m for m, p in MODULES.items() if len(p.read_text(encoding="utf-8").splitlines()) > MAX_LINES
-            and "longer than" not in (ast.get_docstring(ast.parse(p.read_text(encoding="utf-8"))) or "")]
-    assert not long, f"over {MAX_LINES} lines without a reason ('longer than ...') in the docstring: {long}"
+def test_no_file_is_longer_than_max_lines():
+    """No excuses: a file that outgrows MAX_LINES is split along its own sections into modules of their own."""
+    files = sorted(LIB.rglob("*.py")) + sorted(PAGES.rglob("*.py"))
+    lines = {str(p.relative_to(REPO)): len(p.read_text(encoding="utf-8").splitlines()) for p in files}
+    long = {name: n for name, n in lines.items() if n > MAX_LINES}
+    assert not long, f"over {MAX_LINES} lines - split them along their sections: {long}"
 
 
 # The packages in the order they may import each other: a module imports only from its own layer or lower ones.
@@ -155,3 +161,40 @@ def test_imports_point_down_the_layers():
 def test_the_top_level_holds_few_files():
     top = sorted(p.name for p in LIB.glob("*.py"))
     assert len(top) <= TOP_LEVEL_FILES, top
+
+
+# docs/architecture.md draws the tree and the layers: it names what exists, and only that.
+ARCHITECTURE = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+
+
+def architecture_tree() -> str:
+    """The code block under '## The tree'."""
+    after = ARCHITECTURE.split("## The tree", 1)[1]
+    return after.split("```", 2)[1]
+
+
+def test_the_architecture_tree_names_every_package_and_top_level_module():
+    tree = architecture_tree()
+    wanted = [p.name for p in LIB.glob("*.py")] + [
+        p.parent.name + "/" for p in LIB.rglob("__init__.py") if p.parent != LIB]
+    missing = sorted({w for w in wanted if not re.search(rf"(?<![\w/.]){re.escape(w)}", tree)})
+    assert not missing, f"docs/architecture.md's tree does not name {missing}"
+
+
+def test_the_architecture_tree_names_only_what_exists():
+    tree = architecture_tree()
+    files = {p.name for p in REPO.glob("*.py")} | {p.name for d in (LIB, PAGES) for p in d.rglob("*.py")}
+    folders = {p.name for p in REPO.iterdir() if p.is_dir()} | {
+        p.name for d in (LIB, PAGES) for p in d.rglob("*") if p.is_dir() and p.name != "__pycache__"}
+    gone = sorted({f for f in re.findall(r"[\w]+\.py\b", tree) if f not in files} |
+                  {f"{d}/" for d in re.findall(r"(?<![\w/-])(\w+)/(?=[\s(]|$)", tree, flags=re.M) if d not in folders})
+    assert not gone, f"docs/architecture.md's tree names what does not exist: {gone}"
+
+
+def test_the_architecture_layer_table_is_layers():
+    table = {}
+    for row in re.findall(r"^\| (\d+) \| ([^|]+) \|", ARCHITECTURE, flags=re.M):
+        for name in re.findall(r"`(\w+)`", row[1]):
+            table[name] = int(row[0])
+    packages = {k: v for k, v in LAYERS.items() if k != "__main__"}
+    assert table == packages, f"docs/architecture.md's layer table: {table}; LAYERS: {packages}"

@@ -17,7 +17,8 @@ import textcls
 from textcls.runtime import limits as L
 from textcls.runtime import sizing
 from textcls.cli import main
-from textcls.data.datasets import DataError, load_data, load_file
+from textcls.data.datasets import DataError, load_data
+from textcls.data.files import load_file
 from textcls.train.jobs import JobRegistry
 from textcls.runtime.limits import LimitError, Limits
 from textcls.train.pipeline import tokenizer_config_for, train_from_spec

@@ -57,14 +57,14 @@ def test_glove_runs_on_the_shipped_hugging_face_encoder(monkeypatch):
 def test_attention_importances_are_batched_by_the_square_of_the_length():
     """Item 8: `faithfulness` asks for attention maps in batches of at most ATTENTION_CELLS rows x length^2 (it
     put 64 texts of 512 pieces, 4.8 GB of MiniLM maps, in one pass)."""
-    from textcls.interpret import batched
+    from textcls.interpret import buckets as K
     shapes = [(512,)] * 10 + [(20,)] * 300
-    groups = batched.buckets(shapes, tokens=batched.TOKENS_PER_BATCH * 4, max_rows=1 << 30, max_items=256,
-                             cells=batched.ATTENTION_CELLS)
+    groups = K.buckets(shapes, tokens=K.TOKENS_PER_BATCH * 4, max_rows=1 << 30, max_items=256,
+                       cells=K.ATTENTION_CELLS)
     assert sorted(i for g in groups for i in g) == list(range(len(shapes)))
     for g in groups:
         longest = max(shapes[i][0] for i in g)
-        assert len(g) == 1 or len(g) * longest ** 2 <= batched.ATTENTION_CELLS
+        assert len(g) == 1 or len(g) * longest ** 2 <= K.ATTENTION_CELLS
     assert max(len(g) for g in groups if shapes[g[0]][0] == 512) <= 4
 
 

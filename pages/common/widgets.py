@@ -17,6 +17,7 @@ from typing import Sequence
 import streamlit as st
 
 from textcls.data import datasets as tdata
+from textcls.data.files import file_columns
 from textcls import viz
 from textcls.checkpoint import CheckpointError, CheckpointInfo
 from textcls.data.relation import MARKER_SYNTAX, EntitySpanError, has_markers
@@ -264,7 +265,7 @@ def labelled_file(key: str, what_happens: str, as_split: str | None = None):
         return None
     path = _save_upload(up, key)
     try:
-        cols = tdata.file_columns(path)
+        cols = file_columns(path)
     except (tdata.DataError, ValueError) as e:
         st.error(f"This file cannot be read: {_short(e, path)}", icon=":material/error:")
         return None

@@ -25,15 +25,12 @@ Views (ids from docs/figures.md):
   (ReLU: the filter fired nowhere) is not an n-gram the filter "detects" and is skipped.
 
 Passes over thousands of texts are batched (texts sorted by length so padding stays small), report progress
-through `progress(done, total)`, and are cached on disk (`CorpusCache`) per (checkpoint folder and its files'
-modification times, the texts and labels, the view and its settings): a split is computed once per checkpoint.
-Cached files are JSON + .npz read with allow_pickle=False (nothing is unpickled).
-
-One file, a little longer than 600 lines, because the three views share the batched pass and its disk cache.
+through `progress(done, total)`, and are cached on disk (`corpus_cache.CorpusCache`) per (checkpoint folder and
+its files' modification times, the texts and labels, the view and its settings): a split is computed once per
+checkpoint. Cached files are JSON + .npz read with allow_pickle=False (nothing is unpickled).
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import re
@@ -46,8 +43,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from textcls.analysis.corpus_cache import CorpusCache
 from textcls.runtime.files import atomic_write
-from textcls.runtime.paths import cache_dir
 from textcls.runtime.threads import batch_work
 
 Progress = Callable[[int, int], None]
@@ -151,7 +148,7 @@ def supports_token_weights(model) -> tuple[bool, str]:
 @batch_work
 def token_weights(predictor, texts: Sequence[str], gold: Sequence[str] | Sequence[int] | None = None, *,
                   batch_size: int = DEFAULT_BATCH, progress: Progress | None = None,
-                  cache: "CorpusCache | None" = None, cached_only: bool = False) -> CorpusWeights | None:
+                  cache: CorpusCache | None = None, cached_only: bool = False) -> CorpusWeights | None:
     """The model's own per-token importance (see the module docstring) for every text, batched.
 
     predictor: a `Predictor` (its tokenizer, labels and eval-mode model are used; nothing is mutated).
@@ -159,7 +156,8 @@ def token_weights(predictor, texts: Sequence[str], gold: Sequence[str] | Sequenc
     cached_only: return the cached result, or None without computing anything.
     """
     from textcls.interpret import as_source, explanation_source
-    from textcls.interpret.batched import importances, own_shape
+    from textcls.interpret.batched import importances
+    from textcls.interpret.buckets import own_shape
 
     texts = list(texts)
     labels = list(predictor.labels)
@@ -439,7 +437,7 @@ FILTER_COLUMNS = ["bank", "layer", "head", "filter", "rank", "ngram", "activatio
 
 @batch_work
 def filter_ngrams(predictor, texts: Sequence[str], *, top: int = 5, batch_size: int = DEFAULT_BATCH,
-                  progress: Progress | None = None, cache: "CorpusCache | None" = None,
+                  progress: Progress | None = None, cache: CorpusCache | None = None,
                   cached_only: bool = False) -> FilterNgrams | None:
     """For every filter of a CNN / ACT, its `top` distinct highest-activating n-grams over `texts`.
 
@@ -537,71 +535,6 @@ def filter_ngrams(predictor, texts: Sequence[str], *, top: int = 5, batch_size: 
     return out
 
 
-# ---------------------------------------------------------------- the disk cache
-
-
-def default_cache_dir() -> Path:
-    """The user cache folder (paths.cache_dir: env TEXTCLS_CACHE, else the platform's) / "corpus"."""
-    return cache_dir() / "corpus"
-
-
-def checkpoint_stamp(path: str | Path) -> list:
-    """[name, mtime_ns, size] of a checkpoint's files: a re-saved checkpoint gets a new cache key."""
-    p = Path(path)
-    out = []
-    for name in ("config.json", "model.safetensors"):
-        f = p / name
-        if f.exists():
-            st = f.stat()
-            out.append([name, st.st_mtime_ns, st.st_size])
-    return out
-
-
-class CorpusCache:
-    """Results of corpus passes on disk, keyed by checkpoint (path + file stamps), texts, labels, view, settings.
-
-    A Predictor without a checkpoint folder (`predictor.path is None`) is never cached (its weights have no
-    stable identity). Unreadable cache files are ignored and recomputed.
-    """
-
-    def __init__(self, root: str | Path | None = None):
-        self.root = Path(root) if root is not None else default_cache_dir()
-
-    def key(self, predictor, kind: str, texts: Sequence[str], gold: np.ndarray | None, params: dict) -> str | None:
-        path = getattr(predictor, "path", None)
-        if path is None:
-            return None
-        h = hashlib.sha256()
-        for t in texts:
-            h.update(t.encode("utf-8", "surrogatepass"))
-            h.update(b"\x00")
-        ident = {"checkpoint": str(Path(path).resolve()), "stamp": checkpoint_stamp(path), "kind": kind,
-                 "params": params, "texts": h.hexdigest(), "n": len(texts),
-                 "gold": None if gold is None else hashlib.sha256(np.asarray(gold, np.int64).tobytes()).hexdigest(),
-                 "version": 1}
-        digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
-        return f"{kind}-{Path(path).name[:40]}-{digest}"
-
-    def get(self, key: str | None, loader):
-        if key is None:
-            return None
-        stem = self.root / key
-        if not stem.with_suffix(".json").exists():
-            return None
-        try:
-            return loader(stem)
-        except Exception:  # noqa: BLE001 - a damaged cache entry is recomputed
-            return None
-
-    def put(self, key: str | None, saver) -> None:
-        if key is None:
-            return
-        try:
-            saver(self.root / key)
-        except OSError:
-            pass  # a read-only or full disk only costs a recomputation next time
-
-
-__all__ = ["BY", "SCORES", "CorpusCache", "CorpusWeights", "FilterBank", "FilterNgrams", "checkpoint_stamp",
-           "default_cache_dir", "filter_banks", "filter_ngrams", "salient_words", "supports_token_weights", "token_weights",
-           "top_words", "weight_histogram", "weight_summary", "word_counts", "word_weights"]
+__all__ = ["BY", "SCORES", "CorpusWeights", "FilterBank", "FilterNgrams", "filter_banks", "filter_ngrams",
+           "salient_words", "supports_token_weights", "token_weights", "top_words", "weight_histogram",
+           "weight_summary", "word_counts", "word_weights"]

@@ -30,8 +30,10 @@ import numpy as np
 import torch
 
 from textcls.runtime import distributed
-from textcls.data.datasets import (HUB_DEV_SPLITS, SPLITS, DataError, _file_format, _label_names, check_hub,
-    find_dataset)
+from textcls.data.datasets import find_dataset
+from textcls.data.files import file_format
+from textcls.data.hub import HUB_DEV_SPLITS, check_hub, pick_column
+from textcls.data.rows import SPLITS, DataError, label_names
 from textcls.runtime.paths import cache_dir as _cache_root
 
 READ_BATCH = 10_000
@@ -128,7 +130,7 @@ def load_arrow(spec: str | Path, *, root=None, text_column: str = "text", label_
     s = str(spec)
     if s.startswith("hf:"):
         return _load_hub(s[3:], text_column, label_column, seed, limit, labels, cache)
-    plain = not any(c in s for c in "/\\") and _file_format(Path(s)) is None
+    plain = not any(c in s for c in "/\\") and file_format(Path(s)) is None
     folder = find_dataset(s, root) if plain else None
     p = Path(s).expanduser()
     if folder is None and p.is_dir():
@@ -147,7 +149,7 @@ def load_arrow(spec: str | Path, *, root=None, text_column: str = "text", label_
             feats = datasets.Features({text_column: datasets.Value("string"), label_column: datasets.Value("string")})
             dd = datasets.load_dataset("csv", data_files=files, cache_dir=str(cache / "hf"), features=feats,
                                        keep_default_na=False, na_filter=False)
-            names = list(labels or meta.get("labels") or _label_names(_distinct_labels(dd.values(), label_column),
+            names = list(labels or meta.get("labels") or label_names(_distinct_labels(dd.values(), label_column),
                                                                         None))
             splits = {k: _normalise(dd[k], text_column, label_column, names, f"{folder}/{k}", cache) for k in dd}
             bundle = ArrowBundle(meta.get("name", folder.name), names, splits, meta.get("task", ""), str(folder),
@@ -162,7 +164,7 @@ def load_arrow(spec: str | Path, *, root=None, text_column: str = "text", label_
 
 def _load_file(path: Path, tcol: str, lcol: str, seed: int, labels, cache: Path) -> ArrowBundle:
     import datasets
-    fmt = _file_format(path)
+    fmt = file_format(path)
     if fmt is None:
         raise DataError(f"{path}: unknown file type (CSV, TSV, JSONL, JSON or Parquet, optionally .gz)")
     kw: dict[str, Any] = {}
@@ -186,13 +188,13 @@ def _load_file(path: Path, tcol: str, lcol: str, seed: int, labels, cache: Path)
     for col in (tcol, lcol):
         if col not in ds.column_names:
             raise DataError(f"{path}: no column {col!r}; columns found: {ds.column_names}")
-    names = _label_names(_distinct_labels([ds], lcol), labels)
+    names = label_names(_distinct_labels([ds], lcol), labels)
     whole = _normalise(ds, tcol, lcol, names, str(path), cache)
     n = len(whole)
     n_dev, n_test = max(1, int(round(0.1 * n))), max(1, int(round(0.1 * n)))
     if n - n_dev - n_test < 1:
         raise DataError(f"{path}: {n} rows are too few to split into train/dev/test")
-    perm = np.random.default_rng(seed).permutation(n)                 # as data.split_train_dev_test
+    perm = np.random.default_rng(seed).permutation(n)                 # as files.split_train_dev_test
     parts = {"train": perm[: n - n_dev - n_test], "dev": perm[n - n_dev - n_test: n - n_test],
              "test": perm[n - n_test:]}
     splits = {k: whole.select(idx) for k, idx in parts.items()}
@@ -202,7 +204,6 @@ def _load_file(path: Path, tcol: str, lcol: str, seed: int, labels, cache: Path)
 
 def _load_hub(spec: str, tcol: str, lcol: str, seed: int, limit, labels, cache: Path) -> ArrowBundle:
     import datasets
-    from textcls.data.datasets import _pick_column
     repo_id, _, config = spec.partition(":")
     repo_id = repo_id.strip()
     if not repo_id:
@@ -216,13 +217,13 @@ def _load_hub(spec: str, tcol: str, lcol: str, seed: int, limit, labels, cache: 
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise DataError(f"hub data set {spec!r}: {first}") from None
         anyds = next(iter(dd.values()))
-        tc = _pick_column(anyds.features, tcol, "text", False, repo_id)
-        lc = _pick_column(anyds.features, lcol, "label", True, repo_id)
+        tc = pick_column(anyds.features, tcol, "text", False, repo_id)
+        lc = pick_column(anyds.features, lcol, "label", True, repo_id)
         feat = anyds.features[lc]
         if isinstance(feat, datasets.ClassLabel):
             names = list(labels) if labels is not None else list(feat.names)
         else:
-            names = _label_names(_distinct_labels(dd.values(), lc), labels)
+            names = label_names(_distinct_labels(dd.values(), lc), labels)
         splits = {}
         for name, ds in dd.items():
             mapped = "dev" if name in HUB_DEV_SPLITS else name

@@ -8,7 +8,8 @@ methods (the registry of explanation methods, one module each), attributions (th
 convergence), attention (model attention -> per-token importance),
 faithfulness (ERASER, leave-one-out, rank agreement, attention permutation / uniform / erasure tests, Captum
 infidelity and sensitivity; one text each), batched (the same over a whole data set, batched across
-texts: evaluate_slice), interventions (edits / copies, counterfactual edits), lab; importance (the one per-token
+texts: evaluate_slice; its shapes and length buckets in buckets, its attention tests in attention_tests),
+interventions (edits / copies, counterfactual edits), lab; importance (the one per-token
 importance rule) and concentration (how peaked attention is), both numpy only.
 
 The names below resolve lazily (PEP 562), so the numpy-only modules (importance, concentration) import without

@@ -8,7 +8,7 @@ It is the one implementation behind `evaluate_slice`, `python -m textcls faithfu
 "over a data set" panel and the Evaluate page's token weights (`importances`).
 
 How:
-- Each text is cut to its own shape (`own_shape`: no padding beyond its last real token), as if encoded alone.
+- Each text is cut to its own shape (`buckets.own_shape`: no padding beyond its last real token), as if encoded alone.
 - Every erasure variant of every text (comprehensiveness / sufficiency at each k, leave-one-out, the erasure-flip
   prefixes of each order) is one key (text, the real tokens removed): variants shared by several methods or
   metrics are scored once (the k-token comprehensiveness variant is the k-th prefix of the method's order; the
@@ -24,15 +24,12 @@ How:
   positions for MiniLM on sst2).
 - Attributions (IG with its per-text convergence check, occlusion windows, gradient x input, saliency; the
   model's own attention) run on length buckets of texts; Shapley sampling and LIME stay one text at a time.
-- Permutation test: the permuted copies of many texts run in one batch; each text's block of sort keys is drawn
-  from its own generator (seed + text index) with the shape its maps have when the text runs alone, so the
-  permutations are exactly the per-text ones. Uniform attention: one batch.
+- Permutation and uniform-attention tests of many texts: `attention_tests` (each text's permutations drawn from
+  its own generator, seed + text index, so they are exactly the per-text ones). Shapes and length buckets:
+  `buckets`.
 - Work is done in chunks of texts (`SliceRun.step`): a progress bar moves and a run can stop between chunks;
   a stopped run reports over the texts done (a prefix of the data, so no length bias).
 - Each AOPC gets a bootstrap 95% interval over texts (`bootstrap_ci`: 1000 resamples, fixed seed, numpy).
-
-A little longer than 600 lines: the variants, the batched attention tests and the chunked run share one
-bookkeeping and are the one batched copy of the per-text definitions.
 """
 from __future__ import annotations
 
@@ -47,8 +44,9 @@ import torch
 from textcls.runtime.limits import check_count
 from textcls.runtime.memory import return_free_memory
 from textcls.runtime.threads import for_texts
-from textcls.interpret.attention_edits import permute_rows, uniform_like
-from textcls.interpret.instances import Instance, closed_up, stack
+from textcls.interpret.attention_tests import permutation_tests, uniform_attention_tests
+from textcls.interpret.buckets import ATTENTION_CELLS, TOKENS_PER_BATCH, buckets, n_positions, own_shape
+from textcls.interpret.instances import Instance, closed_up
 from textcls.interpret.probabilities import check_model, prob_fn, tvd
 from textcls.interpret.sources import as_source
 from textcls.interpret.vectors import as_vector, top_indices
@@ -56,11 +54,7 @@ from textcls.interpret.attributions import METHODS as CAPTUM, Attribution
 from textcls.interpret.faithfulness import (BINS, _check_removal, attention_maps, infidelity, kendall_tau, n_tokens,
     sensitivity, topk_overlap)
 
-TOKENS_PER_BATCH = 8192       # padded positions per forward pass of erasure variants
 IG_PASS_TOKENS = 4096         # positions per IG forward/backward pass (memory: AGCNN keeps ~55 kB a position)
-MAX_ROWS = 2048               # rows per forward pass
-ATTENTION_CELLS = 1 << 20     # rows x length^2 per pass that records attention maps (they grow with the square:
-                              # 3 texts of 512 word pieces; MiniLM keeps 72 maps of length^2 floats per text)
 CHUNK_TEXTS = 128             # texts per step of a SliceRun (progress and stop granularity)
 FLIP_STEP = 3                 # erasure-flip prefixes per order and wave
 # Random orders of the erasure-flip test per text. One text's own report (faithfulness.erasure_flip) averages 5;
@@ -71,51 +65,6 @@ RANDOM_ORDERS = 1
 TEXTS_PER_ATTRIBUTION = {"integrated_gradients": 48, "occlusion": 64, "saliency": 256, "grad_x_input": 256,
                          "attention": 256}
 Progress = Callable[[int, int], None]
-
-
-# ---------------------------------------------------------------- shapes and buckets
-
-def own_shape(inst: Instance) -> Instance:
-    """The instance without padding beyond its last real token (flat: positions; hierarchical: sentences and
-    word columns): its shape when encoded alone. An empty text keeps one masked position."""
-    m = inst.mask
-    if inst.n == 0:
-        shape = (1,) * m.dim()
-    elif not inst.hierarchical:
-        shape = (int(m.nonzero()[-1, 0]) + 1,)
-    else:
-        shape = (int(m.any(1).nonzero()[-1, 0]) + 1, int(m.any(0).nonzero()[-1, 0]) + 1)
-    if tuple(m.shape) == shape:
-        return inst
-    sl = tuple(slice(0, s) for s in shape)
-    return Instance(inst.ids[sl].clone(), m[sl].clone(), inst.tokens, inst.pad_id, inst.unk_id)
-
-
-def _size(shape: Sequence[int]) -> int:
-    return int(np.prod(shape)) if len(shape) else 1
-
-
-def buckets(shapes: Sequence[tuple[int, ...]], rows_per_item: int = 1, tokens: int = TOKENS_PER_BATCH,
-            max_rows: int = MAX_ROWS, max_items: int | None = None, cells: int | None = None) -> list[list[int]]:
-    """Indices grouped into batches of near shape: sorted by shape, each batch at most `tokens` padded positions
-    (rows x the largest item's size; `rows_per_item` rows per item), `max_rows` rows, `max_items` items and, when
-    given, `cells` rows x size^2 (what attention maps cost)."""
-    order = sorted(range(len(shapes)), key=lambda i: (tuple(shapes[i]), i))
-    out: list[list[int]] = []
-    cur: list[int] = []
-    dims: list[int] = []
-    for i in order:
-        new = [max(a, b) for a, b in zip(dims, shapes[i])] if cur else list(shapes[i])
-        rows = (len(cur) + 1) * rows_per_item
-        if cur and (rows * _size(new) > tokens or rows > max_rows or (max_items and len(cur) >= max_items)
-                    or (cells and rows * _size(new) ** 2 > cells)):
-            out.append(cur)
-            cur, new = [], list(shapes[i])
-        cur.append(i)
-        dims = new
-    if cur:
-        out.append(cur)
-    return out
 
 
 # ---------------------------------------------------------------- erasure variants, scored once each
@@ -228,87 +177,9 @@ def importances(model, instances: Sequence[Instance], method: str, *, baseline: 
         chunk = [instances[g] for g in group]
         extra = {}
         if m == "integrated_gradients" and "internal_batch_size" not in kw:
-            extra["internal_batch_size"] = max(1, IG_PASS_TOKENS // max(_size(chunk[-1].ids.shape), 1))
+            extra["internal_batch_size"] = max(1, IG_PASS_TOKENS // max(n_positions(chunk[-1].ids.shape), 1))
         for g, r in zip(group, explain(model, chunk, m, **opts, **extra)):
             out[g] = r
-    return out  # type: ignore[return-value]
-
-
-# ---------------------------------------------------------------- attention tests of many texts
-
-def _map_shape(spec, inst: Instance, t_shape: Sequence[int]) -> tuple[int, ...]:
-    """The shape (without batch) a map handed to an edit has when `inst` runs alone."""
-    axes = [a for a in spec.axes if a != "layer"]
-    if len(axes) != len(t_shape) - 1:
-        raise RuntimeError(f"map {spec.name!r}: {len(t_shape) - 1} axes, spec says {axes}")
-    out = []
-    for d, a in enumerate(axes):
-        if "token" in a:
-            out.append(int(inst.ids.shape[0]))
-        elif "sentence" in a:
-            out.append(int(inst.ids.shape[0]))
-        elif "word" in a:
-            out.append(int(inst.ids.shape[-1]))
-        else:
-            out.append(int(t_shape[d + 1]))
-    return tuple(out)
-
-
-def permutation_tests(model, instances: Sequence[Instance], seeds: Sequence[int], base: Sequence[np.ndarray],
-                      n_permutations: int = 30, maps: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """`faithfulness.permutation_test` of every instance (seed seeds[i], unedited probabilities base[i]), many
-    texts a batch; each text's permutations are exactly those of its own per-text run."""
-    check_model(model)
-    names = attention_maps(model, maps)
-    if not names:
-        raise ValueError(f"{type(model).__name__} has no attention map to permute")
-    specs = {s.name: s for s in model.map_specs()}
-    out: list[dict[str, Any] | None] = [None] * len(instances)
-    for group in buckets([tuple(i.ids.shape) for i in instances], rows_per_item=n_permutations):
-        insts = [instances[g] for g in group]
-        gens = [torch.Generator().manual_seed(int(seeds[g])) for g in group]
-
-        def edit_for(name):
-            spec = specs[name]
-
-            def edit(t, layer=None, mask=None):
-                rand = torch.zeros(t.shape)
-                for b, (inst, gen) in enumerate(zip(insts, gens)):
-                    shape = _map_shape(spec, inst, t.shape)
-                    block = torch.rand((n_permutations,) + shape, generator=gen)
-                    rand[(slice(b * n_permutations, (b + 1) * n_permutations),) +
-                         tuple(slice(0, s) for s in shape)] = block
-                return permute_rows(t, mask, None, rand=rand)
-            return edit
-
-        ids, mask = stack([i for i in insts for _ in range(n_permutations)])
-        q = torch.as_tensor(prob_fn(model, edits={n: edit_for(n) for n in names})(ids, mask)).double().numpy()
-        for b, g in enumerate(group):
-            qb = q[b * n_permutations:(b + 1) * n_permutations]
-            p = np.asarray(base[g])
-            d = tvd(qb, p[None])
-            out[g] = {"median_tvd": float(np.median(d)), "tvds": d,
-                      "flip_rate": float(np.mean(qb.argmax(1) != p.argmax())), "maps": names,
-                      "n_permutations": n_permutations, "p": p}
-    return out  # type: ignore[return-value]
-
-
-def uniform_attention_tests(model, instances: Sequence[Instance], base: Sequence[np.ndarray],
-                            maps: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """`faithfulness.uniform_attention_test` of every instance, many texts a batch."""
-    check_model(model)
-    names = attention_maps(model, maps)
-    if not names:
-        raise ValueError(f"{type(model).__name__} has no attention map to make uniform")
-    fn = prob_fn(model, edits={n: (lambda t, layer=None, mask=None: uniform_like(t, mask)) for n in names})
-    out: list[dict[str, Any] | None] = [None] * len(instances)
-    for group in buckets([tuple(i.ids.shape) for i in instances]):
-        ids, mask = stack([instances[g] for g in group])
-        q = torch.as_tensor(fn(ids, mask)).double().numpy()
-        for b, g in enumerate(group):
-            p = np.asarray(base[g])
-            out[g] = {"tvd": float(tvd(p, q[b])), "flipped": bool(p.argmax() != q[b].argmax()), "p": p,
-                      "p_uniform": q[b], "maps": names}
     return out  # type: ignore[return-value]
 
 
@@ -641,6 +512,5 @@ def evaluate_slice(source, texts: Sequence[str], methods: Sequence[str] = ("atte
     return run.run(progress, should_stop).report()
 
 
-__all__ = ["TOKENS_PER_BATCH", "CHUNK_TEXTS", "RANDOM_ORDERS", "own_shape", "buckets", "Variants", "importances",
-           "permutation_tests", "uniform_attention_tests", "bootstrap_ci", "SliceReport", "SliceRun",
+__all__ = ["CHUNK_TEXTS", "RANDOM_ORDERS", "Variants", "importances", "bootstrap_ci", "SliceReport", "SliceRun",
            "evaluate_slice"]
