@@ -13,7 +13,7 @@ import streamlit as st
 from pages.common import cache, inside_app, widgets as w
 from pages.common.defaults import available_data, data_spec, default_limit, default_split, evaluated_part
 from textcls.analysis import corpus_views as cv
-from textcls.analysis.corpus_cache import CorpusCache
+from textcls.analysis.corpus_cache import CorpusCache, checkpoint_stamp
 from textcls.data import datasets as tdata
 from textcls.analysis import slices as sl
 from textcls import viz
@@ -335,7 +335,7 @@ with tab_d:
     view = st.radio("View", views, horizontal=True, key="eval_ds_view")
     corpus_cache = CorpusCache()
     state = st.session_state.setdefault("_eval_corpus", {})
-    base_key = (str(info.path), tuple(map(tuple, cv.checkpoint_stamp(info.path))), spec, split_name, int(limit or 0),
+    base_key = (str(info.path), tuple(map(tuple, checkpoint_stamp(info.path))), spec, split_name, int(limit or 0),
                 st.session_state.get("eval_slice", "all"))
 
     def run_pass(kind: str, fn, **kw):

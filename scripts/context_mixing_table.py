@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- context-mixing:begin -->", "<!-- context-mixing:end -->"
-LABELS = {"attention": "own attention", "norm": "norm (Kobayashi)", "globenc": "GlobEnc", "alti": "ALTI",
-          "value_zeroing": "value zeroing", "decompx": "DecompX", "integrated_gradients": "integrated gradients",
-          "grad_x_input": "gradient x input", "leave_one_out": "leave-one-out", "random": "random ranking"}
+sys.path.insert(0, str(REPO))
+from textcls.interpret.methods import labels  # noqa: E402  (the registry's names, no torch)
+
+LABELS = labels()
 
 
 def _f(x, fmt=".3f"):
@@ -30,7 +32,7 @@ def _ci(r, key):
 def render(files: list[str]) -> str:
     out = ["| checkpoint | texts | explanation | AOPC comp. [95% CI] | AOPC suff. [95% CI] | tau vs LOO | AUPRC | "
            "token F1 | rand. rho | s / text |", "|---|---:|---|---|---|---:|---:|---:|---:|---:|"]
-    notes, seen = [], set()
+    notes, best = [], {}
     for f in files:
         rows = [json.loads(x) for x in Path(f).read_text().splitlines() if x.strip()]
         name = Path(rows[0]["checkpoint"]).name
@@ -38,15 +40,16 @@ def render(files: list[str]) -> str:
             if r["kind"] != "method":
                 notes += [f"{name}: {n}" for n in r.get("notes", []) if n.startswith("sanity")]
                 continue
-            if (name, r["method"]) in seen:          # a second file of the same checkpoint (e.g. a DecompX subset)
-                continue                               # adds only its new methods
-            seen.add((name, r["method"]))
-            flag = " (!)" if r.get("sanity_flag") else ""
-            out.append(f"| {name} | {r['n']} | {LABELS.get(r['method'], r['method'])} | "
-                       f"{_ci(r, 'aopc_comprehensiveness')} | {_ci(r, 'aopc_sufficiency')} | "
-                       f"{_f(r.get('kendall_tau_ref'))} | {_f(r.get('plausibility_auprc'))} | "
-                       f"{_f(r.get('plausibility_token_f1'))} | {_f(r.get('sanity_rho'))}{flag} | "
-                       f"{_f(r.get('seconds_per_text'), '.4f')} |")
+            key = (name, r["method"])                 # a checkpoint in several files (the costly methods on
+            if key not in best or r["n"] > best[key]["n"]:   # fewer texts): each method's run over the most texts
+                best[key] = r
+    for (name, method), r in best.items():
+        flag = " (!)" if r.get("sanity_flag") else ""
+        out.append(f"| {name} | {r['n']} | {LABELS.get(method, method)} | "
+                   f"{_ci(r, 'aopc_comprehensiveness')} | {_ci(r, 'aopc_sufficiency')} | "
+                   f"{_f(r.get('kendall_tau_ref'))} | {_f(r.get('plausibility_auprc'))} | "
+                   f"{_f(r.get('plausibility_token_f1'))} | {_f(r.get('sanity_rho'))}{flag} | "
+                   f"{_f(r.get('seconds_per_text'), '.4f')} |")
     return "\n".join(out) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
 
 
