@@ -1,8 +1,9 @@
 """Widgets of issue 43 (docs/context_mixing.md), self-contained so the pages call one function each:
 
-- `inspect_panel(info, pred, text, key)`: for a model with self-attention, an expander with raw attention,
-  rollout, norm, ALTI and value zeroing side by side for the pooled position on one word scale, each row with
-  its faithfulness line on this text (textcls.interpret.context_mixing.compare).
+- `inspect_panel(info, facts, text, key)`: for a model with self-attention (`facts.mixing`: the model's
+  ModelFacts, pages.common.cache.facts), an expander with raw attention, rollout, norm, ALTI and value zeroing
+  side by side for the pooled position on one word scale, each row with its faithfulness line on this text
+  (textcls.interpret.context_mixing.compare; computed by the model worker when it is on: cache.side_by_side).
 - `attribute_panel(rows, key)`: every context-mixing method each checkpoint supports, for this text, with its
   AOPC comprehensiveness, its plausibility (SST word evidence in the direction of the predicted label: a typed
   sentence has no gold label) and, on request, the randomisation sanity check.
@@ -12,16 +13,8 @@ from __future__ import annotations
 import streamlit as st
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def _side_by_side(path: str, text: str):
-    from pages.common import cache
-    from textcls.interpret.context_mixing.compare import side_by_side
-    return side_by_side(cache.predictor(path), text)
-
-
-def inspect_panel(info, pred, text: str, key: str) -> None:
-    from textcls.interpret.context_mixing import methods_for
-    if not methods_for(pred.model):
+def inspect_panel(info, facts, text: str, key: str) -> None:
+    if not facts.mixing:
         return
     with st.expander("What attention weights leave out: raw attention, rollout, norm, ALTI, value zeroing"):
         st.caption("The pooled position's view of the words under five explanations on one scale (each row sums "
@@ -33,7 +26,8 @@ def inspect_panel(info, pred, text: str, key: str) -> None:
         from textcls.viz.context_mixing import side_by_side_figure
         try:
             with st.spinner("Tracing the layers…"):
-                s = _side_by_side(str(info.path), text)
+                from pages.common import cache
+                s = cache.side_by_side(info.path, text)
         except ValueError as e:
             st.info(str(e))
             return
