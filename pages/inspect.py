@@ -216,7 +216,7 @@ def render(slot: int, info, pred, r, specs) -> None:
 def piece_panel(slot: int, info, text: str, opts: dict, title_chars: int) -> bool:
     """The self-attention view over the word pieces the encoder read (a Hugging Face checkpoint), with what the word
     view makes of them. True: Plotly charts were drawn."""
-    from textcls.viz.pieces import WORD_RULE, piece_window, shown_note
+    from textcls.data.pieces import WORD_RULE, piece_window, shown_note
     try:
         with st.spinner("Reading the word pieces…"):
             pa = cache.piece_attention(info.path, text)

@@ -422,7 +422,7 @@ def _pieces(path: str, mtime: float, text: str):
 
 def piece_attention(path: str | Path, text: str):
     """A Hugging Face checkpoint's word pieces for text and its attention over them
-    (`textcls.viz.pieces.PieceAttention`; from the model worker when it is on), cached per (checkpoint, text).
+    (`textcls.data.pieces.PieceAttention`; from the model worker when it is on), cached per (checkpoint, text).
     Raises ValueError for a checkpoint without word pieces. Few entries: a 512-piece text's weights are tens of
     MB."""
     return _pieces(str(path), stamp(path), text)

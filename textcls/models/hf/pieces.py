@@ -10,9 +10,9 @@ piece attention. `piece_window` maps the page's word window onto the pieces of t
 """
 from __future__ import annotations
 
-# The text's pieces as plain data, and what the pages say of them, live with their figures (torch-free: the app's
-# server draws them from what its model worker computed); re-exported here, where they are computed.
-from textcls.viz.pieces import WORD_RULE, PieceAttention, piece_window, shown_note
+# The text's pieces as plain data, and what the pages say of them, live without torch (the app's server draws them
+# from what its model worker computed); re-exported here, where they are computed.
+from textcls.data.pieces import WORD_RULE, PieceAttention, piece_window, shown_note
 
 
 def has_word_pieces(predictor) -> bool:
