@@ -192,7 +192,8 @@ def test_the_setting_turns_it_off(monkeypatch):
 
 
 def test_compare_and_inspect_answer_without_torch_in_the_servers_interpreter():
-    """A fresh server-like interpreter: Home, Compare's first render with its answers, then Inspect - a model's
+    """A fresh server-like interpreter: Home, Compare's first render with its answers and its table of many
+    sentences, then Inspect - a model's
     view with its faithfulness line and context-mixing panel, the pretrained encoder's word pieces - and neither
     torch nor transformers was ever imported there: the worker did the validation, the loads, the maps, the
     verdict, the pieces and the context mixing (each asked of it, below), the server only drew."""
@@ -212,6 +213,8 @@ def test_compare_and_inspect_answer_without_torch_in_the_servers_interpreter():
         at = open_page("pages/compare.py")
         text = page_text(at)
         print("compare", "torch" in sys.modules, "agree" in text, len(at.get("html")) > 0)
+        at.radio(key="cmp_mode").set_value("Many sentences (one per line)").run()      # the table and its heatmap
+        print("batch", "torch" in sys.modules, len(at.dataframe) > 0, [e.value for e in [*at.exception, *at.error]])
         at.switch_page("pages/inspect.py").run()
         at.selectbox(key="insp_ckpt").set_value("act-sst2").run()
         next(t for t in at.toggle if (t.key or "").startswith("cm_inspect")).set_value(True).run()
@@ -228,6 +231,7 @@ def test_compare_and_inspect_answer_without_torch_in_the_servers_interpreter():
     assert out.returncode == 0, out.stderr[-2000:]
     lines = {ln.split()[0]: ln.split(maxsplit=1)[1] for ln in out.stdout.splitlines() if ln.strip()}
     assert lines.get("compare") == "False True True", out.stdout[-2000:]
+    assert lines.get("batch") == "False True []", out.stdout[-2000:]
     assert lines.get("inspect") == "True True []", out.stdout[-2000:]
     assert lines.get("pieces") == "True []", out.stdout[-2000:]
     assert lines.get("server") == "False False", out.stdout[-2000:]
