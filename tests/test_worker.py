@@ -273,6 +273,18 @@ def test_worker_requests_run_on_one_thread_under_the_default_policy(monkeypatch)
     assert {k for _, k in seen["split"]} == {"batch"}
 
 
+def test_a_request_in_the_worker_process_runs_on_one_thread(light, monkeypatch):
+    monkeypatch.delenv("TEXTCLS_THREADS", raising=False)
+    during, default = light.call_env(worker.request_threads)
+    assert during == 1, (during, default)
+    assert light.call(_threads_outside_requests) == default        # the process's own setting is left as it was
+
+
+def _threads_outside_requests() -> int:
+    import torch
+    return torch.get_num_threads()
+
+
 def test_a_killed_worker_is_reported_in_one_line_and_the_page_still_answers():
     sys.path.insert(0, str(ROOT / "tests"))
     from app_pages import APP, open_page, page_text

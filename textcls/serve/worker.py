@@ -301,5 +301,15 @@ def warm_background(env: dict[str, str], paths: list[tuple[str, float]]) -> None
     threading.Thread(target=warm, args=(env, paths), name="textcls-warm-large", daemon=True).start()
 
 
+@answers
+def request_threads(env: dict[str, str]) -> tuple[int, int]:
+    """(torch threads a request of one text runs on here, torch's own default in this process): what the thread
+    policy gives the worker's requests (tests, diagnostics)."""
+    set_env(env)
+    import torch
+    from textcls.runtime.threads import torch_default_threads
+    return torch.get_num_threads(), torch_default_threads()
+
+
 def pid() -> int:
     return os.getpid()
