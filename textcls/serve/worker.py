@@ -223,8 +223,8 @@ def verdict_of(p, text: str) -> dict:
     """The model's own attention (the shading on Compare) against random word orders on `text`
     (`faithfulness.versus_random`), with the rule in words under "rule": Inspect's faithfulness line."""
     from textcls.interpret import as_source
-    from textcls.interpret.faithfulness import (ONE_TEXT_NOTE, VERDICT_RULE, erasure_curves, explanation,
-                                                random_orders_curves, versus_random, N_RANDOM)
+    from textcls.interpret.faithfulness import (N_RANDOM, ONE_TEXT_NOTE, VERDICT_RULE, erasure_curves, explanation,
+                                                random_orders_curves, versus_random)
     (inst,) = as_source(p).instances([text])
     curves = erasure_curves(p.model, inst, explanation(p.model, inst, "attention", labels=p.labels))
     out = versus_random(curves, random_orders_curves(p.model, inst, N_RANDOM))
