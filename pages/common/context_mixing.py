@@ -22,12 +22,12 @@ def inspect_panel(info, facts, text: str, key: str) -> None:
                    "weights leave out (docs/context_mixing.md).")
         if not st.toggle("Compute for this text", key=f"cm_inspect_{key}"):
             return
+        from pages.common import cache
         from pages.common.widgets import show_figure
         from textcls.viz.context_mixing import side_by_side_figure
         try:
             with st.spinner("Tracing the layers…"):
-                from pages.common import cache
-                s = cache.side_by_side(info.path, text)
+                s = cache.side_by_side(info.path, text)       # the model worker's, when it is on
         except ValueError as e:
             st.info(str(e))
             return
