@@ -671,7 +671,7 @@ def checkpoint_info(path: str | Path, deep: bool | str = False) -> CheckpointInf
     `load_checkpoint` runs before anything of the folder is built (the app's select boxes list this way)."""
     path = Path(path)
     if is_hf_folder(path):      # deep="textcls": an HF folder's deep check waits for its load (the app's listing)
-        cfg = hf_summary(path, deep=deep is True)
+        cfg = hf_summary(path, deep=bool(deep) and deep != "textcls")
     elif deep:
         cfg = validate_checkpoint(path).cfg
     else:
