@@ -15,6 +15,7 @@ from pages.common import cache, inside_app, shared, urlstate, widgets as w
 from textcls import viz
 from textcls.analysis.lengths import length_note
 from textcls.analysis.metrics import agreement, agreement_rows
+from textcls.records import SpecRecord
 
 inside_app(__file__)
 
@@ -244,7 +245,7 @@ def batch(texts: list[str], gold: list[str] | None, infos: list, tag: str = "") 
                        icon=":material/download:")
     if len(names) > 1:
         m = np.array([[np.mean([x == y for x, y in zip(labels[a], labels[b])]) for b in names] for a in names])
-        spec = viz.MapSpec("agreement", ("channel", "channel"), "activation")
+        spec = SpecRecord("agreement", ("channel", "channel"), "activation")     # viz.MapSpec would import torch
         s = viz.slice_map(m, spec)
         s.row_labels, s.col_labels, s.row_axis, s.col_axis = names, names, "checkpoint", "checkpoint "
         fig = viz.heatmap_from_slice(s, spec, title="How often two checkpoints give the same label",

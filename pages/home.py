@@ -102,7 +102,7 @@ else:
                 preds = w.safe_predict(i, [text])
                 if preds:
                     p = preds[0]
-                    pred = w.load(i)
+                    pred = w.facts(i)          # its vocabulary (the model itself stays in the worker)
                     unk = None if pred is None else w.count_unknown(pred, p.tokens)
                     counts[i.name] = (unk, len(p.tokens))
                     words[i.name] = None if pred is None else w.unknown_words(pred, p.tokens)

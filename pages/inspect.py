@@ -7,6 +7,10 @@ Only the selected view of each checkpoint is built, and its figures are cached p
 controls) across reruns and sessions, so switching back to a view is instant. Each checkpoint's panel is a
 fragment: changing its view or a control reruns that panel only, not the page. The checkpoint(s) and the text
 live in the URL (`?ckpt=A,B&text=...`), so a copied link reopens the same view.
+
+The model work - loading (the folder's full check first), the maps, the word pieces, the faithfulness line, the
+context-mixing panel - runs in the model worker when it is on (pages.common.cache); this page holds no model,
+only its `ModelFacts` (specs, vocabulary, word pieces), and draws.
 """
 from __future__ import annotations
 
@@ -77,13 +81,13 @@ for n in slots:
     info = by_name[n]
     if info in skip:
         continue
-    pred = w.load(info)
+    pred = w.facts(info)                # what the page reads of the model (it stays in the worker)
     if pred is None:
         continue
     r = w.safe_predict_maps(info, text)
     if r is None:
         continue
-    specs = {s.name: s for s in pred.model.map_specs()}
+    specs = {s.name: s for s in pred.map_specs()}
     loaded.append((info, pred, r, specs))
 if not loaded:
     st.stop()
@@ -152,7 +156,7 @@ def render(slot: int, info, pred, r, specs) -> None:
     short_text = length_note(info, len(text.split()), valid)
     if short_text:
         st.info(w.md_escape(short_text), icon=":material/short_text:")
-    note = getattr(pred.model, "attention_note", None)       # a Hugging Face family without (editable) attention
+    note = pred.attention_note                               # a Hugging Face family without (editable) attention
     if note:
         st.info(w.md_escape(note))
         if not specs:
@@ -164,8 +168,7 @@ def render(slot: int, info, pred, r, specs) -> None:
     opts: dict = {"window": window, "chars_per_line": 90 if len(loaded) == 1 else 44,
                   "max_width": 900 if len(loaded) == 1 else 470}
     title_chars = 110 if len(loaded) == 1 else 52
-    from textcls.models.hf.pieces import has_word_pieces      # the model is loaded: torch is imported by now
-    if has_word_pieces(pred) and st.radio(
+    if pred.word_pieces and st.radio(
             "Attention over", ["Words", "Word pieces"], horizontal=True, key=f"insp_units_{slot}_{info.name}",
             help="This encoder reads word pieces, not words: every page shows words, each made of its pieces "
                  "(how is said under the figures). Word pieces shows the weights the encoder computed.") \
@@ -213,7 +216,7 @@ def render(slot: int, info, pred, r, specs) -> None:
 def piece_panel(slot: int, info, text: str, opts: dict, title_chars: int) -> bool:
     """The self-attention view over the word pieces the encoder read (a Hugging Face checkpoint), with what the word
     view makes of them. True: Plotly charts were drawn."""
-    from textcls.models.hf.pieces import WORD_RULE, piece_window, shown_note
+    from textcls.data.pieces import WORD_RULE, piece_window, shown_note
     try:
         with st.spinner("Reading the word pieces…"):
             pa = cache.piece_attention(info.path, text)
@@ -239,18 +242,15 @@ def piece_panel(slot: int, info, text: str, opts: dict, title_chars: int) -> boo
 
 def faithfulness_line(info, text: str) -> None:
     """The model's own per-token importance (the shading on Compare) against random word orders, on this text."""
-    from textcls.interpret.faithfulness import ONE_TEXT_NOTE, VERDICT_RULE, versus_random
     try:
         with st.spinner("Testing the attention against random word orders…"):
-            curves = cache.erasure_curves(info.path, text, "attention")   # not the flip test: 7 passes per word
-            rand = cache.random_erasure(info.path, text)
+            v = cache.attention_verdict(info.path, text)        # erasure curves (not the flip test) vs random orders
     except Exception as e:  # noqa: BLE001 - the test is extra information; the view stands without it
         st.caption(f"Faithfulness on this text could not be computed: {w.md_escape(type(e).__name__)}.")
         return
-    v = versus_random(curves, rand)
     st.caption(f"**Faithful on this text?** {w.md_escape(v['line'])} (The weights are the model's own "
                "per-token importance, the shading on Compare.)")
-    st.caption(w.md_escape(f"{VERDICT_RULE} {ONE_TEXT_NOTE}"))
+    st.caption(w.md_escape(v["rule"]))
 
 
 cols = st.columns(len(loaded)) if len(loaded) > 1 else [st.container()]

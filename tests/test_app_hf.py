@@ -171,15 +171,44 @@ def test_attribute_opens_without_the_pretrained_encoders(app):
 
 def test_inspect_faithfulness_line_needs_no_flip_test(app, monkeypatch):
     """The line under Inspect's view reads only the erasure curves (about 11 passes): the flip test (7 passes per
-    word) took minutes on a 368-word text through MiniLM, so it must not run there."""
+    word) took minutes on a 368-word text through MiniLM, so it must not run there. The model work in this process
+    (TEXTCLS_WORKER=0), where the trap is set; the model worker runs the same function (worker.verdict_of)."""
     from textcls.interpret import faithfulness
 
     def boom(*a, **k):
         raise AssertionError("erasure_flip ran on Inspect")
     monkeypatch.setattr(faithfulness, "erasure_flip", boom)
+    monkeypatch.setenv("TEXTCLS_WORKER", "0")
     at = app("pages/inspect.py")
     at.selectbox(key="insp_ckpt").set_value("tiny-bert").run()
     at.text_area(key="insp_text").input("the food was unbelievable " * 30).run()
     assert not at.exception, [e.value for e in at.exception]
     text = page_text(at, unescape=True)
     assert "Faithful on this text?" in text and "could not be computed" not in text
+
+
+def test_the_listing_leaves_the_deep_check_to_the_folder_someone_selects(app, ckpts, monkeypatch, tmp_path):
+    """The select boxes list a Hugging Face folder from its files (no transformers, no tokenizer probe); its deep
+    check runs when someone adds it - in the model worker, before anything of it is built - and a refusal is one
+    line for that folder while the other checkpoints answer."""
+    import shutil
+    from pathlib import Path
+
+    from textcls import hf_checkpoint as hc
+    fresh = shutil.copytree(ckpts[0], tmp_path / "fresh")        # folders no process has loaded (or cached) yet
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(fresh))
+    deep = []
+    real = hc._deep
+    monkeypatch.setattr(hc, "_deep", lambda path, *a, **k: (deep.append(Path(path).name), real(path, *a, **k))[1])
+    monkeypatch.setenv("TEXTCLS_MAX_PRETRAINED_PARAMETERS", "10000")       # tiny-bert's full check refuses it
+    at = app("pages/compare.py")
+    assert deep == []                                                     # listed (and offered) from its files
+    add = next(b for b in at.button if b.key and b.key.startswith("cmp_add_pre_"))
+    assert "tiny-bert" in add.label
+    add.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value.replace("\\", "") for e in at.error]
+    assert len(errors) == 1 and "tiny-bert" in errors[0] and "max_pretrained_parameters" in errors[0], errors
+    assert "\n" not in errors[0] and not [c for c in at.caption if "older version" in c.value]
+    cards = html.unescape(at.get("html")[0].proto.body)
+    assert ">kim_cnn_tiny<" in cards and ">tiny-bert<" not in cards        # the others still answer

@@ -67,6 +67,26 @@ def test_listing_gives_the_verdict_loading_gives(hostile, monkeypatch):
     assert good.valid and good.name == "tiny-bert", good.error                  # the same checks pass a sound folder
 
 
+def test_the_apps_listing_defers_the_deep_check_and_loading_still_refuses(hostile, monkeypatch):
+    """Issue 45: the app's select boxes list with deep="textcls" - a Hugging Face folder from its files, without
+    transformers or the tokenizer probe. A hostile folder that passes those checks is offered, and its load (the
+    worker's, when someone selects it) refuses it with the deep listing's own line, before anything is built."""
+    from textcls import hf_checkpoint as hc
+    root, folders = hostile
+    monkeypatch.syspath_prepend(str(root / "site"))
+    real = hc._deep
+    monkeypatch.setattr(hc, "_deep", lambda *a, **k: (_ for _ in ()).throw(AssertionError("deep check at listing")))
+    shallow = {i.name: i for i in list_checkpoints(root, include_invalid=True, deep="textcls")}
+    monkeypatch.setattr(hc, "_deep", real)
+    deep = {i.name: i for i in list_checkpoints(root, include_invalid=True, deep=True)}
+    deferred = [n for n, c in hostile_hf.CASES.items() if c.kind != "train" and shallow[n].valid]
+    assert deferred                                                         # the cases only the deep check finds
+    for name in deferred:
+        with pytest.raises(CheckpointError) as e:
+            textcls.load_checkpoint(folders[name])
+        assert str(e.value) == deep[name].error, name
+
+
 def test_the_probe_survives_a_tokenizer_bomb(hostile, monkeypatch):
     """Item 1: the 30 x Replace("a" -> "aa") normaliser, run in the capped child process (static check
     bypassed), kills the probe - not this process - within the time cap, and is refused in one line."""

@@ -74,8 +74,9 @@ def test_dashboard_helpers_do_not_import_torch():
 
 def test_the_app_warm_up_imports_what_the_first_model_page_needs(tmp_path):
     """The app's warm-up thread (started after Home is drawn) imports what the first page that runs models would
-    otherwise import while the person waits: validating every checkpoint in full and predicting with one imports
-    no new module afterwards (and the validation on the meta device needs neither torch._dynamo nor sympy). It
+    otherwise import while the person waits: the pages' listing (our folders validated in full; a Hugging Face
+    folder's deep check, transformers' import, waits until someone selects it) and predicting with one import no
+    new module afterwards (and the validation on the meta device needs neither torch._dynamo nor sympy). It
     imports what each page it is given imports at its top, too."""
     page = tmp_path / "page.py"
     page.write_text("import tabnanny\n")
@@ -87,7 +88,7 @@ def test_the_app_warm_up_imports_what_the_first_model_page_needs(tmp_path):
         assert "tabnanny" in sys.modules                    # what the page imports at its top
         before = set(sys.modules)
         from textcls.checkpoint import list_checkpoints, load_checkpoint
-        infos = list_checkpoints({str(CHECKPOINTS)!r}, deep=True)
+        infos = list_checkpoints({str(CHECKPOINTS)!r}, deep="textcls")     # the pages' listing (cache.LISTING_DEEP)
         sst2 = next(i for i in infos if i.data == "sst2")
         load_checkpoint(sst2.path).predict(["a good film"], return_maps=True)
         new = sorted(m for m in set(sys.modules) - before if m.split(".")[0] in ("torch", "sympy", "captum"))

@@ -191,22 +191,98 @@ def test_the_setting_turns_it_off(monkeypatch):
     assert client.enabled()
 
 
-def test_compare_answers_without_torch_in_the_servers_interpreter():
-    """A fresh server-like interpreter: Home, then Compare's first render with its answers, and torch was never
-    imported there (the worker did the validation, the loads and the predictions)."""
+def test_compare_and_inspect_answer_without_torch_in_the_servers_interpreter():
+    """A fresh server-like interpreter: Home, Compare's first render with its answers and its table of many
+    sentences, then Inspect - a model's
+    view with its faithfulness line and context-mixing panel, the pretrained encoder's word pieces - and neither
+    torch nor transformers was ever imported there: the worker did the validation, the loads, the maps, the
+    verdict, the pieces and the context mixing (each asked of it, below), the server only drew."""
     code = textwrap.dedent("""
         import sys
         sys.path.insert(0, "tests")
         from pages.common import warmup
         warmup.QUIET_HEAVY = 600                 # the server's own torch import (for other pages) stays away
+        from textcls.serve import client
+        asked = []
+        real = client.ModelWorker.call
+        def call(self, fn, *a, **k):
+            asked.append(getattr(fn, "__name__", ""))
+            return real(self, fn, *a, **k)
+        client.ModelWorker.call = call
         from app_pages import open_page, page_text
         at = open_page("pages/compare.py")
         text = page_text(at)
-        print("torch" in sys.modules, "agree" in text, len(at.get("html")) > 0)
+        print("compare", "torch" in sys.modules, "agree" in text, len(at.get("html")) > 0)
+        at.radio(key="cmp_mode").set_value("Many sentences (one per line)").run()      # the table and its heatmap
+        print("batch", "torch" in sys.modules, len(at.dataframe) > 0, [e.value for e in [*at.exception, *at.error]])
+        at.switch_page("pages/inspect.py").run()
+        at.selectbox(key="insp_ckpt").set_value("act-sst2").run()
+        next(t for t in at.toggle if (t.key or "").startswith("cm_inspect")).set_value(True).run()
+        text = page_text(at, unescape=True)
+        print("inspect", "Faithful on this text?" in text, "norm (Kobayashi): AOPC comprehensiveness" in text,
+              [e.value for e in [*at.exception, *at.error]])
+        at.selectbox(key="insp_ckpt").set_value("minilm-sst2").run()
+        next(r for r in at.radio if (r.key or "").startswith("insp_units_")).set_value("Word pieces").run()
+        print("pieces", "[CLS]" in at.get("plotly_chart")[0].proto.spec, [e.value for e in [*at.exception, *at.error]])
+        print("server", "torch" in sys.modules, "transformers" in sys.modules)
+        print("asked", ",".join(sorted(set(asked))))
     """)
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split()[-3:] == ["False", "True", "True"], out.stdout[-2000:]
+    lines = {ln.split()[0]: ln.split(maxsplit=1)[1] for ln in out.stdout.splitlines() if ln.strip()}
+    assert lines.get("compare") == "False True True", out.stdout[-2000:]
+    assert lines.get("batch") == "False True []", out.stdout[-2000:]
+    assert lines.get("inspect") == "True True []", out.stdout[-2000:]
+    assert lines.get("pieces") == "True []", out.stdout[-2000:]
+    assert lines.get("server") == "False False", out.stdout[-2000:]
+    assert {"facts", "predict", "attention_verdict", "side_by_side", "pieces"} <= set(lines["asked"].split(","))
+
+
+def test_worker_requests_run_on_one_thread_under_the_default_policy(monkeypatch):
+    """One text's requests run in the interactive scope (1 thread by default: 2 collapse on a busy 2-core
+    machine), the model's load included, whatever the process's own setting; a split is batch work."""
+    import torch
+
+    from textcls.checkpoint import load_checkpoint
+    from textcls.runtime import threads
+    monkeypatch.delenv(threads.ENV, raising=False)
+    path, model = str(SST2[2]), load_checkpoint(SST2[2])          # act-sst2: attention, context mixing (norm)
+    seen: dict[str, list] = {}
+
+    def predictor(p, stamp, device="cpu"):                        # where every request meets its model
+        seen.setdefault(request, []).append((torch.get_num_threads(), threads.current_kind()))
+        return model
+
+    monkeypatch.setattr(worker, "predictor", predictor)
+    env, before = client.passed_env(), torch.get_num_threads()
+    torch.set_num_threads(2)                                      # torch's default on two cores
+    try:
+        for request, call in [("predict", lambda: worker.predict(env, path, 1.0, ["a fine film"])),
+                              ("maps", lambda: worker.predict(env, path, 1.0, ["a fine film"], True)),
+                              ("groups", lambda: worker.predict_groups(env, path, 1.0, [["a"], ["b"]], True)),
+                              ("facts", lambda: worker.facts(env, path, 1.0)),
+                              ("verdict", lambda: worker.attention_verdict(env, path, 1.0, "a fine , warm film")),
+                              ("mixing", lambda: worker.side_by_side(env, path, 1.0, "a fine , warm film")),
+                              ("split", lambda: worker.predict(env, path, 1.0, ["a fine film"] * 40))]:
+            call()
+        assert torch.get_num_threads() == 2                      # restored after each request
+    finally:
+        torch.set_num_threads(before)
+    for request in ("predict", "maps", "groups", "facts", "verdict", "mixing"):
+        assert seen[request] and all(s == (1, "interactive") for s in seen[request]), (request, seen)
+    assert {k for _, k in seen["split"]} == {"batch"}
+
+
+def test_a_request_in_the_worker_process_runs_on_one_thread(light, monkeypatch):
+    monkeypatch.delenv("TEXTCLS_THREADS", raising=False)
+    during, default = light.call_env(worker.request_threads)
+    assert during == 1, (during, default)
+    assert light.call(_threads_outside_requests) == default        # the process's own setting is left as it was
+
+
+def _threads_outside_requests() -> int:
+    import torch
+    return torch.get_num_threads()
 
 
 def test_a_killed_worker_is_reported_in_one_line_and_the_page_still_answers():

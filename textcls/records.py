@@ -203,10 +203,15 @@ class SpecRecord:
 class ModelFacts:
     """What a page needs to know of a checkpoint's model without holding it: its maps' specs and, for a word
     vocabulary, the token -> id map (None for word pieces and models without one). `map_specs()` and `stoi` read
-    like a Predictor's `model.map_specs()` and `tokenizer.vocab.stoi`."""
+    like a Predictor's `model.map_specs()` and `tokenizer.vocab.stoi`. For Inspect: `word_pieces` (a Hugging Face
+    model whose piece attention can be shown), `attention_note` (the model's `attention_note`: why it has no
+    editable attention) and `mixing` (the context-mixing methods that apply to it)."""
     specs: tuple[SpecRecord, ...] = ()
     stoi: dict[str, int] | None = None
     labels: tuple[str, ...] = ()
+    word_pieces: bool = False
+    attention_note: str | None = None
+    mixing: tuple[str, ...] = ()
 
     def map_specs(self) -> list[SpecRecord]:
         return list(self.specs)

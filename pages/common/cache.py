@@ -4,11 +4,17 @@ Models are loaded once per process (st.cache_resource) and shared read-only by e
 or in the pages trains, edits or switches a cached model to training mode. A checkpoint replaced on disk is
 reloaded because its files' modification time is part of the cache key.
 
-The model worker (textcls.serve.client, on unless TEXTCLS_WORKER=0): the full checkpoint listing, plain
-predictions, one text's maps, the facts Compare needs of a model (`facts`) and the device's description are
-answered by a process of their own, so the server's interpreter never imports torch for Home, Compare or
-Evaluate's predictions. What needs a live model object here (Inspect's views, Attribute's explanations and
+The model worker (textcls.serve.client, on unless TEXTCLS_WORKER=0): the checkpoint listing, plain
+predictions, one text's maps, the facts the pages need of a model (`facts`), the device's description and
+Inspect's model work (`piece_attention`, `attention_verdict`, `side_by_side`; its views are drawn here from the
+maps) are answered by a process of their own, so the server's interpreter never imports torch for Home, Compare,
+Inspect or Evaluate's predictions. What needs a live model object here (Attribute's explanations and
 interventions, Explore, the Lab, the lessons) still loads it in the server (`predictor`).
+
+The listing the select boxes read (`checkpoints`) validates textcls's own folders in full but a Hugging Face
+folder only from its files (config, labels, safetensors header, tokenizer files): its deep check (transformers,
+the tokenizer probe, seconds) runs in the worker when someone selects the folder, as its load's first step, and
+a failure is one line for that folder (widgets.facts / safe_predict). Nothing of a refused folder is built.
 """
 from __future__ import annotations
 
@@ -51,6 +57,9 @@ def _torch_here() -> bool:
     return "torch" in sys.modules
 
 
+LISTING_DEEP = "textcls"      # the listing's `deep`: our folders in full, Hugging Face folders from their files
+
+
 @st.cache_data(ttl=10, show_spinner=False)
 def _checkpoints(roots: tuple[str, ...], deep: bool) -> tuple[list[CheckpointInfo], list[CheckpointInfo]]:
     w = remote() if deep and not _torch_here() else None
@@ -58,18 +67,19 @@ def _checkpoints(roots: tuple[str, ...], deep: bool) -> tuple[list[CheckpointInf
     if w is not None:                       # validated in full by the worker: torch stays out of this process
         from textcls.serve import client, worker
         try:
-            infos = w.call_env(worker.listing, True)
+            infos = w.call_env(worker.listing, LISTING_DEEP)
         except client.WorkerError:          # it cannot answer now: the listing is done here instead
             infos = None
     if infos is None:
-        infos = list_all_checkpoints(include_invalid=True, deep=deep)
+        infos = list_all_checkpoints(include_invalid=True, deep=LISTING_DEEP if deep else False)
     return [i for i in infos if i.valid], [i for i in infos if not i.valid]
 
 
 def checkpoints(deep: bool | None = None) -> tuple[list[CheckpointInfo], list[CheckpointInfo]]:
     """(valid, invalid) checkpoints, shipped then the user's; re-read every 10 s at most. deep: validate every
-    folder in full (textcls.checkpoint.validate_checkpoint, needs torch); None: in full once torch is loaded
-    (the pages that run models), else the torch-free checks, so Home's first render does not wait for torch."""
+    folder of ours in full (textcls.checkpoint.validate_checkpoint, needs torch; a Hugging Face folder's deep
+    check waits for its load: see the module docstring); None: in full once torch is loaded (the pages that run
+    models), else the torch-free checks, so Home's first render does not wait for torch."""
     if deep is None:
         deep = "torch" in sys.modules
     return _checkpoints(tuple(str(r) for r in checkpoint_roots()), deep)
@@ -184,21 +194,18 @@ def _predict_maps(path: str, mtime: float, text: str):
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=64)
 def _facts(path: str, mtime: float):
+    from textcls.serve import worker
     w = remote()
     if w is not None:
-        from textcls.serve import worker
         return w.call_env(worker.facts, path, mtime)
-    from textcls.records import ModelFacts, SpecRecord
-    p = _predictor(path, mtime)
-    stoi = getattr(getattr(getattr(p, "tokenizer", None), "vocab", None), "stoi", None)
-    return ModelFacts(tuple(SpecRecord(s.name, tuple(s.axes), s.kind, s.description, s.values)
-                            for s in p.model.map_specs()), dict(stoi) if stoi is not None else None,
-                      tuple(p.labels))
+    return worker.facts_of(_predictor(path, mtime))
 
 
 def facts(path: str | Path):
-    """`textcls.records.ModelFacts` of a checkpoint (its maps' specs, its word vocabulary): what Compare reads
-    of a model, without loading it in this process when the model worker is on. Shared, read-only."""
+    """`textcls.records.ModelFacts` of a checkpoint (its maps' specs, its word vocabulary, whether it reads word
+    pieces, its context-mixing methods): what Home, Compare and Inspect read of a model, without loading it in
+    this process when the model worker is on. Shared, read-only. Raises what loading raises (CheckpointError: a
+    folder refused by its full check)."""
     return _facts(str(path), stamp(path))
 
 
@@ -427,7 +434,7 @@ def _view(path: str, mtime: float, text: str, view_id: str, model: str, title: s
           _config: dict, _opts: dict):
     from textcls import viz
     r = _predict_maps(path, mtime, text)
-    specs = {s.name: s for s in _predictor(path, mtime).model.map_specs()}
+    specs = {s.name: s for s in _facts(path, mtime).map_specs()}       # drawn here; the model stays in the worker
     vi = viz.ViewInput(model, specs, r.maps, list(r.tokens), r.sentences, title=title, label=r.label,
                        config=dict(_config), opts=dict(_opts))
     return viz.build_view(view_id, vi)
@@ -441,15 +448,53 @@ def view_figures(path: str | Path, text: str, view_id: str, *, model: str, title
 
 @st.cache_data(show_spinner=False, max_entries=4)
 def _pieces(path: str, mtime: float, text: str):
+    w = remote()
+    if w is not None:
+        from textcls.serve import worker
+        return w.call_env(worker.pieces, path, mtime, text)
     from textcls.models.hf.pieces import piece_attention_of
     return piece_attention_of(_predictor(path, mtime), text)
 
 
 def piece_attention(path: str | Path, text: str):
     """A Hugging Face checkpoint's word pieces for text and its attention over them
-    (`textcls.models.hf.pieces.PieceAttention`), cached per (checkpoint, text). Raises ValueError for a
-    checkpoint without word pieces. Few entries: a 512-piece text's weights are tens of MB."""
+    (`textcls.data.pieces.PieceAttention`; from the model worker when it is on), cached per (checkpoint, text).
+    Raises ValueError for a checkpoint without word pieces. Few entries: a 512-piece text's weights are tens of
+    MB."""
     return _pieces(str(path), stamp(path), text)
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _attention_verdict(path: str, mtime: float, text: str) -> dict:
+    from textcls.serve import worker
+    w = remote()
+    if w is not None:
+        return w.call_env(worker.attention_verdict, path, mtime, text)
+    return worker.verdict_of(_predictor(path, mtime), text)
+
+
+def attention_verdict(path: str | Path, text: str) -> dict:
+    """Inspect's faithfulness line: the model's own attention against random word orders on text
+    (`textcls.interpret.faithfulness.versus_random`'s dict, plus "rule": the rule and its limits in words), from
+    the model worker when it is on; cached per (checkpoint, text)."""
+    return _attention_verdict(str(path), stamp(path), text)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _side_by_side(path: str, mtime: float, text: str):
+    w = remote()
+    if w is not None:
+        from textcls.serve import worker
+        return w.call_env(worker.side_by_side, path, mtime, text)
+    from textcls.interpret.context_mixing.compare import side_by_side as run
+    return run(_predictor(path, mtime), text)
+
+
+def side_by_side(path: str | Path, text: str):
+    """`textcls.interpret.context_mixing.compare.side_by_side` of a checkpoint on text (Inspect's context-mixing
+    panel), from the model worker when it is on; cached per (checkpoint, text). Raises ValueError with the reason
+    for a model without self-attention."""
+    return _side_by_side(str(path), stamp(path), text)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -466,9 +511,9 @@ def piece_figures(path: str | Path, text: str, *, title: str, opts: dict):
     return _piece_view(str(path), stamp(path), text, title, _frozen(opts), opts)
 
 
-__all__ += ["attention_tests", "compare_edit", "erasure", "erasure_curves", "explanation", "explanation_seconds", "random_erasure", "sanity",
-            "slice_run",
-            "view_figures", "piece_attention", "piece_figures"]
+__all__ += ["attention_tests", "attention_verdict", "compare_edit", "erasure", "erasure_curves", "explanation",
+            "explanation_seconds", "piece_attention", "piece_figures", "random_erasure", "sanity", "side_by_side",
+            "slice_run", "view_figures"]
 
 
 # ---------------------------------------------------------------- data-set tools (Explore page)

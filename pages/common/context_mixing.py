@@ -1,23 +1,16 @@
-"""Inspect's context-mixing view (docs/context_mixing.md): `inspect_panel(info, pred, text, key)`, for a model
-with self-attention, an expander with raw attention, rollout, norm, ALTI and value zeroing side by side for the
-pooled position on one word scale, each row with its faithfulness line on this text
-(textcls.interpret.context_mixing.compare). It computes only when the person asks (a toggle). The Attribute page
+"""Inspect's context-mixing view (docs/context_mixing.md): `inspect_panel(info, facts, text, key)`, for a model
+with self-attention (`facts.mixing`: the model's ModelFacts, pages.common.cache.facts), an expander with raw
+attention, rollout, norm, ALTI and value zeroing side by side for the pooled position on one word scale, each
+row with its faithfulness line on this text (textcls.interpret.context_mixing.compare; computed by the model
+worker when it is on: cache.side_by_side). It computes only when the person asks (a toggle). The Attribute page
 offers the same methods through the method registry, with plausibility and the sanity check."""
 from __future__ import annotations
 
 import streamlit as st
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def _side_by_side(path: str, text: str):
-    from pages.common import cache
-    from textcls.interpret.context_mixing.compare import side_by_side
-    return side_by_side(cache.predictor(path), text)
-
-
-def inspect_panel(info, pred, text: str, key: str) -> None:
-    from textcls.interpret.context_mixing import methods_for
-    if not methods_for(pred.model):
+def inspect_panel(info, facts, text: str, key: str) -> None:
+    if not facts.mixing:
         return
     with st.expander("What attention weights leave out: raw attention, rollout, norm, ALTI, value zeroing"):
         st.caption("The pooled position's view of the words under five explanations on one scale (each row sums "
@@ -25,11 +18,12 @@ def inspect_panel(info, pred, text: str, key: str) -> None:
                    "weights leave out (docs/context_mixing.md).")
         if not st.toggle("Compute for this text", key=f"cm_inspect_{key}"):
             return
+        from pages.common import cache
         from pages.common.widgets import show_figure
         from textcls.viz.context_mixing import side_by_side_figure
         try:
             with st.spinner("Tracing the layers…"):
-                s = _side_by_side(str(info.path), text)
+                s = cache.side_by_side(info.path, text)       # the model worker's, when it is on
         except ValueError as e:
             st.info(str(e))
             return

@@ -5,16 +5,17 @@ Two moments:
   `st.App`): import the modules the first page imports and read every checkpoint's summary (no torch). Home's
   first run then only draws. It shares the interpreter with the server sending the browser the app's JavaScript.
 - **After the first page is drawn** (`warm_up`, called by app.py after each run; once per process): import torch
-  and the models (what Compare needs), validate every checkpoint in full, import Captum (Inspect, Attribute) and
+  and the models (what Compare needs), validate every checkpoint of ours in full (a Hugging Face folder's deep
+  check waits until someone selects it: pages.common.cache), import Captum (Attribute) and
   what every page imports at its top, then compute Evaluate's default predictions (`_prefetch_evaluate`).
 
 With the model worker (textcls.serve.client; on unless TEXTCLS_WORKER=0) the start-up also starts that process
-and has it work ahead in its own interpreter (`warm_worker`): import torch, validate every checkpoint in full,
+and has it work ahead in its own interpreter (`warm_worker`): import torch, validate every checkpoint of ours,
 load the main task's small models, then, in a thread of its own there, transformers and the pretrained encoder.
 None of it holds this interpreter's lock: Home and a Compare clicked at once only share the cores with it. The
 warm-up after the first page then has the worker compute Evaluate's predictions, one batch at a time, and only
-imports torch here (for the pages that still hold a live model in the server: Inspect, Attribute, Explore, Lab,
-the lessons) once the server has been quiet for `QUIET_HEAVY` seconds.
+imports torch here (for the pages that still hold a live model in the server: Attribute, Explore, Lab, the
+lessons) once the server has been quiet for `QUIET_HEAVY` seconds.
 
 The second part gives way. Before each step (and each batch of predictions) it waits until the server is quiet:
 no page running (app.py wraps each run in `page_run`), no file being served over HTTP (`Served`: the browser
@@ -184,8 +185,8 @@ def _worker():
 
 
 def warm_worker() -> None:
-    """In the worker, ahead of any click: torch (its start), the full validation of every checkpoint, the main
-    task's small models (Compare's first answers), then - in a thread of its own there - the main task's
+    """In the worker, ahead of any click: torch (its start), the full validation of every checkpoint of ours, the
+    main task's small models (Compare's first answers), then - in a thread of its own there - the main task's
     pretrained encoder (transformers' import, seconds), so "Add the pretrained baseline" finds it loaded. Best
     effort: a page that needs a model loads it and shows what fails."""
     w = _worker()
@@ -193,8 +194,8 @@ def warm_worker() -> None:
         return
     from textcls.serve import worker
     from pages.common.defaults import is_pretrained, main_task_checkpoints
-    from pages.common.cache import stamp
-    infos = [i for i in w.call_env(worker.listing, True) if i.valid]
+    from pages.common.cache import LISTING_DEEP, stamp
+    infos = [i for i in w.call_env(worker.listing, LISTING_DEEP) if i.valid]   # an HF folder: checked at its load
     main = set(main_task_checkpoints(infos))
     small = [(str(i.path), stamp(i.path)) for i in infos if i.name in main and not is_pretrained(i)]
     large = [(str(i.path), stamp(i.path)) for i in infos if i.name in main and is_pretrained(i)]
@@ -299,9 +300,9 @@ def _prefetch_evaluate() -> tuple[tuple[str, ...], list[str]]:
     w = cache.remote()
     if w is not None:                               # validated in full by the worker (no torch here)
         from textcls.serve import worker
-        valid = [i for i in w.call_env(worker.listing, True) if i.valid]
+        valid = [i for i in w.call_env(worker.listing, cache.LISTING_DEEP) if i.valid]
     else:
-        valid = [i for i in list_all_checkpoints(include_invalid=True, deep=True) if i.valid]
+        valid = [i for i in list_all_checkpoints(include_invalid=True, deep=cache.LISTING_DEEP) if i.valid]
     infos = [i for i in valid if i.name in d.main_task_checkpoints(valid, pretrained=False)]
     bundled = list_datasets()
     spec = next((a for a in (d.available_data(d.data_spec(i), bundled) for i in infos) if a), None)
@@ -357,7 +358,8 @@ def _steps(pages: list[Path]) -> None:
     if not _give_way():
         return
     from textcls.checkpoint import list_all_checkpoints
-    list_all_checkpoints(include_invalid=True, deep=True)   # remembered per file: the pages' listing is free
+    from pages.common.cache import LISTING_DEEP                 # the pages' listing: no transformers here
+    list_all_checkpoints(include_invalid=True, deep=LISTING_DEEP)   # remembered per file: the pages' listing is free
     if not _give_way():
         return
     import textcls.interpret.attributions  # noqa: F401  (Captum; textcls.interpret itself resolves lazily)

@@ -197,11 +197,17 @@ def _failed(info: CheckpointInfo, e: Exception, loading: bool = False) -> None:
                    f"usable: {md_escape(e)}", icon=":material/info:")
         return
     if loading or isinstance(e, CheckpointError):
+        # one line for the folder: a Hugging Face folder's full check runs when it is first selected (cache.py)
         st.error(f"Could not load {md_escape(info.name)}: {md_escape(e)}", icon=":material/error:")
-        st.caption("The checkpoint may come from an older version of the library; retrain it with the CLI.")
+        if not _is_hf(info):
+            st.caption("The checkpoint may come from an older version of the library; retrain it with the CLI.")
     else:
         st.error(f"{md_escape(info.name)} failed on this input: {type(e).__name__}: {md_escape(e)}",
                  icon=":material/error:")
+
+
+def _is_hf(info: CheckpointInfo) -> bool:
+    return isinstance(info.info, dict) and info.info.get("format") == "hf"
 
 
 def safe_predict(info: CheckpointInfo, texts: list[str]):
@@ -417,7 +423,7 @@ EXAMPLE_DATA = "imdb_sample"   # a sample of IMDB test reviews shipped in textcl
 def example_texts(n_per_label: int = 3) -> dict[str, str]:
     """{name: text}: the short restaurant review, then a few full movie reviews from the shipped IMDB sample
     (several sentences each: what HCAN's and CAN's views are made for), the longest first."""
-    from textcls.data.text import readable  # here: textcls.text imports torch, which Home does not need
+    from textcls.data.readable import readable  # not textcls.data.text: it imports torch
     out = {"A short review (3 sentences)": EXAMPLE}
     try:
         bundle = cache.dataset(EXAMPLE_DATA)

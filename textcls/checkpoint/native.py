@@ -521,15 +521,17 @@ def _read_checked(path: Path) -> dict[str, Any]:
     return copy.deepcopy(_remembered(_READ, _folder_identity(path), read))
 
 
-def checkpoint_info(path: str | Path, deep: bool = False) -> CheckpointInfo:
+def checkpoint_info(path: str | Path, deep: bool | str = False) -> CheckpointInfo:
     """Summary of one checkpoint folder, validated without loading the weights. Raises CheckpointError when
     invalid. deep=False reads only JSON and the safetensors header, without importing torch (config, files, a
     complete safetensors file, label and vocabulary counts); deep=True validates in full (`validate_checkpoint`:
     model name, config types, tokenizer, parameter limit, every tensor shape), which imports torch. Both
-    verdicts are remembered per folder and file identity (a file saved again is read again)."""
+    verdicts are remembered per folder and file identity (a file saved again is read again). deep="textcls": our
+    folders in full, Hugging Face folders without their deep check (transformers, the tokenizer probe), which
+    `load_checkpoint` runs before anything of the folder is built (the app's select boxes list this way)."""
     path = Path(path)
-    if is_hf_folder(path):
-        cfg = hf_summary(path, deep=deep)
+    if is_hf_folder(path):      # deep="textcls": an HF folder's deep check waits for its load (the app's listing)
+        cfg = hf_summary(path, deep=bool(deep) and deep != "textcls")
     elif deep:
         cfg = validate_checkpoint(path).cfg
     else:
@@ -546,7 +548,7 @@ def checkpoint_info(path: str | Path, deep: bool = False) -> CheckpointInfo:
 
 
 def list_checkpoints(root: str | Path = "checkpoints", include_invalid: bool = False,
-                     deep: bool = False) -> list[CheckpointInfo]:
+                     deep: bool | str = False) -> list[CheckpointInfo]:
     """Info for each valid checkpoint folder directly under `root`, sorted by name (`deep`: see checkpoint_info).
 
     Hidden folders (temporary folders of a save in progress) are skipped. Invalid folders are skipped too,
@@ -570,7 +572,7 @@ def list_checkpoints(root: str | Path = "checkpoints", include_invalid: bool = F
     return out
 
 
-def list_all_checkpoints(include_invalid: bool = False, deep: bool = False) -> list[CheckpointInfo]:
+def list_all_checkpoints(include_invalid: bool = False, deep: bool | str = False) -> list[CheckpointInfo]:
     """The shipped checkpoints, then the user's (paths.checkpoint_roots), each marked `shipped` or not.
 
     A user checkpoint whose folder name is also a shipped one is listed as "NAME (yours)", so every listed

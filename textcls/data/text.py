@@ -51,6 +51,7 @@ import torch
 PAD = "<pad>"
 UNK = "<unk>"
 from textcls.data.unknown import PAD_ID, UNK_ID, unknown_tokens  # noqa: F401  (one rule; re-exported)
+from textcls.data.readable import readable  # noqa: F401  (torch-free, for the app's server; re-exported)
 LEVELS = ("word", "char")
 SENTENCE_END = frozenset({".", "!", "?"})
 # SemEval's entity tags (relation.MARKERS): with entities="none" (every model not made for relation data) they are
@@ -105,21 +106,6 @@ def clean_text(text: str, strip_html: bool = True) -> str:
     if not text.isascii():
         text = unicodedata.normalize("NFC", text).translate(_QUOTES)
     return " ".join(text.split())
-
-
-_PTB_READABLE = re.compile(r"-[lr][rsc]b-|``|''|\\/|\\\*", re.IGNORECASE)
-_PTB_MAP = {"-lrb-": "(", "-rrb-": ")", "-lsb-": "[", "-rsb-": "]", "-lcb-": "{", "-rcb-": "}", "``": '"', "''": '"',
-            "\\/": "/", "\\*": "*"}
-
-
-def readable(text: str) -> str:
-    """A data set's text as a person writes it, for showing (and for a box the user edits): HTML line breaks
-    (`<br />`, IMDB) become line breaks, and the Penn Treebank escapes of the SST files become the characters they
-    stand for (`-lrb-` -> `(`, ``` `` ``` and `''` -> `"`, `\\/` -> `/`). Every model's tokenizer reads the result
-    as it reads typed text."""
-    text = _HTML_BREAK.sub("\n", text)
-    text = re.sub(r"[ \t]*\n[ \t]*", "\n", text)
-    return _PTB_READABLE.sub(lambda m: _PTB_MAP.get(m.group().lower(), m.group()), text)
 
 
 def iter_sentences(tokens: Iterable[str], ends: frozenset[str] = SENTENCE_END) -> Iterator[list[str]]:

@@ -7,10 +7,19 @@ picklable data (no model, no tensor crosses).
 - `listing(roots_env, deep)`: the checkpoint listing (`list_all_checkpoints`), validated in full when `deep`.
 - `predict(path, stamp, texts, maps)`: `Predictor.predict` of one checkpoint; `predict_groups` runs several
   sessions' texts of one checkpoint in one batch and hands each its own part (textcls.serve.client batches).
-- `facts(path, stamp)`: a `ModelFacts` (map specs, word vocabulary) for the pages that draw a model's maps.
+- `facts(path, stamp)`: a `ModelFacts` (map specs, word vocabulary, word pieces, context-mixing methods) for the
+  pages that draw a model's maps (Compare, Inspect, Home); loading it runs the folder's full check first.
+- Inspect's model work: `pieces` (a Hugging Face model's word pieces and their attention), `attention_verdict`
+  (its own attention against random word orders on the text), `side_by_side` (the context-mixing methods);
+  its maps come from `predict(maps=True)`; the server only draws.
 - `prefetch_start` / `prefetch_next`: one batch at a time of a long prediction (Evaluate's split, computed
   ahead), so the server can pause between batches while a person clicks.
 - `warm(paths)`: load checkpoints ahead (the main task's models, then the pretrained encoder).
+
+Threads (textcls.runtime.threads): every call runs in the scope of its kind of work - one text or a handful is
+interactive work (1 thread by the default policy: two threads collapse when other processes keep the cores busy),
+a prediction of more texts and Evaluate's batches (`prefetch_next`) are batch work - so the model code it calls
+(a model's load, the word pieces, the rollout) that opens no scope of its own does not run on torch's default.
 
 Every call carries the server's environment variables that choose folders and settings (`TEXTCLS_*`, `HF_*`),
 applied before it runs: the worker answers for the server's folders even when they change after its start
@@ -48,12 +57,20 @@ def plain_error(e: BaseException) -> BaseException:
     return RuntimeError(f"{type(e).__name__}: {e}")
 
 
-def answers(fn):
-    """A call the server makes: what it raises crosses as `plain_error`."""
+def answers(fn=None, *, work: str | None = "interactive"):
+    """A call the server makes: it runs in the thread scope of `work` ("interactive", "batch", or None: the
+    function opens its own), and what it raises crosses as `plain_error`."""
+    if fn is None:
+        return functools.partial(answers, work=work)
+
     @functools.wraps(fn)
     def run(*args, **kwargs):
         try:
-            return fn(*args, **kwargs)
+            if work is None:
+                return fn(*args, **kwargs)
+            from textcls.runtime.threads import scope
+            with scope(work):
+                return fn(*args, **kwargs)
         except Exception as e:  # noqa: BLE001 - re-raised as plain data
             plain = plain_error(e)
             if plain is e:
@@ -134,24 +151,35 @@ def device_description(env: dict[str, str]) -> str:
 
 
 @answers
-def listing(env: dict[str, str], deep: bool):
+def listing(env: dict[str, str], deep: bool | str):
+    """`list_all_checkpoints(include_invalid=True, deep=deep)`; the app asks deep="textcls" (a Hugging Face folder's
+    deep check waits until someone selects it: its load runs it)."""
     set_env(env)
     from textcls.checkpoint import list_all_checkpoints
     return list_all_checkpoints(include_invalid=True, deep=deep)
 
 
-@answers
+@answers(work=None)
 def predict(env: dict[str, str], path: str, stamp: float, texts: list[str], maps: bool = False):
     set_env(env)
-    return predictor(path, stamp, "cpu" if maps else predict_device()).predict(list(texts), return_maps=maps)
+    from textcls.runtime.threads import for_texts
+    with for_texts(len(texts)):             # the load too: one text is interactive work, a split batch work
+        p = predictor(path, stamp, "cpu" if maps else predict_device())
+        return p.predict(list(texts), return_maps=maps)
 
 
-@answers
+@answers(work=None)
 def predict_groups(env: dict[str, str], path: str, stamp: float, groups: list[list[str]], maps: bool = False):
     """Several requests' texts of one checkpoint in one `predict` (one batch, one pass): a list per group, or, for
     a group whose texts fail (a relation sentence without entity tags, ...), the exception, so one session's bad
     input never fails another's answer."""
     set_env(env)
+    from textcls.runtime.threads import for_texts
+    with for_texts(sum(map(len, groups))):
+        return _predict_groups(path, stamp, groups, maps)
+
+
+def _predict_groups(path: str, stamp: float, groups: list[list[str]], maps: bool):
     p = predictor(path, stamp, "cpu" if maps else predict_device())
     flat = [t for g in groups for t in g]
     try:
@@ -171,15 +199,59 @@ def predict_groups(env: dict[str, str], path: str, stamp: float, groups: list[li
     return out
 
 
-@answers
-def facts(env: dict[str, str], path: str, stamp: float):
-    set_env(env)
+def facts_of(p):
+    """The `ModelFacts` of a loaded Predictor (what the pages read of a model they do not hold)."""
+    from textcls.interpret.context_mixing import methods_for
+    from textcls.models.hf.pieces import has_word_pieces
     from textcls.records import ModelFacts, SpecRecord
-    p = predictor(path, stamp)
     specs = tuple(SpecRecord(s.name, tuple(s.axes), s.kind, s.description, s.values)
                   for s in (p.model.map_specs() if hasattr(p.model, "map_specs") else []))
     stoi = getattr(getattr(getattr(p, "tokenizer", None), "vocab", None), "stoi", None)
-    return ModelFacts(specs, dict(stoi) if stoi is not None else None, tuple(p.labels))
+    note = getattr(p.model, "attention_note", None)
+    return ModelFacts(specs, dict(stoi) if stoi is not None else None, tuple(p.labels),
+                      word_pieces=bool(has_word_pieces(p)), attention_note=str(note) if note else None,
+                      mixing=tuple(methods_for(p.model)))
+
+
+@answers
+def facts(env: dict[str, str], path: str, stamp: float):
+    set_env(env)
+    return facts_of(predictor(path, stamp))
+
+
+def verdict_of(p, text: str) -> dict:
+    """The model's own attention (the shading on Compare) against random word orders on `text`
+    (`faithfulness.versus_random`), with the rule in words under "rule": Inspect's faithfulness line."""
+    from textcls.interpret import as_source
+    from textcls.interpret.faithfulness import (N_RANDOM, ONE_TEXT_NOTE, VERDICT_RULE, erasure_curves,
+                                                random_orders_curves, versus_random)
+    from textcls.interpret.methods import explanation
+    (inst,) = as_source(p).instances([text])
+    curves = erasure_curves(p.model, inst, explanation(p.model, inst, "attention", labels=p.labels))
+    out = versus_random(curves, random_orders_curves(p.model, inst, N_RANDOM))
+    return {**out, "rule": f"{VERDICT_RULE} {ONE_TEXT_NOTE}"}
+
+
+@answers
+def attention_verdict(env: dict[str, str], path: str, stamp: float, text: str) -> dict:
+    set_env(env)
+    return verdict_of(predictor(path, stamp), text)
+
+
+@answers
+def pieces(env: dict[str, str], path: str, stamp: float, text: str):
+    """`textcls.models.hf.pieces.piece_attention_of`: a `PieceAttention` (plain data, torch-free class)."""
+    set_env(env)
+    from textcls.models.hf.pieces import piece_attention_of
+    return piece_attention_of(predictor(path, stamp), text)
+
+
+@answers
+def side_by_side(env: dict[str, str], path: str, stamp: float, text: str):
+    """`textcls.interpret.context_mixing.compare.side_by_side` (a `SideBySide`, numpy only)."""
+    set_env(env)
+    from textcls.interpret.context_mixing.compare import side_by_side as run
+    return run(predictor(path, stamp), text)
 
 
 @answers
@@ -196,7 +268,7 @@ def prefetch_start(env: dict[str, str], key: str, path: str, stamp: float, texts
     return len(texts)
 
 
-@answers
+@answers(work=None)
 def prefetch_next(key: str):
     """The next (positions, predictions) of a prefetch, or None when it is done (or unknown: a restarted worker)."""
     entry = _PREFETCH.get(key)
@@ -228,6 +300,16 @@ def warm_background(env: dict[str, str], paths: list[tuple[str, float]]) -> None
     import, seconds) loads while the requests go on being answered (its import is Python code, which lets the
     requests' thread run between its steps)."""
     threading.Thread(target=warm, args=(env, paths), name="textcls-warm-large", daemon=True).start()
+
+
+@answers
+def request_threads(env: dict[str, str]) -> tuple[int, int]:
+    """(torch threads a request of one text runs on here, torch's own default in this process): what the thread
+    policy gives the worker's requests (tests, diagnostics)."""
+    set_env(env)
+    import torch
+    from textcls.runtime.threads import torch_default_threads
+    return torch.get_num_threads(), torch_default_threads()
 
 
 def pid() -> int:

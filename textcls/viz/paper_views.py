@@ -22,7 +22,7 @@ from textcls.viz.tokens import (ENTITY_NOTE, SHADE_NOTE, has_entities, highlight
 from textcls.viz.views import Control, ViewInput, register_view
 
 if TYPE_CHECKING:  # outputs imports torch; MapSpec is imported where two views build one
-    from textcls.models.outputs import MapSpec
+    from textcls.records import SpecRecord as MapSpec     # MapSpec's fields, without torch
 
 
 # ---------------------------------------------------------------- helpers the views share
@@ -234,7 +234,7 @@ def _tr_controls(vi: ViewInput) -> list[Control]:
                models=("transformer", "hf"), needs=lambda specs: _tr_specs(specs)[0] is not None,
                controls=_tr_controls)
 def _tr_att(vi: ViewInput) -> list[FigureOut]:
-    from textcls.models.outputs import MapSpec
+    from textcls.records import SpecRecord as MapSpec     # MapSpec's fields, without torch
 
     att, cls = _tr_specs(vi.specs)
     A = np.asarray(vi.maps[att.name])
@@ -323,7 +323,7 @@ def _hcan_f4_controls(vi: ViewInput) -> list[Control]:
 
 def _hcan_self_rows(vi: ViewInput, hi: _Hier, tag: str) -> list[FigureOut]:
     """The chosen word's self-attention row in each branch, one row per head (HCAN Fig. 4 right / Fig. 5)."""
-    from textcls.models.outputs import MapSpec
+    from textcls.records import SpecRecord as MapSpec     # MapSpec's fields, without torch
 
     si, wi = _flat_word(hi.sentences, int(vi.opts.get("token", 0)))
     words = hi.sentences[si] if si < len(hi.sentences) else []

@@ -1,7 +1,8 @@
 """Figures of a Hugging Face encoder's attention over its word pieces (the Inspect page's "Word pieces" switch):
 the Transformer self-attention view (one layer and head, the head view, the all-heads grid, the [CLS] row) drawn
 over the pieces [CLS] un ##believ ##able ... [SEP] instead of the words. The numbers come from
-`textcls.models.hf.pieces.piece_attention_of`; this module only draws them."""
+`textcls.models.hf.pieces.piece_attention_of` as a `textcls.data.pieces.PieceAttention` (plain data, no torch:
+the app's model worker computes them, its server draws them); this module only draws them."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -23,7 +24,7 @@ PIECE_CAUSAL = ("; causal: each piece attends only to itself and the pieces befo
 
 def _input(pieces: Sequence[str], attention: Any, title: str, opts: dict | None, pooled=None) -> ViewInput:
     """`pooled`: (the rows the classifier reads, naming them, causal) as `PieceAttention` has them; None: [CLS]."""
-    from textcls.models.outputs import MapSpec
+    from textcls.records import SpecRecord as MapSpec        # MapSpec's fields without torch (its module imports it)
 
     A = np.asarray(attention)                                               # (layer, head, L, L)
     if A.ndim != 4 or A.shape[-1] != len(pieces) or A.shape[-2] != len(pieces):
