@@ -194,7 +194,7 @@ def test_the_listing_leaves_the_deep_check_to_the_folder_someone_selects(app, ck
     import shutil
     from pathlib import Path
 
-    from textcls import hf_checkpoint as hc
+    from textcls.checkpoint import hf as hc
     fresh = shutil.copytree(ckpts[0], tmp_path / "fresh")        # folders no process has loaded (or cached) yet
     monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(fresh))
     deep = []

@@ -68,10 +68,10 @@ def test_listing_gives_the_verdict_loading_gives(hostile, monkeypatch):
 
 
 def test_the_apps_listing_defers_the_deep_check_and_loading_still_refuses(hostile, monkeypatch):
-    """Issue 45: the app's select boxes list with deep="textcls" - a Hugging Face folder from its files, without
+    """The app's select boxes list with deep="textcls" - a Hugging Face folder from its files, without
     transformers or the tokenizer probe. A hostile folder that passes those checks is offered, and its load (the
     worker's, when someone selects it) refuses it with the deep listing's own line, before anything is built."""
-    from textcls import hf_checkpoint as hc
+    from textcls.checkpoint import hf as hc
     root, folders = hostile
     monkeypatch.syspath_prepend(str(root / "site"))
     real = hc._deep

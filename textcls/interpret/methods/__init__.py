@@ -10,11 +10,11 @@ the pages, the cache, faithfulness and the lessons offer it from the registry.
 """
 from __future__ import annotations
 
-from textcls.interpret.methods.registry import (COSTS, KINDS, REGISTRY, Method, canonical, explain, explanation, get, labels,
-    methods_for, names, options_used, parse, register_method, unregister_method, why_not)
+from textcls.interpret.methods.registry import (COSTS, KINDS, REGISTRY, Method, canonical, explain, explanation, get,
+    labels, methods_for, names, options_used, parse, register_method, unregister_method, why_not)
 # registration order = the order the CLI and the pages list them
 from textcls.interpret.methods import (attention, integrated_gradients, grad_x_input, saliency,  # noqa: E402,F401
     occlusion, shapley, lime, leave_one_out, norm, globenc, alti, value_zeroing, decompx, random_ranking)
 
-__all__ = ["COSTS", "KINDS", "Method", "REGISTRY", "canonical", "explain", "explanation", "get", "labels", "methods_for", "names",
-           "options_used", "parse", "register_method", "unregister_method", "why_not"]
+__all__ = ["COSTS", "KINDS", "Method", "REGISTRY", "canonical", "explain", "explanation", "get", "labels",
+           "methods_for", "names", "options_used", "parse", "register_method", "unregister_method", "why_not"]

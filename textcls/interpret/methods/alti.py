@@ -3,18 +3,11 @@ vector to the layer's output, through the residual and the layer norm, rolled ou
 (textcls.interpret.context_mixing.alti)."""
 from __future__ import annotations
 
+from textcls.interpret.methods._context_mixing import applies, explainer
 from textcls.interpret.methods.registry import register_method
 
-
-def _applies(model) -> str | None:
-    from textcls.interpret.context_mixing import applicable
-    return applicable(model)["alti"]
-
-
-@register_method("alti", "ALTI", short="ALTI", kind="context mixing",
-                 signed=False, needs_gradients=False, uses_baseline=False,
-                 cost="pass", applies=_applies, bucketed=False,
-                 help="each token's contribution by distance to the layer output, rolled out (Ferrando et al. 2022)")
-def explain(model, instances, **options) -> list:
-    from textcls.interpret.context_mixing import explain_instances
-    return explain_instances(model, instances, "alti")
+register_method("alti", "ALTI", short="ALTI", kind="context mixing",
+                signed=False, needs_gradients=False, uses_baseline=False,
+                cost="pass", applies=applies("alti"), bucketed=False,
+                help="each token's contribution by distance to the layer output, rolled out (Ferrando et al. 2022)",
+                )(explainer("alti"))

@@ -161,5 +161,5 @@ def explanation(model, inst, method: str, *, labels=None, baseline: str = "pad",
     return explain(model, [inst], method, labels=labels, baseline=baseline, n_steps=steps, removal=removal)[0]
 
 
-__all__ = ["COSTS", "KINDS", "Method", "REGISTRY", "canonical", "explain", "explanation", "get", "labels", "methods_for", "names",
-           "options_used", "parse", "register_method", "unregister_method", "why_not"]
+__all__ = ["COSTS", "KINDS", "Method", "REGISTRY", "canonical", "explain", "explanation", "get", "labels",
+           "methods_for", "names", "options_used", "parse", "register_method", "unregister_method", "why_not"]
