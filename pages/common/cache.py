@@ -192,13 +192,19 @@ def _predict_maps(path: str, mtime: float, text: str):
     return _predictor(path, mtime).predict([text], return_maps=True)[0]
 
 
-@st.cache_resource(show_spinner="Loading the model…", max_entries=64)
-def _facts(path: str, mtime: float):
+def _model_work(name: str, path: str, mtime: float, *args):
+    """`textcls.serve.worker.<name>` in the model worker when it is on, else `worker.<name>_of` on this process's
+    cached model: the one place that decides where a page's model work runs."""
     from textcls.serve import worker
     w = remote()
     if w is not None:
-        return w.call_env(worker.facts, path, mtime)
-    return worker.facts_of(_predictor(path, mtime))
+        return w.call_env(getattr(worker, name), path, mtime, *args)
+    return getattr(worker, f"{name}_of")(_predictor(path, mtime), *args)
+
+
+@st.cache_resource(show_spinner="Loading the model…", max_entries=64)
+def _facts(path: str, mtime: float):
+    return _model_work("facts", path, mtime)
 
 
 def facts(path: str | Path):
@@ -448,12 +454,7 @@ def view_figures(path: str | Path, text: str, view_id: str, *, model: str, title
 
 @st.cache_data(show_spinner=False, max_entries=4)
 def _pieces(path: str, mtime: float, text: str):
-    w = remote()
-    if w is not None:
-        from textcls.serve import worker
-        return w.call_env(worker.pieces, path, mtime, text)
-    from textcls.models.hf.pieces import piece_attention_of
-    return piece_attention_of(_predictor(path, mtime), text)
+    return _model_work("pieces", path, mtime, text)
 
 
 def piece_attention(path: str | Path, text: str):
@@ -466,11 +467,7 @@ def piece_attention(path: str | Path, text: str):
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def _attention_verdict(path: str, mtime: float, text: str) -> dict:
-    from textcls.serve import worker
-    w = remote()
-    if w is not None:
-        return w.call_env(worker.attention_verdict, path, mtime, text)
-    return worker.verdict_of(_predictor(path, mtime), text)
+    return _model_work("attention_verdict", path, mtime, text)
 
 
 def attention_verdict(path: str | Path, text: str) -> dict:
@@ -482,12 +479,7 @@ def attention_verdict(path: str | Path, text: str) -> dict:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _side_by_side(path: str, mtime: float, text: str):
-    w = remote()
-    if w is not None:
-        from textcls.serve import worker
-        return w.call_env(worker.side_by_side, path, mtime, text)
-    from textcls.interpret.context_mixing.compare import side_by_side as run
-    return run(_predictor(path, mtime), text)
+    return _model_work("side_by_side", path, mtime, text)
 
 
 def side_by_side(path: str | Path, text: str):

@@ -219,7 +219,7 @@ def facts(env: dict[str, str], path: str, stamp: float):
     return facts_of(predictor(path, stamp))
 
 
-def verdict_of(p, text: str) -> dict:
+def attention_verdict_of(p, text: str) -> dict:
     """The model's own attention (the shading on Compare) against random word orders on `text`
     (`faithfulness.versus_random`), with the rule in words under "rule": Inspect's faithfulness line."""
     from textcls.interpret import as_source
@@ -235,23 +235,31 @@ def verdict_of(p, text: str) -> dict:
 @answers
 def attention_verdict(env: dict[str, str], path: str, stamp: float, text: str) -> dict:
     set_env(env)
-    return verdict_of(predictor(path, stamp), text)
+    return attention_verdict_of(predictor(path, stamp), text)
 
 
 @answers
 def pieces(env: dict[str, str], path: str, stamp: float, text: str):
     """`textcls.models.hf.pieces.piece_attention_of`: a `PieceAttention` (plain data, torch-free class)."""
     set_env(env)
+    return pieces_of(predictor(path, stamp), text)
+
+
+def pieces_of(p, text: str):
     from textcls.models.hf.pieces import piece_attention_of
-    return piece_attention_of(predictor(path, stamp), text)
+    return piece_attention_of(p, text)
 
 
 @answers
 def side_by_side(env: dict[str, str], path: str, stamp: float, text: str):
     """`textcls.interpret.context_mixing.compare.side_by_side` (a `SideBySide`, numpy only)."""
     set_env(env)
+    return side_by_side_of(predictor(path, stamp), text)
+
+
+def side_by_side_of(p, text: str):
     from textcls.interpret.context_mixing.compare import side_by_side as run
-    return run(predictor(path, stamp), text)
+    return run(p, text)
 
 
 @answers
