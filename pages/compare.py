@@ -82,6 +82,7 @@ def single(text: str, infos: list, tag: str = "") -> None:
     if not run:
         return
     prog = w.Progress(len(run))
+    cache.ask_maps_together([i.path for i in run], text)      # the worker's requests back to back
     for k, i in enumerate(run):
         with prog.step(f"{w.md_escape(i.name)} ({k + 1} of {len(run)})…"):
             r = w.safe_predict_maps(i, text)

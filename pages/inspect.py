@@ -23,6 +23,8 @@ from pages.common import widgets as w
 from textcls import viz
 from textcls.analysis.lengths import length_note
 
+VERDICT_PASSES = "About 220"    # faithfulness.N_RANDOM + 1 erasure curves of 11 variants each (BINS x 2 + 1)
+
 inside_app(__file__)
 
 st.title("Inspect a model")
@@ -208,7 +210,7 @@ def render(slot: int, info, pred, r, specs) -> None:
         w.show_figure(item, f"{slot}_{info.name}_{item.key}_{k}", filename=f"{info.name}_{item.key}",
                       title_chars=title_chars)
     if any("concentration" in f.meta for f in figs):       # an attention view: how far to trust it on this text
-        faithfulness_line(info, text)
+        faithfulness_line(slot, info, text)
     w.zip_button(figs, f"{info.name}_{vid}", label="All figures of this view (ZIP)")
     return any(f.html is None for f in figs)                 # a Plotly chart was drawn
 
@@ -240,8 +242,16 @@ def piece_panel(slot: int, info, text: str, opts: dict, title_chars: int) -> boo
     return any(f.html is None for f in figs)
 
 
-def faithfulness_line(info, text: str) -> None:
-    """The model's own per-token importance (the shading on Compare) against random word orders, on this text."""
+def faithfulness_line(slot: int, info, text: str) -> None:
+    """The model's own per-token importance (the shading on Compare) against random word orders, on this text. A
+    pretrained encoder runs the test when asked (a toggle, kept for the session): its 20 erasure curves are about
+    220 passes of the encoder, 3-4 s on a CPU, where a small model's take 0.1-0.3 s and run at once."""
+    if w.is_pretrained(info) and not st.toggle(
+            "Test this attention against random word orders", key=f"insp_verdict_{slot}_{info.name}",
+            help=f"{VERDICT_PASSES} passes of the encoder on this text (a few seconds on a CPU), so it runs when "
+                 "asked; the small models run it at once. It stays on for the session."):
+        st.caption("**Faithful on this text?** Turn on the test above: this ranking against random word orders.")
+        return
     try:
         with st.spinner("Testing the attention against random word orders…"):
             v = cache.attention_verdict(info.path, text)        # erasure curves (not the flip test) vs random orders

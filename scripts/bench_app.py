@@ -299,6 +299,7 @@ def sst2_checkpoints() -> dict[str, str]:
 class Bench:
     def __init__(self, page, url: str, timeout: float, quiet: float):
         self.page, self.url, self.timeout, self.quiet = page, url, timeout, quiet
+        self.clicked = time.time()          # when the last action was taken (--trace's timeline)
 
     def track(self, pred: str = "() => true", require_run: bool = True) -> None:
         self.page.evaluate(TRACK_JS.replace("PRED", pred).replace("REQUIRE_RUN", json.dumps(require_run)))
@@ -332,7 +333,7 @@ class Bench:
         """Click the page in the sidebar (or open its URL when there is no such link); seconds to shown."""
         self.track(page_pred(self.title()), require_run=False)
         link = self.page.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True)
-        t = time.time()
+        t = self.clicked = time.time()
         if link.count():
             link.first.click()
         else:
@@ -348,7 +349,7 @@ class Bench:
         if not btn.count():
             raise Step(f"no button {button!r} on the page")
         self.track(require_run=True)
-        t = time.time()
+        t = self.clicked = time.time()
         btn.first.click()
         return self.done() - t
 
@@ -358,7 +359,7 @@ class Bench:
         if not btn.count():
             raise Step(f"no button starting {prefix!r} on the page")
         self.track(require_run=True)
-        t = time.time()
+        t = self.clicked = time.time()
         btn.first.click()
         return self.done() - t
 
@@ -379,7 +380,7 @@ class Bench:
             if pick is None:
                 raise Step(f"the view selector has a single option ({names})")
             self.track(FIGURE_PRED, require_run=True)
-            t = time.time()
+            t = self.clicked = time.time()
             options.nth(pick).click()
         elif radio.count():                               # st.radio: click the label of an unchecked option
             opts = radio.first.locator('label[data-baseweb="radio"]')
@@ -388,7 +389,7 @@ class Bench:
             if pick is None:
                 raise Step(f"the view selector has a single option ({names})")
             self.track(FIGURE_PRED, require_run=True)
-            t = time.time()
+            t = self.clicked = time.time()
             opts.nth(pick).click()
         elif seg.count():                                 # st.segmented_control / st.pills: an inactive button
             opts = seg.first.get_by_role("button")
@@ -398,7 +399,7 @@ class Bench:
             if pick is None:
                 raise Step(f"the view selector has a single option ({names})")
             self.track(FIGURE_PRED, require_run=True)
-            t = time.time()
+            t = self.clicked = time.time()
             opts.nth(pick).click()
         else:
             raise Step("no selector labelled 'View' on the page")
@@ -419,10 +420,17 @@ def run(args) -> dict:
     tmp = tempfile.TemporaryDirectory(prefix="textcls-bench-")
     env = fresh_env(tmp.name)
     log_path = Path(tmp.name) / "streamlit.log"
+    trace_path = Path(tmp.name) / "trace.txt"
+    if args.trace:
+        env["TEXTCLS_TRACE"] = str(trace_path)
     requests: list[str] = []
 
     def figure(key: str, seconds: float, target: float) -> None:
         out["figures"][key] = {"seconds": round(seconds, 3), "target_s": target, "ok": seconds <= target}
+        if args.trace:
+            start = t0 if key == "home" else b.clicked
+            with open(trace_path, "a", encoding="utf-8") as f:
+                f.write(f"FIGURE:{key.replace(' ', '_')} {start:.3f} {start + seconds:.3f}\n")
 
     load = BusyLoad(args.load)      # the busy processes of `bench --latency`: always stopped, also if we are killed
     try:
@@ -452,7 +460,7 @@ def run(args) -> dict:
                 out["errors"]["home"] = str(e)
             out["exceptions"]["Home"] = b.exceptions()
 
-            for file, title in pages[1:]:
+            for file, title in [(f, t) for f, t in pages[1:] if not args.pages or t in args.pages]:
                 stem = Path(file).stem
                 try:
                     figure(f"page {title}", b.goto_page(title, file), TARGETS["page"])
@@ -505,6 +513,10 @@ def run(args) -> dict:
         out["load_left_running"] = [p.pid for p in procs if p.poll() is None]
         log = log_path.read_text() if log_path.exists() else ""
         out["details"]["inotify_lines"] = log.count("Inotify")
+        if args.trace and trace_path.exists():
+            from textcls.runtime.trace import read
+            start = t0 if "t0" in locals() else 0.0
+            out["timeline"] = [(what, round(a - start, 3), round(b_ - start, 3)) for what, a, b_ in read(str(trace_path))]
         tmp.cleanup()
     out["outside_requests"] = sorted({u for u in requests if urlsplit(u).scheme not in ("data", "blob")
                                       and (urlsplit(u).hostname or "") not in LOCAL_HOSTS})
@@ -531,6 +543,10 @@ def report(out: dict) -> str:
     if "attribute_rows" in d:
         lines.append(f"  attribute: {d['attribute_rows']} 'checkpoint · method' rows in the grid (sst2 checkpoints x "
                      f"{ATTRIBUTE_METHODS} methods: {d['attribute_expected']})")
+    if out.get("timeline"):
+        lines.append("  timeline (--trace; seconds from the start: FIGURE = click to shown, server.page-run = a "
+                     "script run, worker.X = a call to the model worker, in-worker.X = work inside it):")
+        lines += [f"    {a:7.2f} {b_:7.2f} {b_ - a:6.2f}  {what}" for what, a, b_ in out["timeline"]]
     bad = {k: v for k, v in out["exceptions"].items() if v}
     lines.append(f"  exceptions shown: {bad or 'none'}")
     lines.append(f"  requests to other hosts: {out['outside_requests'] or 'none'} (of {d.get('requests', 0)})")
@@ -551,6 +567,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=0, help="the server's port (default: a free one)")
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds allowed for each step")
     ap.add_argument("--quiet", type=float, default=0.5, help="seconds a figure must stay shown and idle")
+    ap.add_argument("--trace", action="store_true",
+                    help="also print the timeline of the app's work (TEXTCLS_TRACE: page runs, model-worker calls, "
+                         "the worker's imports and loads) beside the figures")
+    ap.add_argument("--pages", type=lambda v: [p.strip() for p in v.split(",") if p.strip()], default=None,
+                    metavar="TITLES", help="only these pages after Home, comma-separated titles (default: all)")
     ap.add_argument("--floor", action="store_true",
                     help="measure a bare Streamlit app instead (Home's table, Compare's kinds of widget, one Plotly "
                          "chart; this repository's config): the least any app takes here for those figures")

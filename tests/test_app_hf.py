@@ -72,7 +72,11 @@ def test_inspect_draws_layer_and_head_attention_with_the_rule(app, ckpts):
     views = [s for s in at.selectbox if s.key and s.key.startswith("insp_view_")]
     assert views and views[0].value == "TR-ATT"                          # layer x head, head view, all-heads grid
     assert "a key word sums its pieces' weights" in text                # the aggregation rule is stated
-    assert "Faithful on this text?" in text
+    assert "Turn on the test above" in text                             # an encoder's test waits to be asked
+    assert not [c for c in at.caption if "random orders lower it by" in c.value]
+    next(t for t in at.toggle if (t.key or "").startswith("insp_verdict_")).set_value(True).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [c for c in at.caption if "Faithful on this text?" in c.value and "random orders lower it by" in c.value]
     assert any(c.key and "tr-grid" in str(c.key) for c in at.get("plotly_chart")) or len(at.get("plotly_chart")) >= 3
 
 
@@ -182,6 +186,7 @@ def test_inspect_faithfulness_line_needs_no_flip_test(app, monkeypatch):
     at = app("pages/inspect.py")
     at.selectbox(key="insp_ckpt").set_value("tiny-bert").run()
     at.text_area(key="insp_text").input("the food was unbelievable " * 30).run()
+    next(t for t in at.toggle if (t.key or "").startswith("insp_verdict_")).set_value(True).run()
     assert not at.exception, [e.value for e in at.exception]
     text = page_text(at, unescape=True)
     assert "Faithful on this text?" in text and "could not be computed" not in text

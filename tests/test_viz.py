@@ -152,7 +152,8 @@ def test_long_input_is_paged_or_binned_never_full_size():
     assert b.z.shape == (100, 100)
     np.testing.assert_allclose(b.z[0, 0], arr[:20, :20].mean(), rtol=1e-5)
     grid = viz.attention_grid(np.zeros((2, 2, n, n), dtype=np.float32) + 1 / n, toks)
-    assert all(np.asarray(t.z).shape == (viz.MAX_GRID_TOKENS,) * 2 for t in grid.data)
+    m = viz.MAX_GRID_TOKENS
+    assert np.count_nonzero(~np.isnan(np.asarray(grid.data[0].z, dtype=float))) == 2 * 2 * m * m
     hl = viz.token_highlight(toks, np.ones(n), window=(100, 50))
     assert list(hl.data[0].text) == toks[100:150]
 
@@ -263,8 +264,9 @@ def test_tr_att_grid_has_every_layer_and_head():
     specs, maps, tokens, _, _ = model_output("transformer")
     vi = viz.ViewInput("transformer", specs, maps, tokens, title="tr")
     figs = {f.key: f for f in viz.build_view("TR-ATT", vi)}
-    L, H = maps["attention"].shape[:2]
-    assert len(figs["transformer_tr-grid"].fig.data) == L * H
+    A = np.asarray(maps["attention"])
+    L, H = A.shape[:2]
+    assert_grid_tiles(figs["transformer_tr-grid"].fig, A[:, :, :len(tokens), :len(tokens)])
     assert "transformer_tr-cls" in figs
 
 
@@ -478,6 +480,31 @@ def test_slice_bars_keep_their_labels_level_and_whole_and_write_a_zero():
     assert [list(t.text) for t in fig.data] == [["", "", ""], ["0%", "", ""]]     # one checkpoint at zero: its bar
     notes = [a for a in fig.layout.annotations if a.text.startswith("0 % for every")]
     assert [a.x for a in notes] == ["wrong (every<br>checkpoint)"]                 # every checkpoint: said once
+
+
+def assert_grid_tiles(fig, a):
+    """The all-heads grid holds every (layer, head) matrix as a tile, in order, and blanks between the tiles."""
+    nl, nh, m, _ = a.shape
+    (trace,) = fig.data
+    z = np.asarray(trace.z, dtype=float)
+    gap = (z.shape[1] - nh * m) // (nh - 1) if nh > 1 else (z.shape[0] - nl * m) // (nl - 1) if nl > 1 else 0
+    step = m + gap
+    assert z.shape == (nl * step - gap, nh * step - gap)
+    for l in range(nl):
+        for h in range(nh):
+            np.testing.assert_allclose(z[l * step:l * step + m, h * step:h * step + m], a[l, h], rtol=1e-6)
+    assert np.isnan(z).sum() == z.size - nl * nh * m * m                  # nothing but the tiles is coloured
+    assert len(set(trace.x)) == len(trace.x) and len(set(trace.y)) == len(trace.y)   # categories stay apart
+
+
+def test_all_heads_grid_hover_names_layer_head_and_tokens():
+    a = np.random.default_rng(1).dirichlet(np.ones(4), size=(2, 3, 4))
+    fig = viz.attention_grid(a, ["the", "film", "was", "<b>good"])
+    assert_grid_tiles(fig, a)
+    (trace,) = fig.data
+    assert trace.y[0] == "L1 · 1·the" and trace.x[-1] == "H3 · 4·&lt;b&gt;good"
+    assert "layer" in trace.hovertemplate and "head" in trace.hovertemplate
+    assert [x.text for x in fig.layout.annotations] == ["head 1", "head 2", "head 3", "layer 1", "layer 2"]
 
 
 @pytest.mark.parametrize("layers,heads,max_width", [(6, 12, 470), (6, 12, 900), (2, 4, 470), (12, 12, 470)])

@@ -327,6 +327,64 @@ def test_the_listing_falls_back_to_the_server_when_the_worker_cannot_answer(monk
     assert {"act-sst2", "kim_cnn-sst2"} <= {i.name for i in valid}
 
 
+def test_while_the_worker_validates_ahead_the_pages_list_from_the_files(monkeypatch):
+    """The warm-up has the worker load the main task's models and then validate every folder in full; a page's
+    listing meanwhile reads the files here (no torch) instead of queueing behind that check, and asks the worker
+    again once it is done."""
+    import sys
+    from pages.common import cache
+
+    asked = []
+
+    class Worker:
+        def call_env(self, fn, *a, **k):
+            asked.append(fn.__name__)
+            from textcls.checkpoint import list_all_checkpoints
+            return list_all_checkpoints(include_invalid=True)
+
+    monkeypatch.setattr(cache, "remote", lambda: Worker())
+    monkeypatch.setattr(cache, "_torch_here", lambda: False)
+    cache._checkpoints.clear()
+    had_torch = "torch" in sys.modules
+    with cache.validating_ahead():
+        valid, _ = cache.checkpoints(deep=True)
+        assert {"act-sst2", "kim_cnn-sst2"} <= {i.name for i in valid} and asked == []
+    valid, _ = cache.checkpoints(deep=True)
+    assert asked == ["listing"] and {"act-sst2", "kim_cnn-sst2"} <= {i.name for i in valid}
+    assert ("torch" in sys.modules) == had_torch
+    cache._checkpoints.clear()
+
+
+def test_compares_answers_are_asked_of_the_worker_together(monkeypatch):
+    """Compare asks the worker for every checkpoint's answer at once (the requests queue back to back); each
+    `predict_maps` then takes its own answer, or raises its own error, without asking again."""
+    import threading
+    from pages.common import cache
+    from textcls.checkpoint import list_all_checkpoints
+
+    paths = [i.path for i in list_all_checkpoints() if i.name.endswith("-sst2")][:3]
+    together = threading.Barrier(len(paths), timeout=20)     # broken unless every request is in flight at once
+    asked = []
+
+    class Worker:
+        def predict(self, path, stamp, texts, maps=False):
+            together.wait()
+            asked.append(path)
+            if path == str(paths[-1]):
+                raise ValueError("this one fails")
+            return [f"answer of {path}"]
+
+    monkeypatch.setattr(cache, "remote", lambda: Worker())
+    text = "asked together at 12:00"
+    cache.ask_maps_together(paths, text)
+    assert sorted(asked) == sorted(map(str, paths))
+    assert [cache.predict_maps(p, text) for p in paths[:-1]] == [f"answer of {p}" for p in paths[:-1]]
+    with pytest.raises(ValueError, match="this one fails"):
+        cache.predict_maps(paths[-1], text)
+    cache.ask_maps_together(paths[:-1], text)                 # cached already: not asked again
+    assert len(asked) == len(paths)
+
+
 def test_errors_cross_as_plain_data():
     """textcls's own errors keep their type (the pages tell them apart); another library's type, or one that does
     not pickle, arrives as a RuntimeError naming it (reading it must not import torch in the server or break the

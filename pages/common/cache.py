@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import hashlib
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import streamlit as st
@@ -58,10 +60,32 @@ def _torch_here() -> bool:
 
 
 LISTING_DEEP = "textcls"      # the listing's `deep`: our folders in full, Hugging Face folders from their files
+_VALIDATING = threading.Event()     # set while the warm-up has the worker load ahead and then validate everything
+
+
+@contextmanager
+def validating_ahead():
+    """Around the warm-up's first work in the model worker (pages.common.warmup.warm_worker: the main task's models,
+    then the full check of every folder). Meanwhile the pages list from the files (the checks that need no torch)
+    instead of queueing behind that check in the worker: a Compare clicked straight after Home waits for its own
+    models' loads, which run the full check of their folders first, not for the other twelve folders'."""
+    _VALIDATING.set()
+    try:
+        yield
+    finally:
+        _VALIDATING.clear()
+
+
+def _checkpoints_now(roots: tuple[str, ...], deep: bool):
+    return _checkpoints(roots, deep, deep and _VALIDATING.is_set() and not _torch_here())
 
 
 @st.cache_data(ttl=10, show_spinner=False)
-def _checkpoints(roots: tuple[str, ...], deep: bool) -> tuple[list[CheckpointInfo], list[CheckpointInfo]]:
+def _checkpoints(roots: tuple[str, ...], deep: bool, from_files: bool = False) \
+        -> tuple[list[CheckpointInfo], list[CheckpointInfo]]:
+    if from_files:                          # the worker is busy validating ahead (validating_ahead)
+        infos = list_all_checkpoints(include_invalid=True, deep=False)
+        return [i for i in infos if i.valid], [i for i in infos if not i.valid]
     w = remote() if deep and not _torch_here() else None
     infos = None
     if w is not None:                       # validated in full by the worker: torch stays out of this process
@@ -82,7 +106,7 @@ def checkpoints(deep: bool | None = None) -> tuple[list[CheckpointInfo], list[Ch
     models), else the torch-free checks, so Home's first render does not wait for torch."""
     if deep is None:
         deep = "torch" in sys.modules
-    return _checkpoints(tuple(str(r) for r in checkpoint_roots()), deep)
+    return _checkpoints_now(tuple(str(r) for r in checkpoint_roots()), deep)
 
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=32)
@@ -184,8 +208,21 @@ def _predict(path: str, mtime: float, key: str, _texts: tuple[str, ...]):
     return _fast(path, mtime).predict(list(_texts), return_maps=False)
 
 
+_MAPS_AHEAD: dict[tuple, object] = {}     # (path, mtime, text) -> a Prediction or the exception, asked together
+_MAPS_ASKED: dict[tuple, None] = {}       # the keys `_predict_maps` has computed (its cache has them), oldest first
+
+
 @st.cache_data(show_spinner=False, max_entries=24)
 def _predict_maps(path: str, mtime: float, text: str):
+    key = (path, mtime, text)
+    _MAPS_ASKED[key] = None
+    while len(_MAPS_ASKED) > 24:                        # as many as the cache keeps
+        _MAPS_ASKED.pop(next(iter(_MAPS_ASKED)))
+    if key in _MAPS_AHEAD:
+        ahead = _MAPS_AHEAD.pop(key)
+        if isinstance(ahead, BaseException):
+            raise ahead
+        return ahead
     w = remote()
     if w is not None:
         return w.predict(path, mtime, [text], maps=True)[0]
@@ -226,8 +263,32 @@ def predict_maps(path: str | Path, text: str):
     return _predict_maps(str(path), stamp(path), text)
 
 
+def ask_maps_together(paths, text: str) -> None:
+    """Compare's answers: ask the model worker for every checkpoint's `predict_maps(path, text)` at once, so its
+    requests queue back to back (one after the other, the page spent 10-60 ms between two of them); each
+    `predict_maps` then takes its answer, or raises its error. Those already cached are not asked again. Without
+    the worker, or for one checkpoint, nothing to gain: nothing is done."""
+    w = remote()
+    keys = [(str(p), stamp(p), text) for p in paths]
+    keys = [k for k in dict.fromkeys(keys) if k not in _MAPS_ASKED and k not in _MAPS_AHEAD]
+    if w is None or len(keys) < 2:
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    def ask(key):
+        try:
+            return w.predict(key[0], key[1], [text], maps=True)[0]
+        except Exception as e:  # noqa: BLE001 - raised by predict_maps, where the page shows it
+            return e
+    with ThreadPoolExecutor(len(keys), thread_name_prefix="textcls-maps") as pool:
+        for key, answer in zip(keys, pool.map(ask, keys)):
+            _MAPS_AHEAD[key] = answer
+    while len(_MAPS_AHEAD) > 64:                        # asked but never taken (a page stopped): the oldest go
+        _MAPS_AHEAD.pop(next(iter(_MAPS_AHEAD)))
+
+
 __all__ = ["CheckpointError", "checkpoint_roots", "checkpoints", "user_checkpoints", "predictor", "fast_predictor",
-           "predict", "predict_maps", "hand_over", "handed_over", "stamp", "facts", "remote"]
+           "predict", "predict_maps", "ask_maps_together", "hand_over", "handed_over", "stamp", "facts", "remote"]
 
 
 # ---------------------------------------------------------------- data sets (Train / Evaluate pages)

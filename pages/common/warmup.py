@@ -9,11 +9,11 @@ Two moments:
   check waits until someone selects it: pages.common.cache), import Captum (Attribute) and
   what every page imports at its top, then compute Evaluate's default predictions (`_prefetch_evaluate`).
 
-With the model worker (textcls.serve.client; on unless TEXTCLS_WORKER=0) the start-up also starts that process
-and has it work ahead in its own interpreter (`warm_worker`): import torch, validate every checkpoint of ours,
-load the main task's small models, then, in a thread of its own there, transformers and the pretrained encoder.
-None of it holds this interpreter's lock: Home and a Compare clicked at once only share the cores with it. The
-warm-up after the first page then has the worker compute Evaluate's predictions, one batch at a time, and only
+With the model worker (textcls.serve.client; on unless TEXTCLS_WORKER=0) the warm-up after the first page starts
+that process and has it work ahead in its own interpreter (`warm_worker`): import torch, validate every
+checkpoint of ours, load the main task's small models, then, in a thread of its own there, transformers and the
+pretrained encoder. None of it holds this interpreter's lock: a Compare clicked at once only shares the cores
+with it. That warm-up then has the worker compute Evaluate's predictions, one batch at a time, and only
 imports torch here (for the pages that still hold a live model in the server: Attribute, Explore, Lab, the
 lessons) once the server has been quiet for `QUIET_HEAVY` seconds.
 
@@ -72,9 +72,11 @@ def page_run():
     """Around each script run (app.py): the warm-up gives way to it between its steps. A page clicked straight
     after Home then shares the two cores and the interpreter lock with nothing but the step already under way
     (importing torch, which it needs itself), not with Captum's import, the validation or Evaluate's predictions."""
+    from textcls.runtime.trace import span
     _begin()
     try:
-        yield
+        with span("server.page-run"):
+            yield
     finally:
         _end()
 
@@ -185,35 +187,37 @@ def _worker():
 
 
 def warm_worker() -> None:
-    """In the worker, ahead of any click: torch (its start), the full validation of every checkpoint of ours, the
-    main task's small models (Compare's first answers), then - in a thread of its own there - the main task's
-    pretrained encoder (transformers' import, seconds), so "Add the pretrained baseline" finds it loaded. Best
-    effort: a page that needs a model loads it and shows what fails."""
+    """In the worker, ahead of any click: torch (its start), the main task's small models (Compare's first
+    answers; each load runs its folder's full check first), the full validation of every other checkpoint of ours
+    (the pages list from the files meanwhile: cache.validating_ahead), then - in a thread of its own there - the
+    main task's pretrained encoder (transformers' import, seconds), so "Add the pretrained baseline" finds it
+    loaded. Best effort: a page that needs a model loads it and shows what fails."""
     w = _worker()
     if w is None:
         return
+    from textcls.checkpoint import list_all_checkpoints
     from textcls.serve import worker
     from pages.common.defaults import is_pretrained, main_task_checkpoints
-    from pages.common.cache import LISTING_DEEP, stamp
-    infos = [i for i in w.call_env(worker.listing, LISTING_DEEP) if i.valid]   # an HF folder: checked at its load
-    main = set(main_task_checkpoints(infos))
-    small = [(str(i.path), stamp(i.path)) for i in infos if i.name in main and not is_pretrained(i)]
-    large = [(str(i.path), stamp(i.path)) for i in infos if i.name in main and is_pretrained(i)]
-    w.call_env(worker.warm, small)
-    if large and not _STOPPING.is_set():
+    from pages.common.cache import LISTING_DEEP, stamp, validating_ahead
+    with validating_ahead():
+        infos = [i for i in list_all_checkpoints(include_invalid=True) if i.valid]     # from the files, no torch
+        main = set(main_task_checkpoints(infos))
+        small = [(str(i.path), stamp(i.path)) for i in infos if i.name in main and not is_pretrained(i)]
+        large = [(str(i.path), stamp(i.path)) for i in infos if i.name in main and is_pretrained(i)]
+        w.call_env(worker.warm, small)
+        _give_way()                           # a page's requests (Compare's next answer) go first
+        w.call_env(worker.listing, LISTING_DEEP)          # an HF folder: checked at its load
+    if large and _give_way():
         w.call_env(worker.warm_background, large)
 
 
 def start_up(first_page: str | Path) -> None:
-    """At the server's start: start the model worker and have it work ahead (`warm_worker`, in a thread that only
-    waits for it), import what the first page imports (Home: pandas and pyarrow for its table, plotly, the app's
-    own modules, about 1 s of one core) and read every checkpoint's summary (remembered by textcls.checkpoint per
-    file; no torch). Best effort: the page does each itself and reports what fails."""
-    try:
-        if _worker() is not None:               # spawning it first: its torch import overlaps all the rest
-            _start("textcls-worker-warm-up", _quietly(warm_worker))
-    except Exception:  # noqa: BLE001 - the pages call the worker themselves and show what fails
-        pass
+    """At the server's start: import what the first page imports (Home: pandas and pyarrow for its table, plotly,
+    the app's own modules, about 1 s of one core) and read every checkpoint's summary (remembered by
+    textcls.checkpoint per file; no torch). Best effort: the page does each itself and reports what fails. The
+    model worker starts after the first page's run (`warm_up`), not here: its torch import (2.3 s of one core)
+    beside Home's start made Home 0.8 s slower (medians of three interleaved runs, 5.96 s against 5.16 s) for
+    0.25 s on a Compare clicked straight after it (1.70 s against 1.95 s)."""
     _import_page_modules(first_page)
     try:
         from textcls.checkpoint import list_all_checkpoints
@@ -266,6 +270,8 @@ def worker_notice(state) -> str | None:
 # ---------------------------------------------------------------- after the first page
 
 PREFETCH_BATCH = 64      # texts per step: the page's own batch (Predictor.predict), 20-50 ms of work
+PREFETCH_QUIET = 1.0     # quiet seconds before each batch: the browser draws the page the run sent first (Inspect's
+                         # charts took it 4-6 s after the run; batches started 0.1 s after it took one of the cores)
 
 
 def _batches(path, saved: float, texts: tuple[str, ...]):
@@ -320,14 +326,14 @@ def _prefetch_evaluate() -> tuple[tuple[str, ...], list[str]]:
         if not gold <= set(info.labels):            # the page leaves such a checkpoint out
             continue
         try:
-            if not _give_way():
+            if not _give_way(PREFETCH_QUIET):
                 return texts, done
             saved = cache.stamp(info.path)
             out: list = [None] * len(texts)
             for index, preds in _batches(info.path, saved, texts):
                 for i, p in zip(index, preds):
                     out[i] = p
-                if not _give_way():
+                if not _give_way(PREFETCH_QUIET):
                     return texts, done
             if any(p is None for p in out):         # a restarted worker forgot the prefetch: the page computes
                 continue
@@ -342,8 +348,11 @@ def _prefetch_evaluate() -> tuple[tuple[str, ...], list[str]]:
 
 def _steps(pages: list[Path]) -> None:
     if _worker() is not None:
-        # The worker computes Evaluate's predictions (this thread only waits for each batch); this process imports
-        # torch only when the person has been reading for QUIET_HEAVY s (it holds the interpreter lock for ~2 s).
+        # The worker computes Evaluate's predictions (this thread only waits for each batch) after its own warm-up
+        # (queued before it, its listing would hold back a Compare clicked meanwhile); this process imports torch
+        # only when the person has been reading for QUIET_HEAVY s (it holds the interpreter lock for ~2 s).
+        for t in list(_WORKER_WARM):
+            t.join()
         try:
             if _give_way():
                 _prefetch_evaluate()
@@ -376,6 +385,7 @@ def _steps(pages: list[Path]) -> None:
 
 
 _WARM_UP: list[threading.Thread] = []
+_WORKER_WARM: list[threading.Thread] = []      # warm_worker's thread: Evaluate's predictions wait for it
 _WARM_UP_LOCK = threading.Lock()
 
 
@@ -387,6 +397,11 @@ def warm_up(pages: list[str | Path] = ()) -> threading.Thread:
     straight after Home from 8.4-8.9 s to 12.5 s (they share the CPU and the interpreter lock)."""
     with _WARM_UP_LOCK:
         if not _WARM_UP:
+            try:
+                if _worker() is not None:       # spawned now: its torch import overlaps the person reading Home
+                    _WORKER_WARM.append(_start("textcls-worker-warm-up", _quietly(warm_worker)))
+            except Exception:  # noqa: BLE001 - the pages call the worker themselves and show what fails
+                pass
             files = [Path(p) for p in pages]
             _WARM_UP.append(_start("textcls-warm-up", lambda: _steps(files)))
         return _WARM_UP[0]

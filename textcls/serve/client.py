@@ -33,6 +33,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 
+from textcls.runtime.trace import span
 from textcls.serve import worker
 
 ENV = "TEXTCLS_WORKER"
@@ -171,7 +172,10 @@ class ModelWorker:
         """fn(*args) in the worker (a module-level function of textcls.serve.worker, or any picklable callable).
         The process died meanwhile: restarted and sent again, once. No answer within `timeout` (default
         self.timeout): the process is restarted and WorkerTimeout raised. What fn raises is raised here."""
-        limit = self.timeout if timeout is None else timeout
+        with span(f"worker.{getattr(fn, '__name__', 'call')}"):
+            return self._call(fn, args, self.timeout if timeout is None else timeout)
+
+    def _call(self, fn, args, limit: float):
         for attempt in (1, 2):
             pool, generation = self._current()
             try:

@@ -93,9 +93,12 @@ def initialize(parent_pid: int, max_models: int = MAX_MODELS, imports: bool = Tr
     global MAX_MODELS, _PARENT
     MAX_MODELS, _PARENT = max(1, int(max_models)), parent_pid
     threading.Thread(target=_watch_parent, args=(parent_pid,), name="textcls-watch-server", daemon=True).start()
+    from textcls.runtime.trace import process_start, record, span
+    record("in-worker.start-up", process_start())          # the interpreter's start, to here
     if imports:
-        import textcls.inference  # noqa: F401  (torch, the registry, every model)
-        import torch.utils._device  # noqa: F401  (the full validation builds models on the meta device)
+        with span("in-worker.import-torch"):
+            import textcls.inference  # noqa: F401  (torch, the registry, every model)
+            import torch.utils._device  # noqa: F401  (the full validation builds models on the meta device)
 
 
 def set_env(env: dict[str, str]) -> None:
@@ -121,7 +124,9 @@ def predictor(path: str, stamp: float, device: str = "cpu"):
             p = _MODELS.get(key)
         if p is None:
             from textcls.checkpoint import load_checkpoint
-            p = load_checkpoint(path, device=device)
+            from textcls.runtime.trace import span
+            with span(f"in-worker.load.{os.path.basename(path)}"):
+                p = load_checkpoint(path, device=device)
         with _MODELS_LOCK:
             _MODELS[key] = p
             _MODELS.move_to_end(key)
