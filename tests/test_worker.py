@@ -202,7 +202,7 @@ def test_compare_and_inspect_answer_without_torch_in_the_servers_interpreter():
         sys.path.insert(0, "tests")
         from pages.common import warmup
         warmup.QUIET_HEAVY = 600                 # the server's own torch import (for other pages) stays away
-        from textcls.serve import client
+        from textcls.serve import client, worker
         asked = []
         real = client.ModelWorker.call
         def call(self, fn, *a, **k):
@@ -226,6 +226,10 @@ def test_compare_and_inspect_answer_without_torch_in_the_servers_interpreter():
         print("pieces", "[CLS]" in at.get("plotly_chart")[0].proto.spec, [e.value for e in [*at.exception, *at.error]])
         print("server", "torch" in sys.modules, "transformers" in sys.modules)
         print("asked", ",".join(sorted(set(asked))))
+        kinds = {w.label: w for w in client.started()}
+        print("workers", sorted(kinds), kinds["model worker"].pid() != kinds["encoder worker"].pid(),
+              kinds["model worker"].call(worker.imported, "transformers"),
+              kinds["encoder worker"].call(worker.imported, "transformers"))
     """)
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -236,6 +240,18 @@ def test_compare_and_inspect_answer_without_torch_in_the_servers_interpreter():
     assert lines.get("pieces") == "True []", out.stdout[-2000:]
     assert lines.get("server") == "False False", out.stdout[-2000:]
     assert {"facts", "predict", "attention_verdict", "side_by_side", "pieces"} <= set(lines["asked"].split(","))
+    # the encoder (a Hugging Face folder) was answered by a process of its own: the small models' never imported
+    # transformers, so its import and load never held their answers back
+    assert lines.get("workers") == "['encoder worker', 'model worker'] True False True", out.stdout[-2000:]
+
+
+def test_a_hugging_face_folder_goes_to_the_encoder_worker():
+    from pages.common import cache
+    hf = next(p for p in (ROOT / "checkpoints").iterdir() if p.name == "minilm-sst2")
+    assert client.kind_for(hf) == "encoders" and client.kind_for(SST2[0]) == "models"
+    assert client.kind_for(None) == "models"
+    assert cache.remote(hf).label == "encoder worker" and cache.remote(SST2[0]).label == "model worker"
+    assert cache.remote() is cache.remote(SST2[0])
 
 
 def test_worker_requests_run_on_one_thread_under_the_default_policy(monkeypatch):
@@ -321,7 +337,7 @@ def test_the_listing_falls_back_to_the_server_when_the_worker_cannot_answer(monk
         def call_env(self, *a, **k):
             raise WorkerError("the model worker stopped twice while answering this request")
 
-    monkeypatch.setattr(cache, "remote", lambda: Dead())
+    monkeypatch.setattr(cache, "remote", lambda *a: Dead())
     monkeypatch.setattr(cache, "_torch_here", lambda: False)   # as in a server that has not imported torch
     valid, _ = cache._checkpoints.__wrapped__(("x",), True)
     assert {"act-sst2", "kim_cnn-sst2"} <= {i.name for i in valid}
@@ -332,17 +348,20 @@ def test_while_the_worker_validates_ahead_the_pages_list_from_the_files(monkeypa
     listing meanwhile reads the files here (no torch) instead of queueing behind that check, and asks the worker
     again once it is done."""
     import sys
+    import threading
     from pages.common import cache
 
     asked = []
+    me = threading.get_ident()
 
     class Worker:
         def call_env(self, fn, *a, **k):
-            asked.append(fn.__name__)
+            if threading.get_ident() == me:      # an app's warm-up thread left by an earlier test may ask too
+                asked.append(fn.__name__)
             from textcls.checkpoint import list_all_checkpoints
             return list_all_checkpoints(include_invalid=True)
 
-    monkeypatch.setattr(cache, "remote", lambda: Worker())
+    monkeypatch.setattr(cache, "remote", lambda *a: Worker())
     monkeypatch.setattr(cache, "_torch_here", lambda: False)
     cache._checkpoints.clear()
     had_torch = "torch" in sys.modules
@@ -374,7 +393,7 @@ def test_compares_answers_are_asked_of_the_worker_together(monkeypatch):
                 raise ValueError("this one fails")
             return [f"answer of {path}"]
 
-    monkeypatch.setattr(cache, "remote", lambda: Worker())
+    monkeypatch.setattr(cache, "remote", lambda *a: Worker())
     text = "asked together at 12:00"
     cache.ask_maps_together(paths, text)
     assert sorted(asked) == sorted(map(str, paths))

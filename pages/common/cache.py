@@ -48,10 +48,12 @@ def stamp(path: str | Path) -> float:
                default=0.0)
 
 
-def remote():
-    """The server's model worker (textcls.serve.client.shared), or None when TEXTCLS_WORKER turns it off."""
+def remote(path=None):
+    """The server's worker for the checkpoint folder `path` (textcls.serve.client.shared: a Hugging Face folder's is
+    the encoder worker, a process of its own; any other's, and without a path, the model worker), or None when
+    TEXTCLS_WORKER turns them off."""
     from textcls.serve import client
-    return client.shared() if client.enabled() else None
+    return client.shared(kind=client.kind_for(path)) if client.enabled() else None
 
 
 def _torch_here() -> bool:
@@ -202,7 +204,7 @@ def _predict(path: str, mtime: float, key: str, _texts: tuple[str, ...]):
     ahead = _AHEAD.pop((path, mtime, key), None)
     if ahead is not None:
         return ahead
-    w = remote()
+    w = remote(path)
     if w is not None:
         return w.predict(path, mtime, list(_texts))
     return _fast(path, mtime).predict(list(_texts), return_maps=False)
@@ -223,7 +225,7 @@ def _predict_maps(path: str, mtime: float, text: str):
         if isinstance(ahead, BaseException):
             raise ahead
         return ahead
-    w = remote()
+    w = remote(path)
     if w is not None:
         return w.predict(path, mtime, [text], maps=True)[0]
     return _predictor(path, mtime).predict([text], return_maps=True)[0]
@@ -233,7 +235,7 @@ def _model_work(name: str, path: str, mtime: float, *args):
     """`textcls.serve.worker.<name>` in the model worker when it is on, else `worker.<name>_of` on this process's
     cached model: the one place that decides where a page's model work runs."""
     from textcls.serve import worker
-    w = remote()
+    w = remote(path)
     if w is not None:
         return w.call_env(getattr(worker, name), path, mtime, *args)
     return getattr(worker, f"{name}_of")(_predictor(path, mtime), *args)
@@ -268,16 +270,15 @@ def ask_maps_together(paths, text: str) -> None:
     requests queue back to back (one after the other, the page spent 10-60 ms between two of them); each
     `predict_maps` then takes its answer, or raises its error. Those already cached are not asked again. Without
     the worker, or for one checkpoint, nothing to gain: nothing is done."""
-    w = remote()
     keys = [(str(p), stamp(p), text) for p in paths]
     keys = [k for k in dict.fromkeys(keys) if k not in _MAPS_ASKED and k not in _MAPS_AHEAD]
-    if w is None or len(keys) < 2:
+    if remote() is None or len(keys) < 2:
         return
     from concurrent.futures import ThreadPoolExecutor
 
     def ask(key):
         try:
-            return w.predict(key[0], key[1], [text], maps=True)[0]
+            return remote(key[0]).predict(key[0], key[1], [text], maps=True)[0]
         except Exception as e:  # noqa: BLE001 - raised by predict_maps, where the page shows it
             return e
     with ThreadPoolExecutor(len(keys), thread_name_prefix="textcls-maps") as pool:

@@ -9,11 +9,12 @@ Two moments:
   check waits until someone selects it: pages.common.cache), import Captum (Attribute) and
   what every page imports at its top, then compute Evaluate's default predictions (`_prefetch_evaluate`).
 
-With the model worker (textcls.serve.client; on unless TEXTCLS_WORKER=0) the warm-up after the first page starts
-that process and has it work ahead in its own interpreter (`warm_worker`): import torch, validate every
-checkpoint of ours, load the main task's small models, then, in a thread of its own there, transformers and the
-pretrained encoder. None of it holds this interpreter's lock: a Compare clicked at once only shares the cores
-with it. That warm-up then has the worker compute Evaluate's predictions, one batch at a time, and only
+With the model worker (textcls.serve.client; on unless TEXTCLS_WORKER=0) the start-up also starts that process
+and has it work ahead in its own interpreter (`warm_worker`): import torch, load the main task's small models,
+validate every other checkpoint of ours; then a second process, the encoder worker, imports transformers and
+loads the pretrained encoder. None of it holds this interpreter's lock: Home and a Compare clicked at once only
+share the cores with it. The warm-up after the first page then has the worker compute Evaluate's predictions, one
+batch at a time, and
 imports torch here (for the pages that still hold a live model in the server: Attribute, Explore, Lab, the
 lessons) once the server has been quiet for `QUIET_HEAVY` seconds.
 
@@ -187,11 +188,12 @@ def _worker():
 
 
 def warm_worker() -> None:
-    """In the worker, ahead of any click: torch (its start), the main task's small models (Compare's first
+    """In the model worker, ahead of any click: torch (its start), the main task's small models (Compare's first
     answers; each load runs its folder's full check first), the full validation of every other checkpoint of ours
-    (the pages list from the files meanwhile: cache.validating_ahead), then - in a thread of its own there - the
-    main task's pretrained encoder (transformers' import, seconds), so "Add the pretrained baseline" finds it
-    loaded. Best effort: a page that needs a model loads it and shows what fails."""
+    (the pages list from the files meanwhile: cache.validating_ahead); then, in the encoder worker (a second
+    process, started now, from a thread of its own here), the main task's pretrained encoder (transformers' import
+    and the load, 4-8 s of one core), so "Add the pretrained baseline" finds it loaded while the small models go on
+    answering. Best effort: a page that needs a model loads it and shows what fails."""
     w = _worker()
     if w is None:
         return
@@ -207,17 +209,31 @@ def warm_worker() -> None:
         w.call_env(worker.warm, small)
         _give_way()                           # a page's requests (Compare's next answer) go first
         w.call_env(worker.listing, LISTING_DEEP)          # an HF folder: checked at its load
-    if large and _give_way():
-        w.call_env(worker.warm_background, large)
+    if large:
+        _start("textcls-encoder-warm-up", _quietly(lambda: _load_encoders(large)))
+
+
+def _load_encoders(paths: list[tuple[str, float]]) -> None:
+    """The pretrained encoders, ahead, in the encoder worker (a process of its own: textcls.serve.client), once the
+    person has been reading for QUIET_HEAVY s: its torch and transformers imports take one core for 4-8 s."""
+    from textcls.serve import client, worker
+    if _give_way(QUIET_HEAVY):
+        client.shared(kind="encoders").call_env(worker.warm, paths)
 
 
 def start_up(first_page: str | Path) -> None:
-    """At the server's start: import what the first page imports (Home: pandas and pyarrow for its table, plotly,
-    the app's own modules, about 1 s of one core) and read every checkpoint's summary (remembered by
-    textcls.checkpoint per file; no torch). Best effort: the page does each itself and reports what fails. The
-    model worker starts after the first page's run (`warm_up`), not here: its torch import (2.3 s of one core)
-    beside Home's start made Home 0.8 s slower (medians of three interleaved runs, 5.96 s against 5.16 s) for
-    0.25 s on a Compare clicked straight after it (1.70 s against 1.95 s)."""
+    """At the server's start: start the model worker and have it work ahead (`warm_worker`, in a thread that only
+    waits for it), import what the first page imports (Home: pandas and pyarrow for its table, plotly, the app's
+    own modules, about 1 s of one core) and read every checkpoint's summary (remembered by textcls.checkpoint per
+    file; no torch). Best effort: the page does each itself and reports what fails. Started after Home's first run
+    instead, the worker's start and torch import (2.5-3 s of one core) no longer shared the cores with Home (5.17
+    s against 6.24 s, medians of two interleaved runs) but a Compare clicked straight after Home waited for them
+    (3.70 s against 2.00 s)."""
+    try:
+        if _worker() is not None:               # spawning it first: its torch import overlaps all the rest
+            _WORKER_WARM.append(_start("textcls-worker-warm-up", _quietly(warm_worker)))
+    except Exception:  # noqa: BLE001 - the pages call the worker themselves and show what fails
+        pass
     _import_page_modules(first_page)
     try:
         from textcls.checkpoint import list_all_checkpoints
@@ -260,18 +276,20 @@ def worker_notice(state) -> str | None:
     from textcls.serve import client
     if not client.enabled():
         return None
-    w = client.shared(start=False)
-    w.check()                                    # died while idle: replaced now, and said
-    note = w.notice(state.get("_textcls_worker_seen", 1))
-    state["_textcls_worker_seen"] = w.generation
-    return note
+    notes = []
+    for w in client.started():
+        w.check()                                # died while idle: replaced now, and said
+        key = f"_textcls_{w.label.replace(' ', '_')}_seen"
+        note = w.notice(state.get(key, 1))
+        state[key] = w.generation
+        if note:
+            notes.append(note)
+    return " ".join(notes) or None
 
 
 # ---------------------------------------------------------------- after the first page
 
 PREFETCH_BATCH = 64      # texts per step: the page's own batch (Predictor.predict), 20-50 ms of work
-PREFETCH_QUIET = 1.0     # quiet seconds before each batch: the browser draws the page the run sent first (Inspect's
-                         # charts took it 4-6 s after the run; batches started 0.1 s after it took one of the cores)
 
 
 def _batches(path, saved: float, texts: tuple[str, ...]):
@@ -279,7 +297,7 @@ def _batches(path, saved: float, texts: tuple[str, ...]):
     worker when it is on (it keeps the batches' order between calls), else run here under the batch setting."""
     from textcls.runtime.threads import batch
     from pages.common import cache
-    w = cache.remote()
+    w = cache.remote(path)
     if w is None:
         predictor = cache.fast_predictor(path)
         with batch():                               # the page's thread setting for a whole split
@@ -326,14 +344,14 @@ def _prefetch_evaluate() -> tuple[tuple[str, ...], list[str]]:
         if not gold <= set(info.labels):            # the page leaves such a checkpoint out
             continue
         try:
-            if not _give_way(PREFETCH_QUIET):
+            if not _give_way():
                 return texts, done
             saved = cache.stamp(info.path)
             out: list = [None] * len(texts)
             for index, preds in _batches(info.path, saved, texts):
                 for i, p in zip(index, preds):
                     out[i] = p
-                if not _give_way(PREFETCH_QUIET):
+                if not _give_way():
                     return texts, done
             if any(p is None for p in out):         # a restarted worker forgot the prefetch: the page computes
                 continue
@@ -346,18 +364,22 @@ def _prefetch_evaluate() -> tuple[tuple[str, ...], list[str]]:
     return texts, done
 
 
+def _prefetch_when_quiet() -> None:
+    if _give_way():
+        _prefetch_evaluate()
+
+
 def _steps(pages: list[Path]) -> None:
     if _worker() is not None:
-        # The worker computes Evaluate's predictions (this thread only waits for each batch) after its own warm-up
-        # (queued before it, its listing would hold back a Compare clicked meanwhile); this process imports torch
-        # only when the person has been reading for QUIET_HEAVY s (it holds the interpreter lock for ~2 s).
+        # After the worker's own warm-up (queued before it, Evaluate's requests would hold back a Compare clicked
+        # meanwhile, and two torch imports at once would take both cores), two things side by side: the worker
+        # computes Evaluate's predictions (a thread that only waits for each batch), and this process imports
+        # torch for the pages that still hold a model here once the person has been reading for QUIET_HEAVY s (it
+        # holds the interpreter lock for ~2 s). One after the other, Attribute clicked 20 s after Home still
+        # waited for torch (6.5 s against 2.5 s).
         for t in list(_WORKER_WARM):
             t.join()
-        try:
-            if _give_way():
-                _prefetch_evaluate()
-        except Exception:  # noqa: BLE001 - work done ahead: the page does it itself and reports what fails
-            pass
+        _start("textcls-prefetch", _quietly(_prefetch_when_quiet))
         if not _give_way(QUIET_HEAVY):
             return
     elif not _give_way():
@@ -397,11 +419,6 @@ def warm_up(pages: list[str | Path] = ()) -> threading.Thread:
     straight after Home from 8.4-8.9 s to 12.5 s (they share the CPU and the interpreter lock)."""
     with _WARM_UP_LOCK:
         if not _WARM_UP:
-            try:
-                if _worker() is not None:       # spawned now: its torch import overlaps the person reading Home
-                    _WORKER_WARM.append(_start("textcls-worker-warm-up", _quietly(warm_worker)))
-            except Exception:  # noqa: BLE001 - the pages call the worker themselves and show what fails
-                pass
             files = [Path(p) for p in pages]
             _WARM_UP.append(_start("textcls-warm-up", lambda: _steps(files)))
         return _WARM_UP[0]

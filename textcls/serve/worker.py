@@ -35,7 +35,7 @@ import time
 from collections import OrderedDict
 
 _MODELS: OrderedDict = OrderedDict()      # (path, stamp, device) -> Predictor, least recently used first
-_MODELS_LOCK = threading.Lock()            # the requests' thread and `warm_background`'s
+_MODELS_LOCK = threading.Lock()            # the requests' thread and any other
 _LOADING: dict = {}                        # key -> a lock held while that model loads (one load per model)
 MAX_MODELS = 12                            # models kept (TEXTCLS_WORKER_MODELS); the six sst2 + six trec ones
 _PREFETCH: dict = {}                       # key -> (iterator of batches, number of texts)
@@ -308,13 +308,6 @@ def warm(env: dict[str, str], paths: list[tuple[str, float]]) -> list[str]:
     return errors
 
 
-def warm_background(env: dict[str, str], paths: list[tuple[str, float]]) -> None:
-    """`warm` in a thread of this process, returning at once: a large model (the pretrained encoder: transformers'
-    import, seconds) loads while the requests go on being answered (its import is Python code, which lets the
-    requests' thread run between its steps)."""
-    threading.Thread(target=warm, args=(env, paths), name="textcls-warm-large", daemon=True).start()
-
-
 @answers
 def request_threads(env: dict[str, str]) -> tuple[int, int]:
     """(torch threads a request of one text runs on here, torch's own default in this process): what the thread
@@ -323,6 +316,12 @@ def request_threads(env: dict[str, str]) -> tuple[int, int]:
     import torch
     from textcls.runtime.threads import torch_default_threads
     return torch.get_num_threads(), torch_default_threads()
+
+
+def imported(module: str) -> bool:
+    """Whether this process has imported `module` (diagnostics, tests: the model worker never imports transformers)."""
+    import sys
+    return module in sys.modules
 
 
 def pid() -> int:
