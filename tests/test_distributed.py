@@ -38,6 +38,24 @@ TRAIN_ARGS = ["train", "--model", "kim_cnn", "--data", "trec", "--preset", "smal
 # ---------------------------------------------------------------- devices (CUDA and MPS absent here)
 
 
+@pytest.mark.parametrize("device, gpus, words", [("auto", 1, "it has 1 CUDA device"), ("cuda", 1, "it has 1 CUDA"),
+                                                 ("cuda:0", 2, "--device cuda:0 puts all of them on one")])
+def test_two_ranks_on_one_gpu_are_refused_in_one_line_before_nccl(monkeypatch, device, gpus, words):
+    """Seen on a 1-GPU H100: torchrun --nproc_per_node=2 put both ranks on cuda:0 and NCCL failed with "Duplicate GPU
+    detected". The group is never joined; the line says why and what to do."""
+    from textcls.runtime import distributed
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda d: pytest.fail("set_device before the check"))
+    monkeypatch.setattr(dist, "is_nccl_available", lambda: True)
+    monkeypatch.setattr(dist, "init_process_group", lambda *a, **k: pytest.fail("NCCL was started"))
+    for k, v in dict(WORLD_SIZE="2", LOCAL_WORLD_SIZE="2", RANK="1", LOCAL_RANK="1").items():
+        monkeypatch.setenv(k, v)
+    with pytest.raises(ValueError, match=words) as e:
+        distributed.init(device)
+    assert "--nproc_per_node=" in str(e.value) and "--device cpu" in str(e.value) and "\n" not in str(e.value)
+
+
 @pytest.fixture
 def no_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

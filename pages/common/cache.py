@@ -210,6 +210,7 @@ def _predict(path: str, mtime: float, key: str, _texts: tuple[str, ...]):
     return _fast(path, mtime).predict(list(_texts), return_maps=False)
 
 
+ANSWERED = threading.Event()       # a page has shown answers (the warm-up loads the encoders ahead after that)
 _MAPS_AHEAD: dict[tuple, object] = {}     # (path, mtime, text) -> a Prediction or the exception, asked together
 _MAPS_ASKED: dict[tuple, None] = {}       # the keys `_predict_maps` has computed (its cache has them), oldest first
 
@@ -227,7 +228,9 @@ def _predict_maps(path: str, mtime: float, text: str):
         return ahead
     w = remote(path)
     if w is not None:
-        return w.predict(path, mtime, [text], maps=True)[0]
+        out = w.predict(path, mtime, [text], maps=True)[0]
+        ANSWERED.set()
+        return out
     return _predictor(path, mtime).predict([text], return_maps=True)[0]
 
 
@@ -284,6 +287,7 @@ def ask_maps_together(paths, text: str) -> None:
     with ThreadPoolExecutor(len(keys), thread_name_prefix="textcls-maps") as pool:
         for key, answer in zip(keys, pool.map(ask, keys)):
             _MAPS_AHEAD[key] = answer
+    ANSWERED.set()
     while len(_MAPS_AHEAD) > 64:                        # asked but never taken (a page stopped): the oldest go
         _MAPS_AHEAD.pop(next(iter(_MAPS_AHEAD)))
 

@@ -52,6 +52,7 @@ _CHANGED = threading.Condition()
 PATIENCE = 30.0                 # seconds a step waits for quiet before it goes on regardless
 QUIET = 0.1                     # seconds without a page run or an HTTP request before a step starts (see below)
 QUIET_HEAVY = 1.0               # with the worker: quiet seconds before this process imports torch (holds the lock)
+ENCODER_QUIET = 5.0             # quiet seconds before the encoder loads ahead when no page has shown answers yet
 
 
 def _begin() -> None:
@@ -214,10 +215,21 @@ def warm_worker() -> None:
 
 
 def _load_encoders(paths: list[tuple[str, float]]) -> None:
-    """The pretrained encoders, ahead, in the encoder worker (a process of its own: textcls.serve.client), once the
-    person has been reading for QUIET_HEAVY s: its torch and transformers imports take one core for 4-8 s."""
+    """The pretrained encoders, ahead, in the encoder worker (a process of its own: textcls.serve.client), once a
+    page has shown the small models' answers (Compare's first render) and the server is quiet, or once the person
+    has been reading for ENCODER_QUIET s: transformers' import and the load take one core for 4-8 s, which Home
+    and Compare's first render need more (started after one quiet second, during Home's drawing, it made a Compare
+    clicked then take 5 s instead of 1.7 s; started only after a quiet second on Compare, "Add the pretrained
+    baseline" clicked soon after waited for the whole load: 7.75 s against 3.12 s, medians of three)."""
     from textcls.serve import client, worker
-    if _give_way(QUIET_HEAVY):
+    from pages.common import cache
+    deadline = time.monotonic() + PATIENCE
+    while not _STOPPING.is_set() and time.monotonic() < deadline:
+        if cache.ANSWERED.is_set() and _wait_until_quiet(patience=0.5, quiet=QUIET):
+            break
+        if _wait_until_quiet(patience=0.5, quiet=ENCODER_QUIET):
+            break
+    if not _STOPPING.is_set():
         client.shared(kind="encoders").call_env(worker.warm, paths)
 
 

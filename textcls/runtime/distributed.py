@@ -83,6 +83,7 @@ def init(device: str | None = "auto") -> Context:
             (backend == "nccl" and not dist.is_nccl_available()):
         raise ValueError(f"this torch build has no {backend} backend for distributed training on {dev.type}")
     if dev.type == "cuda":
+        _one_gpu_each(device, int(os.environ.get("LOCAL_WORLD_SIZE", "1")), torch.cuda.device_count())
         torch.cuda.set_device(dev)
     if not dist.is_initialized():
         kw = {"device_id": dev} if dev.type == "cuda" else {}
@@ -90,6 +91,18 @@ def init(device: str | None = "auto") -> Context:
                                 timeout=_dt.timedelta(seconds=TIMEOUT_S), **kw)
     _CURRENT = Context(rank, world, local, backend, dev)
     return _CURRENT
+
+
+def _one_gpu_each(device, local_world: int, gpus: int) -> None:
+    """NCCL needs a GPU of its own for each process of a machine: two ranks on one device fail inside NCCL ("Duplicate
+    GPU detected", seen on a 1-GPU H100 with --nproc_per_node=2). Say so before, in one line, with what to do."""
+    named = device not in (None, "", "auto") and torch.device(device).index is not None
+    if local_world > gpus or (named and local_world > 1):
+        where = f"--device {device} puts all of them on one" if named and local_world <= gpus else \
+            f"it has {gpus} CUDA device(s)"
+        raise ValueError(f"torchrun started {local_world} processes on this machine and {where}: NCCL needs a GPU "
+                         f"of its own for each process. Start at most {gpus} per machine (--nproc_per_node={gpus}, "
+                         "--device cuda or auto), or train on the CPU with --device cpu (gloo).")
 
 
 def context() -> Context:

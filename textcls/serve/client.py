@@ -3,8 +3,8 @@ transformers, load and validate checkpoints and answer predictions (textcls.serv
 own interpreter only lays pages out. Two of them (`shared(kind=...)`, `kind_for(path)`): the model worker answers
 for textcls's own models, the encoder worker for the pretrained Hugging Face encoders, whose import and load would
 otherwise hold the small models' answers back (one interpreter lock). Each is built on the standard library's
-`concurrent.futures` ProcessPoolExecutor (one process, the "spawn" start method: a fresh interpreter, never a fork
-of a server with threads). This module imports neither torch nor Streamlit.
+`concurrent.futures` ProcessPoolExecutor (one process each, the "spawn" start method: a fresh interpreter, never a
+fork of a server with threads). This module imports neither torch nor Streamlit.
 
 What it survives:
 - **Killed or crashed** (the pool breaks): the next call, or the one waiting, starts a new process; a request
@@ -151,9 +151,14 @@ class ModelWorker:
 
     def check(self) -> str | None:
         """Replace a process that has died while idle (nobody asked it anything since), so the next request finds
-        a live one; returns notice() then. Cheap: reads the executor's state, sends nothing."""
-        with self._lock:
+        a live one; returns notice() then. Cheap: reads the executor's state, sends nothing, and never waits for a
+        process being started (the first one waits for the fork server's imports: seconds)."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
             pool, generation = self._pool, self.generation
+        finally:
+            self._lock.release()
         if pool is None:
             return None
         procs = _processes(pool)

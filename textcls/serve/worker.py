@@ -80,11 +80,37 @@ def answers(fn=None, *, work: str | None = "interactive"):
 
 
 def _watch_parent(parent_pid: int, every: float = 0.5) -> None:
-    """Exit when the server that started this process is gone (its parent changes when it dies)."""
+    """Exit when the server that started this process is gone: its parent changes when it dies, and the server is
+    watched itself too, through a pidfd (readable the moment it ends, before anyone reaps it; Linux 5.3+), else by
+    its /proc state and signal 0 (a fork server between the two, tried in issue 45, keeps the parent alive)."""
+    import select
+    try:
+        fd = os.pidfd_open(parent_pid)
+    except (AttributeError, OSError):           # not Linux, or an old kernel
+        fd = None
+    parent = os.getppid()
     while True:
-        time.sleep(every)
-        if os.getppid() != parent_pid:
+        if fd is not None:
+            if select.select([fd], [], [], every)[0]:
+                os._exit(0)
+        else:
+            time.sleep(every)
+        if os.getppid() != parent or not _alive(parent_pid):
             os._exit(0)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie - ended, not yet reaped - does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):   # gone, or another user's: a reused number, not our server
+        return False
+    return True
 
 
 def initialize(parent_pid: int, max_models: int = MAX_MODELS, imports: bool = True) -> None:
