@@ -226,10 +226,7 @@ def test_compare_and_inspect_answer_without_torch_in_the_servers_interpreter():
         print("pieces", "[CLS]" in at.get("plotly_chart")[0].proto.spec, [e.value for e in [*at.exception, *at.error]])
         print("server", "torch" in sys.modules, "transformers" in sys.modules)
         print("asked", ",".join(sorted(set(asked))))
-        kinds = {w.label: w for w in client.started()}
-        print("workers", sorted(kinds), kinds["model worker"].pid() != kinds["encoder worker"].pid(),
-              kinds["model worker"].call(worker.imported, "transformers"),
-              kinds["encoder worker"].call(worker.imported, "transformers"))
+        print("worker", client.shared().call(worker.imported, "torch"))
     """)
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -240,18 +237,7 @@ def test_compare_and_inspect_answer_without_torch_in_the_servers_interpreter():
     assert lines.get("pieces") == "True []", out.stdout[-2000:]
     assert lines.get("server") == "False False", out.stdout[-2000:]
     assert {"facts", "predict", "attention_verdict", "side_by_side", "pieces"} <= set(lines["asked"].split(","))
-    # the encoder (a Hugging Face folder) was answered by a process of its own: the small models' never imported
-    # transformers, so its import and load never held their answers back
-    assert lines.get("workers") == "['encoder worker', 'model worker'] True False True", out.stdout[-2000:]
-
-
-def test_a_hugging_face_folder_goes_to_the_encoder_worker():
-    from pages.common import cache
-    hf = next(p for p in (ROOT / "checkpoints").iterdir() if p.name == "minilm-sst2")
-    assert client.kind_for(hf) == "encoders" and client.kind_for(SST2[0]) == "models"
-    assert client.kind_for(None) == "models"
-    assert cache.remote(hf).label == "encoder worker" and cache.remote(SST2[0]).label == "model worker"
-    assert cache.remote() is cache.remote(SST2[0])
+    assert lines.get("worker") == "True", out.stdout[-2000:]
 
 
 def test_worker_requests_run_on_one_thread_under_the_default_policy(monkeypatch):

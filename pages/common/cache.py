@@ -48,12 +48,10 @@ def stamp(path: str | Path) -> float:
                default=0.0)
 
 
-def remote(path=None):
-    """The server's worker for the checkpoint folder `path` (textcls.serve.client.shared: a Hugging Face folder's is
-    the encoder worker, a process of its own; any other's, and without a path, the model worker), or None when
-    TEXTCLS_WORKER turns them off."""
+def remote():
+    """The server's model worker (textcls.serve.client.shared), or None when TEXTCLS_WORKER turns it off."""
     from textcls.serve import client
-    return client.shared(kind=client.kind_for(path)) if client.enabled() else None
+    return client.shared() if client.enabled() else None
 
 
 def _torch_here() -> bool:
@@ -204,13 +202,12 @@ def _predict(path: str, mtime: float, key: str, _texts: tuple[str, ...]):
     ahead = _AHEAD.pop((path, mtime, key), None)
     if ahead is not None:
         return ahead
-    w = remote(path)
+    w = remote()
     if w is not None:
         return w.predict(path, mtime, list(_texts))
     return _fast(path, mtime).predict(list(_texts), return_maps=False)
 
 
-ANSWERED = threading.Event()       # a page has shown answers (the warm-up loads the encoders ahead after that)
 _MAPS_AHEAD: dict[tuple, object] = {}     # (path, mtime, text) -> a Prediction or the exception, asked together
 _MAPS_ASKED: dict[tuple, None] = {}       # the keys `_predict_maps` has computed (its cache has them), oldest first
 
@@ -226,11 +223,9 @@ def _predict_maps(path: str, mtime: float, text: str):
         if isinstance(ahead, BaseException):
             raise ahead
         return ahead
-    w = remote(path)
+    w = remote()
     if w is not None:
-        out = w.predict(path, mtime, [text], maps=True)[0]
-        ANSWERED.set()
-        return out
+        return w.predict(path, mtime, [text], maps=True)[0]
     return _predictor(path, mtime).predict([text], return_maps=True)[0]
 
 
@@ -238,7 +233,7 @@ def _model_work(name: str, path: str, mtime: float, *args):
     """`textcls.serve.worker.<name>` in the model worker when it is on, else `worker.<name>_of` on this process's
     cached model: the one place that decides where a page's model work runs."""
     from textcls.serve import worker
-    w = remote(path)
+    w = remote()
     if w is not None:
         return w.call_env(getattr(worker, name), path, mtime, *args)
     return getattr(worker, f"{name}_of")(_predictor(path, mtime), *args)
@@ -275,19 +270,19 @@ def ask_maps_together(paths, text: str) -> None:
     the worker, or for one checkpoint, nothing to gain: nothing is done."""
     keys = [(str(p), stamp(p), text) for p in paths]
     keys = [k for k in dict.fromkeys(keys) if k not in _MAPS_ASKED and k not in _MAPS_AHEAD]
-    if remote() is None or len(keys) < 2:
+    w = remote()
+    if w is None or len(keys) < 2:
         return
     from concurrent.futures import ThreadPoolExecutor
 
     def ask(key):
         try:
-            return remote(key[0]).predict(key[0], key[1], [text], maps=True)[0]
+            return w.predict(key[0], key[1], [text], maps=True)[0]
         except Exception as e:  # noqa: BLE001 - raised by predict_maps, where the page shows it
             return e
     with ThreadPoolExecutor(len(keys), thread_name_prefix="textcls-maps") as pool:
         for key, answer in zip(keys, pool.map(ask, keys)):
             _MAPS_AHEAD[key] = answer
-    ANSWERED.set()
     while len(_MAPS_AHEAD) > 64:                        # asked but never taken (a page stopped): the oldest go
         _MAPS_AHEAD.pop(next(iter(_MAPS_AHEAD)))
 
@@ -296,47 +291,14 @@ __all__ = ["CheckpointError", "checkpoint_roots", "checkpoints", "user_checkpoin
            "predict", "predict_maps", "ask_maps_together", "hand_over", "handed_over", "stamp", "facts", "remote"]
 
 
-# ---------------------------------------------------------------- data sets (Train / Evaluate pages)
+# ---------------------------------------------------------------- data sets and jobs (pages.common.data)
 
-def _data_stamp(spec: str) -> float:
-    """Modification time of a data file or folder given as a path (0 for names and hub ids)."""
-    p = Path(spec).expanduser()
-    try:
-        if p.is_file():
-            return p.stat().st_mtime
-        if p.is_dir():
-            return max((f.stat().st_mtime for f in p.iterdir()), default=p.stat().st_mtime)
-    except OSError:
-        pass
-    return 0.0
-
-
-@st.cache_data(show_spinner="Loading the data set…", max_entries=16)
-def _dataset(spec: str, stamp: float, limit: int | None, text_column: str, label_column: str, seed: int,
-             root: str | None, as_split: str | None):
-    from textcls.data.datasets import load_data
-    return load_data(spec, root=root, limit=limit, text_column=text_column, label_column=label_column, seed=seed,
-                     as_split=as_split)
-
-
-def dataset(spec: str, *, limit: int | None = None, text_column: str = "text", label_column: str = "label",
-            seed: int = 0, root: str | None = None, as_split: str | None = None):
-    """A `DataBundle` (textcls.data.datasets.load_data), cached per (spec, its files' modification time, settings).
-    Raises DataError like load_data; treat the result as read-only."""
-    return _dataset(str(spec), _data_stamp(str(spec)), limit, text_column, label_column, seed, root, as_split)
+from pages.common.data import dataset, job_registry  # noqa: E402  (Train / Evaluate read them as cache.*)
 
 
 def refresh_checkpoints() -> None:
     """Forget the cached checkpoint listing, so a checkpoint saved just now shows on every page at once."""
     _checkpoints.clear()
-
-
-@st.cache_resource(show_spinner=False)
-def job_registry():
-    """The app's one registry of background training jobs (textcls.train.jobs), shared by every session;
-    sessions keep their job ids in st.session_state. A resource, so it survives the dev server's re-imports."""
-    from textcls.train.jobs import JobRegistry
-    return JobRegistry()
 
 
 __all__ += ["dataset", "job_registry", "refresh_checkpoints"]

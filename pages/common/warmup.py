@@ -11,8 +11,8 @@ Two moments:
 
 With the model worker (textcls.serve.client; on unless TEXTCLS_WORKER=0) the start-up also starts that process
 and has it work ahead in its own interpreter (`warm_worker`): import torch, load the main task's small models,
-validate every other checkpoint of ours; then a second process, the encoder worker, imports transformers and
-loads the pretrained encoder. None of it holds this interpreter's lock: Home and a Compare clicked at once only
+validate every other checkpoint of ours, then, in a thread of its own there, transformers and the pretrained
+encoder. None of it holds this interpreter's lock: Home and a Compare clicked at once only
 share the cores with it. The warm-up after the first page then has the worker compute Evaluate's predictions, one
 batch at a time, and
 imports torch here (for the pages that still hold a live model in the server: Attribute, Explore, Lab, the
@@ -52,7 +52,6 @@ _CHANGED = threading.Condition()
 PATIENCE = 30.0                 # seconds a step waits for quiet before it goes on regardless
 QUIET = 0.1                     # seconds without a page run or an HTTP request before a step starts (see below)
 QUIET_HEAVY = 1.0               # with the worker: quiet seconds before this process imports torch (holds the lock)
-ENCODER_QUIET = 5.0             # quiet seconds before the encoder loads ahead when no page has shown answers yet
 
 
 def _begin() -> None:
@@ -189,12 +188,11 @@ def _worker():
 
 
 def warm_worker() -> None:
-    """In the model worker, ahead of any click: torch (its start), the main task's small models (Compare's first
-    answers; each load runs its folder's full check first), the full validation of every other checkpoint of ours
-    (the pages list from the files meanwhile: cache.validating_ahead); then, in the encoder worker (a second
-    process, started now, from a thread of its own here), the main task's pretrained encoder (transformers' import
-    and the load, 4-8 s of one core), so "Add the pretrained baseline" finds it loaded while the small models go on
-    answering. Best effort: a page that needs a model loads it and shows what fails."""
+    """In the worker, ahead of any click: torch (its start), the main task's small models (Compare's first answers;
+    each load runs its folder's full check first), the full validation of every other checkpoint of ours (the
+    pages list from the files meanwhile: cache.validating_ahead), then - in a thread of its own there - the main
+    task's pretrained encoder (transformers' import, seconds), so "Add the pretrained baseline" finds it loaded.
+    Best effort: a page that needs a model loads it and shows what fails."""
     w = _worker()
     if w is None:
         return
@@ -210,27 +208,8 @@ def warm_worker() -> None:
         w.call_env(worker.warm, small)
         _give_way()                           # a page's requests (Compare's next answer) go first
         w.call_env(worker.listing, LISTING_DEEP)          # an HF folder: checked at its load
-    if large:
-        _start("textcls-encoder-warm-up", _quietly(lambda: _load_encoders(large)))
-
-
-def _load_encoders(paths: list[tuple[str, float]]) -> None:
-    """The pretrained encoders, ahead, in the encoder worker (a process of its own: textcls.serve.client), once a
-    page has shown the small models' answers (Compare's first render) and the server is quiet, or once the person
-    has been reading for ENCODER_QUIET s: transformers' import and the load take one core for 4-8 s, which Home
-    and Compare's first render need more (started after one quiet second, during Home's drawing, it made a Compare
-    clicked then take 5 s instead of 1.7 s; started only after a quiet second on Compare, "Add the pretrained
-    baseline" clicked soon after waited for the whole load: 7.75 s against 3.12 s, medians of three)."""
-    from textcls.serve import client, worker
-    from pages.common import cache
-    deadline = time.monotonic() + PATIENCE
-    while not _STOPPING.is_set() and time.monotonic() < deadline:
-        if cache.ANSWERED.is_set() and _wait_until_quiet(patience=0.5, quiet=QUIET):
-            break
-        if _wait_until_quiet(patience=0.5, quiet=ENCODER_QUIET):
-            break
-    if not _STOPPING.is_set():
-        client.shared(kind="encoders").call_env(worker.warm, paths)
+    if large and _give_way():                 # a page's requests go first
+        w.call_env(worker.warm_background, large)
 
 
 def start_up(first_page: str | Path) -> None:
@@ -288,15 +267,11 @@ def worker_notice(state) -> str | None:
     from textcls.serve import client
     if not client.enabled():
         return None
-    notes = []
-    for w in client.started():
-        w.check()                                # died while idle: replaced now, and said
-        key = f"_textcls_{w.label.replace(' ', '_')}_seen"
-        note = w.notice(state.get(key, 1))
-        state[key] = w.generation
-        if note:
-            notes.append(note)
-    return " ".join(notes) or None
+    w = client.shared(start=False)
+    w.check()                                    # died while idle: replaced now, and said
+    note = w.notice(state.get("_textcls_worker_seen", 1))
+    state["_textcls_worker_seen"] = w.generation
+    return note
 
 
 # ---------------------------------------------------------------- after the first page
@@ -309,7 +284,7 @@ def _batches(path, saved: float, texts: tuple[str, ...]):
     worker when it is on (it keeps the batches' order between calls), else run here under the batch setting."""
     from textcls.runtime.threads import batch
     from pages.common import cache
-    w = cache.remote(path)
+    w = cache.remote()
     if w is None:
         predictor = cache.fast_predictor(path)
         with batch():                               # the page's thread setting for a whole split
@@ -383,15 +358,17 @@ def _prefetch_when_quiet() -> None:
 
 def _steps(pages: list[Path]) -> None:
     if _worker() is not None:
-        # After the worker's own warm-up (queued before it, Evaluate's requests would hold back a Compare clicked
-        # meanwhile, and two torch imports at once would take both cores), two things side by side: the worker
-        # computes Evaluate's predictions (a thread that only waits for each batch), and this process imports
-        # torch for the pages that still hold a model here once the person has been reading for QUIET_HEAVY s (it
-        # holds the interpreter lock for ~2 s). One after the other, Attribute clicked 20 s after Home still
-        # waited for torch (6.5 s against 2.5 s).
+        # The worker computes Evaluate's predictions (this thread only waits for each batch) after its own warm-up
+        # (queued before it, its listing would hold back a Compare clicked meanwhile); this process imports torch
+        # only when the person has been reading for QUIET_HEAVY s after that (it holds the interpreter lock for
+        # ~2 s). Run side by side instead, the server's torch import and its full listing fell on a Compare clicked
+        # straight after Home (its listing took 2.2 s instead of 0.3 s).
         for t in list(_WORKER_WARM):
             t.join()
-        _start("textcls-prefetch", _quietly(_prefetch_when_quiet))
+        try:
+            _prefetch_when_quiet()
+        except Exception:  # noqa: BLE001 - work done ahead: the page does it itself and reports what fails
+            pass
         if not _give_way(QUIET_HEAVY):
             return
     elif not _give_way():

@@ -1,10 +1,8 @@
-"""The server's side of the model workers: processes started with the server that import torch and
-transformers, load and validate checkpoints and answer predictions (textcls.serve.worker), so that the server's
-own interpreter only lays pages out. Two of them (`shared(kind=...)`, `kind_for(path)`): the model worker answers
-for textcls's own models, the encoder worker for the pretrained Hugging Face encoders, whose import and load would
-otherwise hold the small models' answers back (one interpreter lock). Each is built on the standard library's
-`concurrent.futures` ProcessPoolExecutor (one process each, the "spawn" start method: a fresh interpreter, never a
-fork of a server with threads). This module imports neither torch nor Streamlit.
+"""The server's side of the model worker: one process, started with the server, that imports torch and
+transformers, loads and validates checkpoints and answers predictions (textcls.serve.worker), so that the
+server's own interpreter only lays pages out. Built on the standard library's `concurrent.futures`
+ProcessPoolExecutor (one worker process, the "spawn" start method: a fresh interpreter, never a fork of a server
+with threads). This module imports neither torch nor Streamlit.
 
 What it survives:
 - **Killed or crashed** (the pool breaks): the next call, or the one waiting, starts a new process; a request
@@ -81,9 +79,7 @@ class _Group:
 class ModelWorker:
     """One worker process and the calls to it; thread-safe (every session's script thread calls it)."""
 
-    def __init__(self, *, timeout: float | None = None, max_models: int | None = None, imports: bool = True,
-                 label: str = "model worker"):
-        self.label = label                    # what the page's one line calls it ("model worker", "encoder worker")
+    def __init__(self, *, timeout: float | None = None, max_models: int | None = None, imports: bool = True):
         self.timeout = timeout if timeout is not None else _float_env("TEXTCLS_WORKER_TIMEOUT", TIMEOUT)
         self.max_models = int(max_models if max_models is not None
                               else _float_env("TEXTCLS_WORKER_MODELS", MAX_MODELS))
@@ -152,7 +148,7 @@ class ModelWorker:
     def check(self) -> str | None:
         """Replace a process that has died while idle (nobody asked it anything since), so the next request finds
         a live one; returns notice() then. Cheap: reads the executor's state, sends nothing, and never waits for a
-        process being started (the first one waits for the fork server's imports: seconds)."""
+        process being started."""
         if not self._lock.acquire(blocking=False):
             return None
         try:
@@ -171,7 +167,7 @@ class ModelWorker:
         """One line for the page when the worker was restarted recently (and after generation `seen`), else None."""
         if self.restarts and self.generation > max(seen, 1) and \
                 time.monotonic() - self._restarted_at < NOTICE_SECONDS:
-            return (f"The {self.label} {self.last_reason} and was restarted; models load again on first use "
+            return (f"The model worker {self.last_reason} and was restarted; models load again on first use "
                     "(a request it was answering was sent again).")
         return None
 
@@ -285,42 +281,24 @@ def _exit_code(pool: ProcessPoolExecutor) -> str:
     return f" (killed by signal {-c})" if c < 0 else f" (exit status {c})"
 
 
-# The server's workers: "models" answers textcls's own models; "encoders" the pretrained Hugging Face encoders,
-# whose transformers import and load (4-8 s of one core) would otherwise hold the models' process's interpreter
-# lock: every small model's answer then waited behind it (Compare's first render took 4.6 s instead of 1.2 s while
-# the encoder loaded ahead in a thread of the same process).
-KINDS = {"models": "model worker", "encoders": "encoder worker"}
-_SHARED: dict[str, ModelWorker] = {}
+_SHARED: list[ModelWorker] = []
 _SHARED_LOCK = threading.Lock()
 
 
-def kind_for(path=None) -> str:
-    """Which worker answers for a checkpoint folder: "encoders" for a Hugging Face folder, else "models"."""
-    if path is None:
-        return "models"
-    from textcls.checkpoint.hf import is_hf_folder
-    return "encoders" if is_hf_folder(path) else "models"
-
-
-def shared(start: bool = True, kind: str = "models") -> ModelWorker:
-    """The process-wide worker of this server of that kind (KINDS; one each per server process), started on first
-    use."""
+def shared(start: bool = True) -> ModelWorker:
+    """The process-wide worker of this server (one per server process), started on first use."""
     with _SHARED_LOCK:
-        w = _SHARED.get(kind)
-        if w is None or w._stopped:
-            w = _SHARED[kind] = ModelWorker(label=KINDS[kind])
+        if not _SHARED or _SHARED[0]._stopped:
+            _SHARED[:] = [ModelWorker()]
+        w = _SHARED[0]
     return w.start() if start else w
 
 
-def started() -> list[ModelWorker]:
-    """The workers this server has made (started or not), models first."""
-    with _SHARED_LOCK:
-        return [_SHARED[k] for k in KINDS if k in _SHARED]
-
-
 def stop_shared() -> None:
-    """Stop this server's workers, if any was started (the server's lifespan ends; at exit)."""
-    for w in started():
+    """Stop this server's worker, if one was started (the server's lifespan ends; at exit)."""
+    with _SHARED_LOCK:
+        w = _SHARED[0] if _SHARED else None
+    if w is not None:
         w.stop()
 
 

@@ -35,7 +35,7 @@ import time
 from collections import OrderedDict
 
 _MODELS: OrderedDict = OrderedDict()      # (path, stamp, device) -> Predictor, least recently used first
-_MODELS_LOCK = threading.Lock()            # the requests' thread and any other
+_MODELS_LOCK = threading.Lock()            # the requests' thread and `warm_background`'s
 _LOADING: dict = {}                        # key -> a lock held while that model loads (one load per model)
 MAX_MODELS = 12                            # models kept (TEXTCLS_WORKER_MODELS); the six sst2 + six trec ones
 _PREFETCH: dict = {}                       # key -> (iterator of batches, number of texts)
@@ -332,6 +332,39 @@ def warm(env: dict[str, str], paths: list[tuple[str, float]]) -> list[str]:
         except Exception as e:  # noqa: BLE001 - the page that uses it loads it again and shows the error
             errors.append(f"{path}: {type(e).__name__}: {e}")
     return errors
+
+
+def warm_background(env: dict[str, str], paths: list[tuple[str, float]]) -> None:
+    """`warm` in a thread of this process, returning at once: a large model (the pretrained encoder: transformers'
+    import, seconds) loads while the requests go on being answered (its import is Python code, which lets the
+    requests' thread run between its steps). A process of its own for the encoders was tried (issue 45) and lost:
+    its second torch import on two cores made "Add the pretrained baseline" 7.85 s against 3.64 s.
+
+    Meanwhile the interpreter switches threads every BACKGROUND_SWITCH s instead of 5 ms: a request's torch ops each
+    let go of the interpreter lock and wait for it back, and with an import running beside them each wait lasted
+    the whole switch interval (a Compare answered during the load took 5.1 s instead of 1.2 s)."""
+    threading.Thread(target=_warm_beside_requests, args=(env, paths), name="textcls-warm-large", daemon=True).start()
+
+
+BACKGROUND_SWITCH = 0.0002       # sys.setswitchinterval while warm_background loads (Python's default: 0.005)
+_SWITCH_LOCK = threading.Lock()
+_BACKGROUND_LOADS = [0]
+
+
+def _warm_beside_requests(env: dict[str, str], paths: list[tuple[str, float]]) -> None:
+    import sys
+    with _SWITCH_LOCK:
+        if _BACKGROUND_LOADS[0] == 0:
+            _BACKGROUND_LOADS.append(sys.getswitchinterval())
+            sys.setswitchinterval(BACKGROUND_SWITCH)
+        _BACKGROUND_LOADS[0] += 1
+    try:
+        warm(env, paths)
+    finally:
+        with _SWITCH_LOCK:
+            _BACKGROUND_LOADS[0] -= 1
+            if _BACKGROUND_LOADS[0] == 0:
+                sys.setswitchinterval(_BACKGROUND_LOADS.pop())
 
 
 @answers
