@@ -12,10 +12,9 @@ Two moments:
 With the model worker (textcls.serve.client; on unless TEXTCLS_WORKER=0) the start-up also starts that process
 and has it work ahead in its own interpreter (`warm_worker`): import torch, load the main task's small models,
 validate every other checkpoint of ours, then, in a thread of its own there, transformers and the pretrained
-encoder. None of it holds this interpreter's lock: Home and a Compare clicked at once only
-share the cores with it. The warm-up after the first page then has the worker compute Evaluate's predictions, one
-batch at a time, and
-imports torch here (for the pages that still hold a live model in the server: Attribute, Explore, Lab, the
+encoder. None of it holds this interpreter's lock: Home and a Compare clicked at once only share the cores with
+it. The warm-up after the first page then has the worker compute Evaluate's predictions, one batch at a time, and
+only imports torch here (for the pages that still hold a live model in the server: Attribute, Explore, Lab, the
 lessons) once the server has been quiet for `QUIET_HEAVY` seconds.
 
 The second part gives way. Before each step (and each batch of predictions) it waits until the server is quiet:
@@ -351,11 +350,6 @@ def _prefetch_evaluate() -> tuple[tuple[str, ...], list[str]]:
     return texts, done
 
 
-def _prefetch_when_quiet() -> None:
-    if _give_way():
-        _prefetch_evaluate()
-
-
 def _steps(pages: list[Path]) -> None:
     if _worker() is not None:
         # The worker computes Evaluate's predictions (this thread only waits for each batch) after its own warm-up
@@ -366,7 +360,8 @@ def _steps(pages: list[Path]) -> None:
         for t in list(_WORKER_WARM):
             t.join()
         try:
-            _prefetch_when_quiet()
+            if _give_way():
+                _prefetch_evaluate()
         except Exception:  # noqa: BLE001 - work done ahead: the page does it itself and reports what fails
             pass
         if not _give_way(QUIET_HEAVY):
