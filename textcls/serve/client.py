@@ -147,14 +147,9 @@ class ModelWorker:
 
     def check(self) -> str | None:
         """Replace a process that has died while idle (nobody asked it anything since), so the next request finds
-        a live one; returns notice() then. Cheap: reads the executor's state, sends nothing, and never waits for a
-        process being started."""
-        if not self._lock.acquire(blocking=False):
-            return None
-        try:
+        a live one; returns notice() then. Cheap: reads the executor's state, sends nothing."""
+        with self._lock:
             pool, generation = self._pool, self.generation
-        finally:
-            self._lock.release()
         if pool is None:
             return None
         procs = _processes(pool)

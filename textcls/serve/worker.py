@@ -80,37 +80,11 @@ def answers(fn=None, *, work: str | None = "interactive"):
 
 
 def _watch_parent(parent_pid: int, every: float = 0.5) -> None:
-    """Exit when the server that started this process is gone: its parent changes when it dies, and the server is
-    watched itself too, through a pidfd (readable the moment it ends, before anyone reaps it; Linux 5.3+), else by
-    its /proc state and signal 0 (a fork server between the two, tried in issue 45, keeps the parent alive)."""
-    import select
-    try:
-        fd = os.pidfd_open(parent_pid)
-    except (AttributeError, OSError):           # not Linux, or an old kernel
-        fd = None
-    parent = os.getppid()
+    """Exit when the server that started this process is gone (its parent changes when it dies)."""
     while True:
-        if fd is not None:
-            if select.select([fd], [], [], every)[0]:
-                os._exit(0)
-        else:
-            time.sleep(every)
-        if os.getppid() != parent or not _alive(parent_pid):
+        time.sleep(every)
+        if os.getppid() != parent_pid:
             os._exit(0)
-
-
-def _alive(pid: int) -> bool:
-    """Whether process `pid` runs (a zombie - ended, not yet reaped - does not)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, PermissionError):   # gone, or another user's: a reused number, not our server
-        return False
-    return True
 
 
 def initialize(parent_pid: int, max_models: int = MAX_MODELS, imports: bool = True) -> None:
@@ -348,23 +322,25 @@ def warm_background(env: dict[str, str], paths: list[tuple[str, float]]) -> None
 
 BACKGROUND_SWITCH = 0.0002       # sys.setswitchinterval while warm_background loads (Python's default: 0.005)
 _SWITCH_LOCK = threading.Lock()
-_BACKGROUND_LOADS = [0]
+_loads_beside_requests = 0       # warm_background loads under way
+_saved_switch = 0.005            # the interval to restore when the last one ends
 
 
 def _warm_beside_requests(env: dict[str, str], paths: list[tuple[str, float]]) -> None:
     import sys
+    global _loads_beside_requests, _saved_switch
     with _SWITCH_LOCK:
-        if _BACKGROUND_LOADS[0] == 0:
-            _BACKGROUND_LOADS.append(sys.getswitchinterval())
+        if _loads_beside_requests == 0:
+            _saved_switch = sys.getswitchinterval()
             sys.setswitchinterval(BACKGROUND_SWITCH)
-        _BACKGROUND_LOADS[0] += 1
+        _loads_beside_requests += 1
     try:
         warm(env, paths)
     finally:
         with _SWITCH_LOCK:
-            _BACKGROUND_LOADS[0] -= 1
-            if _BACKGROUND_LOADS[0] == 0:
-                sys.setswitchinterval(_BACKGROUND_LOADS.pop())
+            _loads_beside_requests -= 1
+            if _loads_beside_requests == 0:
+                sys.setswitchinterval(_saved_switch)
 
 
 @answers
@@ -378,7 +354,7 @@ def request_threads(env: dict[str, str]) -> tuple[int, int]:
 
 
 def imported(module: str) -> bool:
-    """Whether this process has imported `module` (diagnostics, tests: the model worker never imports transformers)."""
+    """Whether this process has imported `module` (diagnostics, tests: the worker, not the server, imports torch)."""
     import sys
     return module in sys.modules
 
