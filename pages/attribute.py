@@ -18,9 +18,14 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from pages.common import cache, inside_app, shared
+from pages.common import cache, inside_app, shared, work
 from pages.common import widgets as w
-from textcls.data.relation import EntitySpanError
+from textcls import viz
+from textcls.interpret import records as R
+from textcls.interpret.plausibility import evidence_labels, plausibility
+from textcls.interpret.rankings import (FLAG_RHO, N_RANDOM, ONE_TEXT_NOTE, VERDICT_RULE, agreement, kendall_tau,
+                                        versus_random)
+from textcls.viz import explanations as F
 
 inside_app(__file__)
 
@@ -28,16 +33,6 @@ st.title("Attribute: why did each model decide?")
 st.caption("Each model's own attention next to Captum attributions on one aligned token grid; how much the "
            "explanations agree; whether they are faithful (does removing the words they point at change the "
            "decision?); and live interventions and word edits with the probabilities moving.")
-
-with st.spinner("Loading PyTorch and Captum…"):          # seconds on a server's first visit, then nothing
-    from textcls import interpret as I
-    from textcls import viz
-    from textcls.viz import explanations as F
-    from textcls.interpret.attention import attention_importance_instances, explanation_source
-    from textcls.interpret.faithfulness import N_RANDOM, ONE_TEXT_NOTE, VERDICT_RULE, kendall_tau, versus_random
-    from textcls.interpret.plausibility import evidence_labels, plausibility
-    from textcls.interpret.sanity import FLAG_RHO
-    from textcls.interpret import interventions as IV
 
 SENTENCE = "the acting is superb , but the plot is not very good ."
 from textcls.interpret import methods as M      # the registry: names, labels, costs (no torch)
@@ -79,10 +74,10 @@ with st.form("attr_form"):
                                                                       "grad_x_input", "occlusion"],
                              key="attr_methods", format_func=lambda m: LABELS[m])
     c1, c2, c3 = st.columns(3)
-    baseline = c1.selectbox("Baseline (IG, occlusion, Shapley, LIME)", list(I.BASELINES), key="attr_baseline",
+    baseline = c1.selectbox("Baseline (IG, occlusion, Shapley, LIME)", list(R.BASELINES), key="attr_baseline",
                             help="What a word is compared with: the pad word's vector, the unknown word's "
                                  "vector, or the zero vector.")
-    removal = c2.selectbox("Removing a word means", list(I.REMOVALS), key="attr_removal",
+    removal = c2.selectbox("Removing a word means", list(R.REMOVALS), key="attr_removal",
                            format_func=lambda r: REMOVAL_TEXT[r])
     steps = c3.select_slider("Integrated-gradients steps (first try)", [20, 50, 100, 200], value=50,
                              key="attr_steps", help="Doubled automatically until the convergence delta is "
@@ -100,13 +95,12 @@ if not chosen or not methods:
 
 
 # ---------------------------------------------------------------- the checkpoints and how each reads the text
-# (cheap: the models are cached; no explanation is computed here)
+# (cheap: from the model worker, cached; no explanation is computed here)
 
 @dataclass
 class Row:
     info: object
-    pred: object
-    inst: object
+    read: object                     # a textcls.records.TextReading: tokens, unknown words, what applies
     notes: list[str] = field(default_factory=list)
 
 
@@ -116,29 +110,20 @@ for n in chosen:
     info = by_name[n]
     if info in skip:
         continue
-    pred = w.load(info)
-    if pred is None:
+    read = w.reading(info, text)
+    if read is None:                 # a refused folder, broken entity tags, an input it cannot read: shown
         continue
-    try:
-        inst = I.as_source(pred).instances([text])[0]
-    except EntitySpanError as e:  # broken entity tags on a relation checkpoint
-        st.warning(f"{w.md_escape(n)} reads relation sentences, and this one's entity tags are not usable: "
-                   f"{w.md_escape(e)}")
-        continue
-    except Exception as e:  # noqa: BLE001 - a model that cannot read this input is reported, not fatal
-        st.error(f"{w.md_escape(n)} cannot read this input: {type(e).__name__}: {w.md_escape(e)}")
-        continue
-    if inst.n == 0:
+    if read.n == 0:
         st.warning(f"{w.md_escape(n)}: the text has no tokens for this model after tokenisation; nothing to "
                    "explain.")
         continue
     notes = []
-    unknown = w.count_unknown(pred, inst.tokens or []) or 0
+    unknown = read.unknown or 0
     if unknown:
-        notes.append(f"{unknown} of {inst.n} tokens are not in this model's vocabulary: it reads each as the "
+        notes.append(f"{unknown} of {read.n} tokens are not in this model's vocabulary: it reads each as the "
                      "same unknown word" + (" - every token is unknown, so the prediction says nothing about "
-                                            "the words" if unknown == inst.n else ""))
-    rows.append(Row(info, pred, inst, notes))
+                                            "the words" if unknown == read.n else ""))
+    rows.append(Row(info, read, notes))
 if not rows:
     st.stop()
 
@@ -148,17 +133,17 @@ def explain_row(row: Row, prog: w.Progress | None = None) -> tuple[dict, list[st
     notes to show with it (unknown words, skipped or failed methods)."""
     expl, notes = {}, list(row.notes)
     for m in methods:
-        why = M.why_not(row.pred.model, m)
+        why = row.read.not_applicable.get(m)
         if why is not None:
             notes.append(f"{LABELS[m]} does not apply to this model: {why}")
             continue
-        if M.get(m).slow and row.inst.n > MAX_SLOW_TOKENS:
-            notes.append(f"{LABELS[m]} skipped: {row.inst.n} tokens (at most {MAX_SLOW_TOKENS} for this method)")
+        if M.get(m).slow and row.read.n > MAX_SLOW_TOKENS:
+            notes.append(f"{LABELS[m]} skipped: {row.read.n} tokens (at most {MAX_SLOW_TOKENS} for this method)")
             continue
-        label = f"{w.md_escape(row.info.name)}: {LABELS[m]} ({row.inst.n} tokens)…"
+        label = f"{w.md_escape(row.info.name)}: {LABELS[m]} ({row.read.n} tokens)…"
         with prog.step(label) if prog else nullcontext():
             try:
-                expl[m] = cache.explanation(row.info.path, text, m, baseline=baseline, steps=steps, removal=removal)
+                expl[m] = work.explanation(row.info.path, text, m, baseline=baseline, steps=steps, removal=removal)
             except ValueError as e:
                 notes.append(f"{LABELS[m]}: {e}")
             except Exception as e:  # noqa: BLE001
@@ -184,7 +169,7 @@ def row_name(info, m) -> str:
 # Long texts: one token window for every tab (grid, shaded words, interventions, counterfactual); a token list
 # shorter than the window's end shows its last WINDOW tokens (the one rule of viz.axes.token_window).
 window = None           # (first token, WINDOW) once a text is longer than WINDOW tokens
-n_long = max(r.inst.n for r in rows)
+n_long = max(r.read.n for r in rows)
 if n_long > WINDOW:
     start = st.slider(f"Long text ({n_long} tokens): first token shown", 1, n_long - WINDOW + 1, 1, step=1,
                       key="attr_win", help=f"The grid and the shaded words show {WINDOW} tokens at a time.")
@@ -197,7 +182,7 @@ tab_reasons, tab_agree, tab_faith, tab_int, tab_cf = st.tabs(VIEWS, key="attr_vi
 
 if tab_reasons.open:
     with tab_reasons:
-        token_lists = list(dict.fromkeys(tuple(r.inst.tokens) for r in rows))
+        token_lists = list(dict.fromkeys(tuple(r.read.tokens) for r in rows))
         if len(token_lists) > 1:
             cut = all(a == b[:len(a)] or b == a[:len(b)] for a in token_lists for b in token_lists)
             st.caption("The checkpoints read different numbers of tokens (each cuts a long text to its own maximum "
@@ -208,9 +193,9 @@ if tab_reasons.open:
         groups: dict[tuple, list] = {t: [] for t in token_lists}
         summary = []
         for row in rows:
-            info, pred, inst = row.info, row.pred, row.inst
+            info, read = row.info, row.read
             expl, notes = explain_row(row, prog)
-            groups[tuple(inst.tokens)].extend((row_name(info, m), scores_of(v)) for m, v in expl.items())
+            groups[tuple(read.tokens)].extend((row_name(info, m), scores_of(v)) for m, v in expl.items())
             with st.container(border=True):
                 probs = w.safe_predict(info, [text])
                 label = probs[0].label if probs else "?"
@@ -218,13 +203,13 @@ if tab_reasons.open:
                 st.markdown(f"**{w.md_escape(info.name)}** ({w.md_escape(viz.model_title(info.model))}) predicts "
                             f"**{w.md_escape(label)}** ({100 * conf:.1f} %)")
                 if probs and probs[0].truncated:
-                    st.caption(f"The text is longer than this model reads: it saw {inst.n} tokens, the rest was "
+                    st.caption(f"The text is longer than this model reads: it saw {read.n} tokens, the rest was "
                                "cut.")
                 for note in notes:
                     st.caption(w.md_escape(note))
                 for m, v in expl.items():
-                    cap = "own attention: " + explanation_source(pred.model) if m == "attention" else LABELS[m]
-                    shaded(inst.tokens, scores_of(v) if M.get(m).signed else np.clip(scores_of(v), 0, None),
+                    cap = f"own attention: {read.attention_source}" if m == "attention" else LABELS[m]
+                    shaded(read.tokens, scores_of(v) if M.get(m).signed else np.clip(scores_of(v), 0, None),
                            label=cap, window=window)
                     if getattr(v, "delta", None) is not None:
                         summary.append({"checkpoint": info.name, "IG steps": v.n_steps, "|delta|": abs(v.delta),
@@ -250,7 +235,7 @@ if tab_agree.open:
         else:
             k_pct = st.slider("Top-k overlap: k as % of the tokens", 5, 50, 20, step=5, key="attr_kpct",
                               persist_state="page")
-            agr = I.agreement(vecs, k_pct=k_pct)
+            agr = agreement(vecs, k_pct=k_pct)
             small = len(vecs) <= 6
             cols = st.columns(2) if small else [st.container(), st.container()]
             with cols[0]:
@@ -269,12 +254,12 @@ def faithfulness(row: Row, expl: dict, prog: w.Progress):
     out = {}
     for m in expl:
         with prog.step(f"{name}: removing the words {LABELS[m]} ranks first…"):
-            out[m] = cache.erasure(path, text, m, baseline=baseline, steps=steps, removal=removal)
+            out[m] = work.erasure(path, text, m, baseline=baseline, steps=steps, removal=removal)
     with prog.step(f"{name}: random rankings and leave-one-out…"):
-        rand = cache.random_erasure(path, text, removal=removal)
-        loo = scores_of(cache.explanation(path, text, "leave_one_out", removal=removal))
+        rand = work.random_erasure(path, text, removal=removal)
+        loo = scores_of(work.explanation(path, text, "leave_one_out", removal=removal))
     with prog.step(f"{name}: permuted and uniform attention…"):
-        extra = cache.attention_tests(path, text)
+        extra = work.attention_tests(path, text)
     return out, rand, loo, extra
 
 
@@ -322,7 +307,7 @@ def slice_panel(results) -> None:
                 where = f"{s_data}/{s_split}"
             texts = texts[:int(s_n)] if s_n else texts
             gold = (gold[0][:len(texts)], gold[1]) if gold is not None else None
-            run = cache.slice_run(by_name[s_ckpt].path, texts, removal=removal, baseline=baseline, steps=steps,
+            run = work.slice_run(by_name[s_ckpt].path, texts, removal=removal, baseline=baseline, steps=steps,
                                   methods=[m for m in methods if m != "leave_one_out"] + ["random"])
             st.session_state["attr_slice_job"] = (s_ckpt, where, run, gold)
         except Exception as e:  # noqa: BLE001
@@ -344,9 +329,7 @@ def slice_panel(results) -> None:
             st.error(f"Could not score the data set: {type(e).__name__}: {w.md_escape(e)}")
             return
         bar.empty()
-    rep = run.report()
-    from textcls.interpret.measures import slice_measures
-    extra, extra_notes = slice_measures(run, *(gold or (None, None)))     # plausibility and seconds per text
+    rep, extra, extra_notes = run.report(*(gold or (None, None)))     # with plausibility and seconds per text
     for r in rep.rows:
         r.update(extra.get(r["method"], {}))
     if not run.finished:
@@ -381,11 +364,11 @@ if tab_faith.open:
         results = explain_all()
         table_rows, model_rows, curves_of = [], [], {}
         prog = w.Progress(sum(len(expl) * (1 + check_sanity) + 2 for r, expl, _ in results
-                              if r.inst.n <= MAX_SLOW_TOKENS))
+                              if r.read.n <= MAX_SLOW_TOKENS))
         for row, expl, _ in results:
-            info, inst = row.info, row.inst
-            if inst.n > MAX_SLOW_TOKENS:
-                st.caption(f"{w.md_escape(info.name)}: {inst.n} tokens - faithfulness is computed for texts of at "
+            info, read = row.info, row.read
+            if read.n > MAX_SLOW_TOKENS:
+                st.caption(f"{w.md_escape(info.name)}: {read.n} tokens - faithfulness is computed for texts of at "
                            f"most {MAX_SLOW_TOKENS} tokens (it re-runs the model for every erasure); paste a shorter "
                            "excerpt to measure it.")
                 continue
@@ -399,14 +382,14 @@ if tab_faith.open:
             r_suff = float(np.mean([r["aopc_sufficiency"] for r in rand]))
             badges = []
             probs = w.safe_predict(info, [text])
-            polar = evidence_labels(row.pred.labels) is None and probs and inst.tokens
+            polar = evidence_labels(read.labels) is None and probs and read.tokens
             for m, (ec, ef) in out.items():
-                pl = plausibility(inst.tokens, scores_of(expl[m]), probs[0].label) if polar else None
+                pl = plausibility(list(read.tokens), scores_of(expl[m]), probs[0].label) if polar else None
                 rho = None
                 if check_sanity:
                     with prog.step(f"{w.md_escape(info.name)}: {LABELS[m]} with the layers randomised…"):
                         try:
-                            rho = cache.sanity(info.path, text, m, baseline=baseline, steps=steps,
+                            rho = work.sanity(info.path, text, m, baseline=baseline, steps=steps,
                                                removal=removal)["final"][m]
                         except ValueError as e:
                             st.caption(f"{w.md_escape(info.name)} · {LABELS[m]}: no sanity check: "
@@ -428,7 +411,7 @@ if tab_faith.open:
                                        "sanity": ("FLAG: barely changes" if rho is not None and rho >= FLAG_RHO
                                                   else "changes") if rho is not None else ""}
                                       if check_sanity else {}),
-                                   "seconds (when computed)": cache.explanation_seconds(
+                                   "seconds (when computed)": work.explanation_seconds(
                                        info.path, text, m, baseline=baseline, steps=steps, removal=removal)})
             st.markdown(f"**{w.md_escape(info.name)}** " + " ".join(badges))
             mr = {"checkpoint": info.name, "model": viz.model_title(info.model)}
@@ -483,18 +466,17 @@ if tab_int.open:
     with tab_int:
         pick = st.selectbox("Checkpoint", [r.info.name for r in rows], key="attr_int_ckpt", persist_state="page")
         row = next(r for r in rows if r.info.name == pick)
-        pred, inst = row.pred, row.inst
-        model = pred.model
-        offer = model.interventions()                   # what the model declares it lets a user change
-        options = IV.menu(model)
+        read = row.read
+        offer = read                                    # what the model declares it lets a user change
+        options = list(read.interventions)
         if not options:
             st.info("This model exposes nothing to intervene on.")
         else:
             kind = st.radio("Intervention", options, horizontal=True, key="attr_int_kind", persist_state="page")
             choice: dict = {}
-            if kind == IV.PERMUTED:
+            if kind == R.PERMUTED:
                 choice["seed"] = st.number_input("Seed", 0, 10_000, 0, key="attr_int_seed", persist_state="page")
-            elif kind == IV.HEAD:
+            elif kind == R.HEAD:
                 c1, c2 = st.columns(2)
                 choice["head"] = c1.selectbox("Head", list(range(offer.heads)), key="attr_int_head",
                                               persist_state="page",
@@ -504,44 +486,38 @@ if tab_int.open:
                                          persist_state="page", format_func=lambda v: v if isinstance(v, str)
                                          else f"layer {v + 1}")
                     choice["layer"] = None if layer == "every layer" else int(layer)
-            elif kind == IV.FILTER:
+            elif kind == R.FILTER:
                 c1, c2 = st.columns(2)
                 choice["fmap"] = c1.selectbox("Feature map", list(offer.filters), key="attr_int_fmap",
                                               persist_state="page")
                 choice["filter"] = c2.number_input("Filter (f1 = the first, as on Inspect)", 1,
                                                    max(1, offer.filters[choice["fmap"]]), 1, key="attr_int_filter",
                                                    persist_state="page") - 1
-            elif kind == IV.ACTIVATION:
-                current = getattr(model.config, offer.activation_field)
-                choice["activation"] = st.selectbox(f"Replace {current} by",
-                                                    [a for a in offer.activations if a != current],
+            elif kind == R.ACTIVATION:
+                choice["activation"] = st.selectbox(f"Replace {read.activation} by",
+                                                    [a for a in offer.activations if a != read.activation],
                                                     key="attr_int_act", persist_state="page")
             try:
-                iv = IV.build(model, kind, **choice)
                 with st.spinner(f"Running {w.md_escape(pick)} with the intervention…"):
-                    res = I.intervene(model, inst, iv, return_maps=False, labels=pred.labels)
-                st.markdown(f"**{w.md_escape(iv.describe())}** - TVD {res.tvd:.4f}; decision "
-                            + ("**flips**" if res.flipped else "unchanged") + ".")
-                w.show_figure(F.probability_shift(pred.labels, res.probs_before, res.probs_after,
+                    res = work.intervention(row.info.path, text, kind, choice)
+                st.markdown(f"**{w.md_escape(res['describe'])}** - TVD {res['tvd']:.4f}; decision "
+                            + ("**flips**" if res["flipped"] else "unchanged") + ".")
+                w.show_figure(F.probability_shift(res["labels"], res["probs_before"], res["probs_after"],
                                                   f"{pick}: probabilities before and after"), "attr_int_probs")
-                try:
-                    run_model = iv.prepare(model)
-                    before, after = (attention_importance_instances(run_model, [inst], edits=e)[0].scores
-                                     for e in (None, iv.edits(run_model)))
-                    shaded(inst.tokens, before, label="own attention before", window=window)
-                    shaded(inst.tokens, after, label="own attention after", window=window)
-                except ValueError:
-                    pass
+                if res["attention_before"] is not None:
+                    shaded(read.tokens, res["attention_before"], label="own attention before", window=window)
+                    shaded(read.tokens, res["attention_after"], label="own attention after", window=window)
             except ValueError as e:
                 st.warning(w.md_escape(e))
+            except Exception as e:  # noqa: BLE001 - the worker could not answer: one line
+                st.error(f"{w.md_escape(pick)}: the intervention failed: {type(e).__name__}: {w.md_escape(e)}")
 
 # ---------------------------------------------------------------- counterfactual
 
 if tab_cf.open:
     with tab_cf:
-        word_level = [r for r in rows if getattr(getattr(r.pred, "tokenizer", None), "config", None) is None
-                      or r.pred.tokenizer.config.level == "word"]
-        toks = (word_level or rows)[0].inst.tokens
+        word_level = [r for r in rows if r.read.word_level]
+        toks = list((word_level or rows)[0].read.tokens)
         c1, c2 = st.columns([2, 2])
         # the controls belong to this sentence: a new sentence gets fresh ones (never the old sentence's word)
         sent_key = hashlib.sha1("\x1f".join(toks).encode("utf-8")).hexdigest()[:12]
@@ -554,14 +530,14 @@ if tab_cf.open:
         if idx is None:
             st.info("Pick a word to change; leave the replacement empty to delete it. Nothing is run until then.")
         else:
-            edited = I.edit_tokens(toks, idx, repl or None)
+            edited = R.edit_tokens(toks, idx, repl or None)
 
             def cut(t: str, n: int = 2000) -> str:
                 return t if len(t) <= n else t[:n] + f" … ({len(t):,} characters in all)"
             st.text(f"Before: {cut(' '.join(toks))}\nAfter:  {cut(edited)}")
             try:
                 with st.spinner(f"Running the edit through {len(rows)} model(s)…"):
-                    cf = cache.compare_edit({r.info.name: r.info.path for r in rows}, " ".join(toks), edited)
+                    cf = work.compare_edit({r.info.name: r.info.path for r in rows}, " ".join(toks), edited)
             except Exception as e:  # noqa: BLE001
                 st.error(f"{type(e).__name__}: {w.md_escape(e)}")
                 cf = []

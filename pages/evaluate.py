@@ -13,11 +13,11 @@ import streamlit as st
 from pages.common import cache, inside_app, widgets as w
 from pages.common.defaults import available_data, data_spec, default_limit, default_split, evaluated_part
 from textcls.analysis import corpus_views as cv
-from textcls.analysis.corpus_cache import CorpusCache, checkpoint_stamp
+from textcls.analysis.corpus_cache import checkpoint_stamp
 from textcls.data import datasets as tdata
 from textcls.analysis import slices as sl
 from textcls import viz
-from textcls.data.text import readable
+from textcls.data.readable import readable
 from textcls.checkpoint import CheckpointError, load_history
 from textcls.analysis.metrics import (agreement_rows, default_ignore_label, score_predictions, select_scored,
     unknown_labels)
@@ -319,11 +319,11 @@ with tab_c:
 with tab_d:
     ck = st.selectbox("Checkpoint", list(runs), key="eval_ds_ckpt")
     info = runs[ck]["info"]
-    pred = w.load(info)
-    if pred is None:
+    try:
+        ok_att, source, banks = cache.model_job("corpus_support", str(info.path), cache.stamp(info.path))
+    except Exception as e:  # noqa: BLE001 - a checkpoint that cannot load: one line
+        st.error(f"Could not load {w.md_escape(ck)}: {type(e).__name__}: {w.md_escape(e)}")
         st.stop()
-    ok_att, source = cv.supports_token_weights(pred.model)
-    banks = cv.filter_banks(pred.model)
     views = []
     if ok_att:
         views += ["Top attended words (LAMA Table 4)", "A word's weight by label (LAMA Fig. 2)"]
@@ -333,17 +333,18 @@ with tab_d:
         st.info(f"{w.md_escape(viz.model_title(info.model))} has neither its own token weights nor convolution filters to summarise.")
         st.stop()
     view = st.radio("View", views, horizontal=True, key="eval_ds_view")
-    corpus_cache = CorpusCache()
     state = st.session_state.setdefault("_eval_corpus", {})
     base_key = (str(info.path), tuple(map(tuple, checkpoint_stamp(info.path))), spec, split_name, int(limit or 0),
                 st.session_state.get("eval_slice", "all"))
 
-    def run_pass(kind: str, fn, **kw):
-        """The result of a corpus pass: from this session, else the disk cache, else computed on a click."""
-        key = (kind,) + base_key + tuple(sorted(kw.items()))
+    def run_pass(kind: str, job: str, *args, settings: tuple = ()):
+        """The result of a corpus pass (the model job `job` with `args`): from this session, else the disk cache,
+        else computed on a click, with a progress bar."""
+        key = (kind,) + base_key + settings
         if key in state:
             return state[key]
-        res = fn(pred, texts, cache=corpus_cache, cached_only=True, **kw)
+        at = (str(info.path), cache.stamp(info.path), list(texts), *args)
+        res = cache.model_job(job, *at, True)
         if res is None:
             what = "token weights" if kind == "tw" else "filter activations"
             if not st.button(f"Compute the {what} over {len(texts):,} texts", key=f"eval_run_{kind}",
@@ -355,7 +356,7 @@ with tab_d:
 
             def progress(done: int, total: int) -> None:
                 bar.progress(done / max(total, 1), text=f"{done:,} / {total:,} texts")
-            res = fn(pred, texts, cache=corpus_cache, progress=progress, **kw)
+            res = cache.model_job(job, *at, False, progress=progress)
             state[key] = res
             st.rerun()             # draw the result without the button
         state[key] = res
@@ -363,7 +364,7 @@ with tab_d:
 
     if view.startswith("Top attended") or view.startswith("A word"):
         st.caption(f"Token weights of {w.md_escape(ck)}: {w.md_escape(source)} (normalised to sum to 1 per text).")
-        cw_ = run_pass("tw", lambda p, t, **kw: cv.token_weights(p, t, gold_names, **kw))
+        cw_ = run_pass("tw", "token_weights", list(gold_names))
         if cw_ is not None:
             if cw_.seconds:
                 st.caption(f"Computed in {cw_.seconds:.1f} s.")
@@ -422,7 +423,7 @@ with tab_d:
                         csv_button(summ, "Summary (CSV)", f"lama-f2_summary_{ck}_{word}", "eval_csv_f2")
     else:
         top = st.slider("n-grams per filter", 1, 10, 5, key="eval_fn_top")
-        fn_ = run_pass("fn", cv.filter_ngrams, top=int(top))
+        fn_ = run_pass("fn", "filter_ngrams", int(top), settings=(int(top),))
         if fn_ is not None:
             if fn_.seconds:
                 st.caption(f"Computed in {fn_.seconds:.1f} s.")

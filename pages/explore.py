@@ -12,13 +12,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from pages.common import cache, inside_app, urlstate
+from pages.common import cache, inside_app, urlstate, work
 from pages.common import widgets as w
 from textcls.analysis import calibration as cal
 from textcls.data import datasets as tdata
 from textcls.analysis import slices as sl
 from textcls import viz
-from textcls.data.text import readable
+from textcls.data.readable import readable
 from textcls.analysis.metrics import score_predictions, unknown_labels
 
 inside_app(__file__)
@@ -262,7 +262,7 @@ elif view == "Projector":
     for k, ck in enumerate(models):
         bar.progress(k / len(models), text=f"{ck}: representations and {rp.PROJECTION_LABELS[method]}…")
         try:
-            xy = cache.projection(by_name[ck].path, sub, method)
+            xy = work.projection(by_name[ck].path, sub, method)
         except Exception as e:  # noqa: BLE001 - shown, never a traceback
             st.error(f"{w.md_escape(ck)}: {w.md_escape(e)}")
             failed = True
@@ -331,8 +331,8 @@ elif view == "Neighbours":
     for j, ck in enumerate(models):
         bar.progress(j / len(models), text=f"{ck}…")
         try:
-            X = cache.representations(by_name[ck].path, tuple(pool.texts))
-            q = cache.representations(by_name[ck].path, (text,))[0]
+            X = work.representations(by_name[ck].path, tuple(pool.texts))
+            q = work.representations(by_name[ck].path, (text,))[0]
         except Exception as e:  # noqa: BLE001
             cols[j].error(f"{w.md_escape(ck)}: {w.md_escape(e)}")
             continue
@@ -374,7 +374,7 @@ elif view == "Counterfactuals":
         for ck in preds:
             bar.progress(len(reports) / total, text=f"{cf.GENERATORS[g].label} · {ck} on {len(items):,} text(s)…")
             try:
-                reports.append(cache.flip_report(by_name[ck].path, tuple(items), g, rules=rules))
+                reports.append(work.flip_report(by_name[ck].path, tuple(items), g, rules=rules))
             except ValueError as e:           # CounterfactualError, or GloVe missing (DataError)
                 st.error(f"{cf.GENERATORS[g].label}: {w.md_escape(e)}")
                 break

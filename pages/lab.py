@@ -1,19 +1,15 @@
 """Lab: teaching demos of activations, negation, HCAN's two branches and AGCNN's gates. Each demo has a short
-text a teacher can read aloud; the numbers come from `textcls.interpret.lab`."""
+text a teacher can read aloud; the numbers come from `textcls.interpret.lab`, computed by the model worker
+(pages.common.work: this page imports no torch)."""
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-import torch
 
-import textcls
-from pages.common import inside_app, widgets as w
+from pages.common import inside_app, widgets as w, work
 from textcls import viz
 from textcls.viz import explanations as F
-from textcls.interpret import lab
-from textcls.interpret import Source, as_source
-from textcls.models.layers import ACTIVATIONS
-from textcls.data.text import Tokenizer, TokenizerConfig
+from textcls.interpret import lab_texts as lab
 
 inside_app(__file__)
 
@@ -56,29 +52,29 @@ def checkpoints_of(models: tuple[str, ...]):
     return [i for i in valid if i.model in models]
 
 
-def untrained(name: str, texts: list[str]) -> Source:
-    """A fresh small model with random weights and a vocabulary of these texts (shows mechanics only)."""
-    hier = textcls.get_entry(name).input_kind == "sentences"
-    tok = Tokenizer.build(texts, TokenizerConfig(hierarchical=hier))
-    torch.manual_seed(0)
-    model = textcls.create_model(name, vocab_size=len(tok.vocab), num_labels=2, preset="small").eval()
-    return Source(model, tok.encode, ["negative", "positive"], f"untrained small {name}")
-
-
 def pick_source(models: tuple[str, ...], key: str, texts: list[str]):
-    """A checkpoint of one of `models`, or (when none exists) an untrained small model on request."""
+    """A checkpoint of one of `models`, or (when none exists) an untrained small model on request: the demo's
+    model as the work module names it (`work.lab_source` / `work.untrained_source`)."""
     infos = checkpoints_of(models)
     if infos:
         by = {i.name: i for i in infos}
         n = st.selectbox("Checkpoint", list(by), key=key, format_func=lambda k: w.ckpt_label(by[k]))
-        pred = w.load(by[n])
-        return None if pred is None else as_source(pred)
+        return work.lab_source(by[n].path)
     st.info(f"No {' / '.join(models)} checkpoint yet. Train one on the Train page, or look at the mechanics "
             "with an untrained model (random weights: the numbers mean nothing about language).",
             icon=":material/info:")
     if st.toggle("Use an untrained small model", value=True, key=f"{key}_untrained"):
-        return untrained(models[0], texts)
+        return work.untrained_source(models[0], texts)
     return None
+
+
+def tokens_of(src: tuple, text: str) -> tuple[list[str], int] | None:
+    """(tokens, n) of text as the demo's model reads it, or None with the reason shown."""
+    try:
+        return work.lab_reading(src, text)
+    except Exception as e:  # noqa: BLE001 - a checkpoint that cannot load or read this input: one line
+        st.error(f"The model cannot read this input: {type(e).__name__}: {w.md_escape(e)}")
+        return None
 
 
 MAX_LINES = 40
@@ -91,13 +87,13 @@ tab_act, tab_neg, tab_hcan, tab_gate = st.tabs(
 with tab_act:
     read_aloud("activations")
     c1, c2 = st.columns([3, 1])
-    acts = c1.multiselect("Activations", list(ACTIVATIONS), default=["relu", "nlrelu", "selu", "tanh"],
+    acts = c1.multiselect("Activations", work.activation_names(), default=["relu", "nlrelu", "selu", "tanh"],
                           key="lab_acts")
     seed = c2.number_input("Seed", 0, 10_000, 0, key="lab_seed")
     if not acts:
         st.info("Pick at least one activation.")
     else:
-        rows = lab.activation_statistics(tuple(acts), seed=int(seed))
+        rows = work.activation_statistics(tuple(acts), int(seed))
         st.caption("AGCNN paper, Fig. 2: a dense network of 10 layers x 100 units, a batch of 100 inputs from "
                    "N(0, 1), biases 0.1, weights from N(0, 1) or N(0, 1.5) (read as variance 1.5).")
         for weights in ("N(0, 1)", "N(0, 1.5)"):
@@ -127,13 +123,9 @@ with tab_neg:
         sents = all_lines[:MAX_LINES]
         if len(all_lines) > MAX_LINES:
             st.caption(f"{len(all_lines)} inputs; the first {MAX_LINES} are shown.")
-        sources = {}
-        for n in chosen:
-            pred = w.load(by[n])
-            if pred is not None:
-                sources[n] = pred
+        sources = {n: by[n].path for n in chosen if w.facts(by[n]) is not None}     # a refused one: its line
         if sents and sources:
-            rows = lab.negation_demo(sources, sents)
+            rows = work.negation_demo(sources, sents)
             w.show_figure(F.negation_figure(rows), "lab_negation")
             with st.expander("Where each model looks (its own attention)"):
                 for r in rows:
@@ -150,19 +142,20 @@ with tab_hcan:
     text = st.text_input("Text", value="the film looks great . the story is not good .", key="lab_hcan_text")
     src = pick_source(("hcan", "can"), "lab_hcan_ckpt", [text])
     text = w.clean_text(text)
-    if src is not None and text:
-        (inst,) = src.instances([text])
-        if inst.n == 0:
+    read = tokens_of(src, text) if src is not None and text else None
+    if read is not None:
+        toks, n_tok = read
+        if n_tok == 0:
             no_tokens_warning()
         else:
-            word = st.selectbox("Word whose attention rows to show", list(range(inst.n)), key="lab_hcan_word",
-                                format_func=lambda i, toks=inst.tokens: f"{i + 1}: {toks[i]}")
+            word = st.selectbox("Word whose attention rows to show", list(range(n_tok)), key="lab_hcan_word",
+                                format_func=lambda i, toks=toks: f"{i + 1}: {toks[i]}")
             try:
-                res = lab.hcan_branches(src.model, inst, int(word))
-                w.show_figure(F.branches_figure(res, window=long_text_window(inst.n, "lab_hcan_win")),
+                res = work.hcan_branches(src, text, int(word))
+                w.show_figure(F.branches_figure(res, window=long_text_window(n_tok, "lab_hcan_win")),
                               "lab_branches")
                 w.show_figure(F.branch_rows_figure(res), "lab_branch_rows")
-                st.dataframe(pd.DataFrame({"token": inst.tokens, "branch b flips the sign (share of channels)":
+                st.dataframe(pd.DataFrame({"token": toks, "branch b flips the sign (share of channels)":
                                            res["sign_flip_share"], "mean |H_b|": res["gate_b"]}), hide_index=True)
             except ValueError as e:
                 st.warning(str(e))
@@ -176,18 +169,17 @@ with tab_gate:
                               "whatever a gate does.")
     src = pick_source(("agcnn",), "lab_gate_ckpt", [text])
     text = w.clean_text(text)
-    if src is not None and text:
-        (inst,) = src.instances([text])
-        if inst.n == 0:
+    read = tokens_of(src, text) if src is not None and text else None
+    if read is not None:
+        if read[1] == 0:
             no_tokens_warning()
             st.stop()
         try:
-            closures = lab.gate_closures(src.model, inst, labels=src.labels)
+            closures, res = work.agcnn_gates(src, text)
             for line in lab.gate_closure_lines(closures):
                 st.markdown(w.md_escape(line))
             w.show_figure(F.gate_closure_figure(closures), "lab_gate_closures")
-            res = lab.gate_suppression(src.model, inst, labels=src.labels)
-            labels = src.labels or [str(i) for i in range(len(res["probs"]))]
+            labels = closures["labels"] or [str(i) for i in range(len(res["probs"]))]
             st.markdown(f"Forcing **every** gate to 1 (a plain CNN) moves the prediction by "
                         f"{res['tvd_gates_open']:.3f}; closing them all (0) by {res['tvd_gates_closed']:.3f} - "
                         f"{w.md_escape(lab.TVD_WORDS)}.")

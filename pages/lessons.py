@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages.common import cache, inside_app, widgets as w
+from pages.common import inside_app, widgets as w, work
 from textcls.teach import lessons
 
 inside_app(__file__)
@@ -84,7 +84,7 @@ if step.slider is not None:
     value = st.slider(s.label, s.low, s.high, s.default, s.step, help=s.help, key=f"lesson_{lesson.id}_{idx}_slider")
 
 with st.spinner("Running the models…"):
-    result = cache.lesson_step(lesson.id, idx, value)
+    result = work.lesson_step(lesson.id, idx, value)
 
 if result.missing:
     st.warning(w.md_escape(result.missing), icon=":material/info:")

@@ -176,7 +176,7 @@ def test_attribute_opens_without_the_pretrained_encoders(app):
 def test_inspect_faithfulness_line_needs_no_flip_test(app, monkeypatch):
     """The line under Inspect's view reads only the erasure curves (about 11 passes): the flip test (7 passes per
     word) took minutes on a 368-word text through MiniLM, so it must not run there. The model work in this process
-    (TEXTCLS_WORKER=0), where the trap is set; the model worker runs the same function (worker.attention_verdict_of)."""
+    (TEXTCLS_WORKER=0), where the trap is set; the model worker runs the same function (textcls.serve.work.attention_verdict)."""
     from textcls.interpret import faithfulness
 
     def boom(*a, **k):

@@ -96,7 +96,9 @@ def test_attribute_page_one_sentence_every_checkpoint(run_page):
 
 
 def test_attribute_page_computes_only_the_open_view(run_page, monkeypatch):
-    """A tab that is not open costs nothing: its library functions are not called until it is opened."""
+    """A tab that is not open costs nothing: its library functions are not called until it is opened. (Counted
+    in this process: the model work here (TEXTCLS_WORKER=0); the worker runs the same textcls.serve.work jobs.)"""
+    monkeypatch.setenv("TEXTCLS_WORKER", "0")
     from textcls import interpret
     from textcls.interpret import attributions, faithfulness, interventions
 
@@ -197,8 +199,10 @@ def test_attribute_page_counterfactual_and_slice(run_page):
 def test_attribute_page_data_set_panel_runs_a_whole_split_and_stops(run_page, tmp_path, monkeypatch):
     """The "over a data set" panel: the whole split (Texts = 0), a progress bar, chunk by chunk; a Stop between
     chunks (simulated: AppTest cannot click while the script runs) leaves the texts done in the table and a
-    Continue button that finishes the run."""
+    Continue button that finishes the run. (The run here, TEXTCLS_WORKER=0, where the Stop is simulated; through
+    the worker: test_worker.)"""
     from textcls.interpret import batched
+    monkeypatch.setenv("TEXTCLS_WORKER", "0")
     data = tmp_path / "data" / "tinyset"
     data.mkdir(parents=True)
     (data / "dataset.json").write_text('{"name": "tinyset", "task": "sentiment", "labels": ["negative", "positive"]}')
@@ -208,14 +212,18 @@ def test_attribute_page_data_set_panel_runs_a_whole_split_and_stops(run_page, tm
     (data / "test.csv").write_text("text,label\n" + "\n".join(rows) + "\n")
     monkeypatch.setenv("TEXTCLS_DATA", str(tmp_path / "data"))
     monkeypatch.setattr(batched, "CHUNK_TEXTS", 10)
-    step = batched.SliceRun.step
+    from pages.common import work
+    run = work.SliceJob.run
 
-    def step_then_stop(self):                       # as if Stop was clicked while the first chunk ran
-        done = step(self)
-        if done == 10:
-            self.stop()
-        return done
-    monkeypatch.setattr(batched.SliceRun, "step", step_then_stop)
+    stopped = []
+
+    def run_then_stop(self, progress=None):          # as if Stop was clicked while the first chunk ran
+        def progress_then_stop(done, total):
+            progress(done, total)
+            if done == 10 and not stopped:
+                stopped.append(self.stop())
+        return run(self, progress_then_stop)
+    monkeypatch.setattr(work.SliceJob, "run", run_then_stop)
     at = run_page("pages/attribute.py")
     open_view(at, "Faithfulness")
     at.session_state["attr_slice_open"] = True

@@ -73,15 +73,16 @@ def test_dashboard_helpers_do_not_import_torch():
 
 
 def test_the_app_warm_up_imports_what_the_first_model_page_needs(tmp_path):
-    """The app's warm-up thread (started after Home is drawn) imports what the first page that runs models would
-    otherwise import while the person waits: the pages' listing (our folders validated in full; a Hugging Face
+    """Without the model worker (TEXTCLS_WORKER=0), the app's warm-up thread (started after Home is drawn) imports
+    what the first page that runs models would otherwise import while the person waits: the pages' listing (our folders validated in full; a Hugging Face
     folder's deep check, transformers' import, waits until someone selects it) and predicting with one import no
     new module afterwards (and the validation on the meta device needs neither torch._dynamo nor sympy). It
     imports what each page it is given imports at its top, too."""
     page = tmp_path / "page.py"
     page.write_text("import tabnanny\n")
     out = run_python(f"""
-        import sys
+        import os, sys
+        os.environ["TEXTCLS_WORKER"] = "0"                  # with the worker, the model work is not this process's
         from pages.common import warmup
         assert "tabnanny" not in sys.modules
         warmup.warm_up([{str(page)!r}]).join()

@@ -178,7 +178,7 @@ def test_predictions_from_the_worker_equal_the_servers_own_and_sessions_are_batc
         while w._busy and time.monotonic() < end:             # the batch's thread marks the checkpoint idle
             time.sleep(0.01)
         assert not w._busy and not w._pending
-        facts = w.call_env(worker.facts, path, 1.0)
+        facts = w.run_job("facts", path, 1.0)
         assert facts.stoi and {s.name for s in facts.map_specs()} >= set(local[0].maps)
     finally:
         w.stop()
@@ -204,11 +204,14 @@ def test_compare_and_inspect_answer_without_torch_in_the_servers_interpreter():
         warmup.QUIET_HEAVY = 600                 # the server's own torch import (for other pages) stays away
         from textcls.serve import client, worker
         asked = []
-        real = client.ModelWorker.call
+        real, real_job = client.ModelWorker.call, client.ModelWorker.run_job
         def call(self, fn, *a, **k):
             asked.append(getattr(fn, "__name__", ""))
             return real(self, fn, *a, **k)
-        client.ModelWorker.call = call
+        def run_job(self, job, *a, **k):
+            asked.append(job)
+            return real_job(self, job, *a, **k)
+        client.ModelWorker.call, client.ModelWorker.run_job = call, run_job
         from app_pages import open_page, page_text
         at = open_page("pages/compare.py")
         text = page_text(at)
@@ -240,6 +243,80 @@ def test_compare_and_inspect_answer_without_torch_in_the_servers_interpreter():
     assert lines.get("worker") == "True", out.stdout[-2000:]
 
 
+def test_every_other_page_answers_without_torch_in_the_servers_interpreter():
+    """A fresh server-like interpreter: Attribute's every tab (the explanations, the faithfulness table, an
+    intervention, a word edited, a data-set run through the worker), Explore's projector, neighbours and
+    counterfactuals, a lesson's step, Evaluate's token weights over the split and the Lab's four demos - and torch
+    was never imported there: each is a job of textcls.serve.work that the worker computed (asked of it, below)."""
+    code = textwrap.dedent("""
+        import sys
+        sys.path.insert(0, "tests")
+        from pages.common import warmup
+        warmup.QUIET_HEAVY = warmup.PATIENCE = 900     # its import of Train's modules (torch) stays away
+        from textcls.serve import client, worker
+        asked = []
+        real_job = client.ModelWorker.run_job
+        def run_job(self, job, *a, **k):
+            asked.append(job)
+            return real_job(self, job, *a, **k)
+        client.ModelWorker.run_job = run_job
+        from app_pages import open_page, page_text
+        def problems(at):
+            return [e.value for e in [*at.exception, *at.error]]
+        at = open_page("pages/attribute.py", timeout=300)
+        print("reasons", len(at.get("plotly_chart")), problems(at))
+        for view in ("Agreement", "Faithfulness", "Interventions"):
+            at.session_state["attr_view"] = view
+            at.run()
+            print(view.lower(), len(at.get("plotly_chart")), problems(at))
+        at.session_state["attr_view"] = "Counterfactual"
+        at.run()
+        next(b for b in at.selectbox if (b.key or "").startswith("attr_cf_idx_")).set_value(3).run()
+        print("counterfactual", any("flips" in d.value.columns for d in at.dataframe), problems(at))
+        at.session_state["attr_view"] = "Faithfulness"
+        at.session_state["attr_slice_open"] = True
+        at.run()
+        at.selectbox(key="attr_slice_ckpt").set_value("lama-sst2")
+        at.number_input(key="attr_slice_n").set_value(6)
+        at.button(key="FormSubmitter:attr_slice-Run").click().run()
+        frames = [d.value for d in at.dataframe if "texts" in d.value.columns]
+        print("slice", bool(frames) and (frames[0]["texts"] == "6").all(), problems(at))
+        at.switch_page("pages/explore.py").run()
+        at.segmented_control(key="exp_view").set_value("Projector").run()
+        print("projector", len(at.get("plotly_chart")) >= 1, problems(at))
+        at.segmented_control(key="exp_view").set_value("Neighbours").run()
+        print("neighbours", len(at.dataframe) >= 1, problems(at))
+        at.segmented_control(key="exp_view").set_value("Counterfactuals").run()
+        print("counterfactuals", len(at.dataframe) >= 1, problems(at))
+        at.switch_page("pages/lessons.py").run()
+        print("lesson", len(at.get("plotly_chart")) + len(at.get("html")) > 0, problems(at))
+        at.switch_page("pages/evaluate.py").run()
+        at.selectbox(key="eval_ds_ckpt").set_value("lama-sst2").run()
+        compute = [b for b in at.button if b.label.startswith("Compute the token weights")]
+        print("buttons", [b.label for b in at.button], file=sys.stderr)
+        if compute:                              # else computed already (the disk cache of this test session)
+            compute[0].click().run()
+        print("evaluate", any("rank" in d.value.columns for d in at.dataframe), problems(at))
+        at.switch_page("pages/lab.py").run()
+        print("lab", len(at.get("plotly_chart")) >= 8, problems(at))
+        print("server", "torch" in sys.modules, "captum" in sys.modules)
+        print("asked", ",".join(sorted(set(asked))))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = {ln.split()[0]: ln.split(maxsplit=1)[1] for ln in out.stdout.splitlines() if ln.strip()}
+    expected = {"reasons": "1 []", "agreement": "2 []", "faithfulness": "1 []", "interventions": "1 []",
+                "counterfactual": "True []", "slice": "True []", "projector": "True []", "neighbours": "True []",
+                "counterfactuals": "True []", "lesson": "True []", "evaluate": "True []", "lab": "True []",
+                "server": "False False"}
+    assert {k: lines.get(k) for k in expected} == expected, out.stdout[-3000:] + out.stderr[-2000:]
+    assert {"reading", "explanation", "erasure_curves", "erasure_flip", "random_erasure", "attention_tests",
+            "intervention", "compare_edit", "slice_start", "slice_step", "slice_report", "projection",
+            "representations", "flip_report", "lesson_step", "corpus_support", "token_weights",
+            "activation_names", "activation_statistics", "negation_demo", "lab_reading", "hcan_branches",
+            "agcnn_gates"} <= set(lines["asked"].split(","))
+
+
 def test_worker_requests_run_on_one_thread_under_the_default_policy(monkeypatch):
     """One text's requests run in the interactive scope (1 thread by default: 2 collapse on a busy 2-core
     machine), the model's load included, whatever the process's own setting; a split is batch work."""
@@ -262,17 +339,28 @@ def test_worker_requests_run_on_one_thread_under_the_default_policy(monkeypatch)
         for request, call in [("predict", lambda: worker.predict(env, path, 1.0, ["a fine film"])),
                               ("maps", lambda: worker.predict(env, path, 1.0, ["a fine film"], True)),
                               ("groups", lambda: worker.predict_groups(env, path, 1.0, [["a"], ["b"]], True)),
-                              ("facts", lambda: worker.facts(env, path, 1.0)),
-                              ("verdict", lambda: worker.attention_verdict(env, path, 1.0, "a fine , warm film")),
-                              ("mixing", lambda: worker.side_by_side(env, path, 1.0, "a fine , warm film")),
+                              ("facts", lambda: _job(env, "facts", path, 1.0)),
+                              ("verdict", lambda: _job(env, "attention_verdict", path, 1.0, "a fine , warm film")),
+                              ("mixing", lambda: _job(env, "side_by_side", path, 1.0, "a fine , warm film")),
+                              ("explain", lambda: _job(env, "explanation", path, 1.0, "a fine , warm film",
+                                                       "integrated_gradients", "pad", 20, "delete")),
                               ("split", lambda: worker.predict(env, path, 1.0, ["a fine film"] * 40))]:
             call()
         assert torch.get_num_threads() == 2                      # restored after each request
     finally:
         torch.set_num_threads(before)
-    for request in ("predict", "maps", "groups", "facts", "verdict", "mixing"):
+    for request in ("predict", "maps", "groups", "facts", "verdict", "mixing", "explain"):
         assert seen[request] and all(s == (1, "interactive") for s in seen[request]), (request, seen)
     assert {k for _, k in seen["split"]} == {"batch"}
+
+
+def _job(env, job, *args):
+    """A model job as the worker runs it (`start_job`, a thread of its own), here in this process."""
+    key = f"test-{job}-{time.monotonic_ns()}"
+    worker.start_job(env, key, job, *args)
+    done, value = worker.job_result(key, 120)
+    assert done
+    return value
 
 
 def test_a_request_in_the_worker_process_runs_on_one_thread(light, monkeypatch):
@@ -406,4 +494,4 @@ def test_errors_cross_as_plain_data():
     odd = worker.plain_error(Odd("no", "pickle"))
     assert type(odd) is RuntimeError and str(odd) == "Odd: no"
     with pytest.raises(CheckpointError):
-        worker.facts({}, str(ROOT / "checkpoints" / "no-such-folder"), 1.0)
+        _job({}, "facts", str(ROOT / "checkpoints" / "no-such-folder"), 1.0)

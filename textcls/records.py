@@ -2,7 +2,8 @@
 `EpochEvent` after every epoch (what callbacks receive), and the run's `History` (saved as history.json), whose
 epochs are `EpochRecord`s: one flat shape for every model (older files with a nested "dev" table still read). What a
 prediction is: `Prediction` (textcls.inference makes it; numpy maps). What the app's server needs to know of a
-model it does not load itself (textcls.serve): `ModelFacts`, with its maps' specs as `SpecRecord`."""
+model it does not load itself (textcls.serve): `ModelFacts`, with its maps' specs as `SpecRecord`, and how it reads one
+text and what applies to it there (`TextReading`)."""
 from __future__ import annotations
 
 import dataclasses
@@ -215,3 +216,22 @@ class ModelFacts:
 
     def map_specs(self) -> list[SpecRecord]:
         return list(self.specs)
+
+
+@dataclass(frozen=True)
+class TextReading:
+    """How one checkpoint reads one text, and what applies to it there (textcls.serve.work.reading): what the
+    Attribute page lays out before it computes an explanation, without holding the model."""
+    tokens: tuple[str, ...]                       # the tokens the model reads (one per real position)
+    n: int                                        # how many
+    unknown: int | None                           # how many its word vocabulary does not know (None: no vocabulary)
+    not_applicable: dict[str, str]                # explanation method -> why it does not apply to this model
+    attention_source: str | None                  # what its own attention importance reads (None: it has none)
+    labels: tuple[str, ...]
+    interventions: tuple[str, ...]                # the kinds it offers (textcls.interpret.records), in the UI's order
+    heads: int = 0                                # what they may pick (the model's InterventionSpec): heads per layer,
+    layers: int = 0                               # layers (0: one block),
+    filters: dict[str, int] = field(default_factory=dict)   # map with a filter axis -> its number of filters,
+    activations: tuple[str, ...] = ()             # activations the swap may pick,
+    activation: str | None = None                 # and the one it replaces (its config's value)
+    word_level: bool = True                       # whether its tokens are words (not characters or pieces)

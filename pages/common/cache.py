@@ -7,9 +7,10 @@ reloaded because its files' modification time is part of the cache key.
 The model worker (textcls.serve.client, on unless TEXTCLS_WORKER=0): the checkpoint listing, plain
 predictions, one text's maps, the facts the pages need of a model (`facts`), the device's description and
 Inspect's model work (`piece_attention`, `attention_verdict`, `side_by_side`; its views are drawn here from the
-maps) are answered by a process of their own, so the server's interpreter never imports torch for Home, Compare,
-Inspect or Evaluate's predictions. What needs a live model object here (Attribute's explanations and
-interventions, Explore, the Lab, the lessons) still loads it in the server (`predictor`).
+maps) are answered by a process of their own, and so is every other page's model work: `model_job` runs a job of
+textcls.serve.work there (Attribute's explanations and interventions, Evaluate's data-set views, Explore, the Lab,
+the lessons: their cached wrappers are in pages.common.work). The server's interpreter imports no torch for any
+of them; with the worker off (TEXTCLS_WORKER=0) the same jobs run here on this process's cached models.
 
 The listing the select boxes read (`checkpoints`) validates textcls's own folders in full but a Hugging Face
 folder only from its files (config, labels, safetensors header, tokenizer files): its deep check (transformers,
@@ -21,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import sys
 import threading
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -150,11 +150,6 @@ def _fast(path: str, mtime: float):
     return _predictor(path, mtime) if device == "cpu" else _device_predictor(path, mtime, device)
 
 
-def predictor(path: str | Path):
-    """The shared, read-only Predictor of a checkpoint folder (loaded once per process)."""
-    return _predictor(str(path), stamp(path))
-
-
 def fast_predictor(path: str | Path):
     """The shared Predictor that `predict` uses: on the GPU when there is one, else the same as `predictor`."""
     return _fast(str(path), stamp(path))
@@ -229,19 +224,20 @@ def _predict_maps(path: str, mtime: float, text: str):
     return _predictor(path, mtime).predict([text], return_maps=True)[0]
 
 
-def _model_work(name: str, path: str, mtime: float, *args):
-    """`textcls.serve.worker.<name>` in the model worker when it is on, else `worker.<name>_of` on this process's
-    cached model: the one place that decides where a page's model work runs."""
-    from textcls.serve import worker
+def model_job(job: str, *args, progress=None):
+    """`textcls.serve.work.<job>(load, *args)`: in the model worker when it is on (in a thread of its own there),
+    else here on this process's cached models - the one place that decides where a page's model work runs.
+    `progress(done, total)`: what a pass over a data set has done (a progress bar)."""
     w = remote()
     if w is not None:
-        return w.call_env(getattr(worker, name), path, mtime, *args)
-    return getattr(worker, f"{name}_of")(_predictor(path, mtime), *args)
+        return w.run_job(job, *args, progress=progress)
+    from textcls.serve import work
+    return work.run(_predictor, job, *args, progress=progress)
 
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=64)
 def _facts(path: str, mtime: float):
-    return _model_work("facts", path, mtime)
+    return model_job("facts", path, mtime)
 
 
 def facts(path: str | Path):
@@ -287,7 +283,7 @@ def ask_maps_together(paths, text: str) -> None:
         _MAPS_AHEAD.pop(next(iter(_MAPS_AHEAD)))
 
 
-__all__ = ["CheckpointError", "checkpoint_roots", "checkpoints", "user_checkpoints", "predictor", "fast_predictor",
+__all__ = ["CheckpointError", "checkpoint_roots", "checkpoints", "user_checkpoints", "fast_predictor",
            "predict", "predict_maps", "ask_maps_together", "hand_over", "handed_over", "stamp", "facts", "remote"]
 
 
@@ -310,149 +306,6 @@ __all__ += ["dataset", "job_registry", "refresh_checkpoints"]
 # caller its own copy; the pages treat results as read-only all the same. Every argument is a plain value (the
 # cached models are looked up inside), and the library is imported where it is used (listing checkpoints must not
 # import torch). Settings a method ignores are left out of its key, so changing them recomputes nothing.
-
-def _instance(path: str, mtime: float, text: str):
-    from textcls.interpret import as_source
-    return as_source(_predictor(path, mtime)).instances([text])[0]
-
-
-@st.cache_data(show_spinner=False, max_entries=4096)
-def _explanation(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str):
-    from textcls.interpret.methods import explanation
-    pred = _predictor(path, mtime)
-    inst = _instance(path, mtime, text)
-    t0 = time.perf_counter()
-    value = explanation(pred.model, inst, method, labels=pred.labels, baseline=baseline, steps=steps, removal=removal)
-    return value, time.perf_counter() - t0           # the seconds it took when it was computed (its cost)
-
-
-def explanation(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
-                removal: str = "delete"):
-    """One explanation of `text` by one checkpoint by any registered method (textcls.interpret.methods): an
-    `Attribution` or a vector. Cached per (checkpoint, text, method, the settings that method uses: a setting it
-    ignores is fixed, so it is not part of the key). Raises what the library raises (ValueError: the method
-    does not apply to this model or input)."""
-    method, baseline, steps = _used(method, baseline, steps)
-    return _explanation(str(path), stamp(path), text, method, baseline, steps, _removal_used(method, removal))[0]
-
-
-def explanation_seconds(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
-                        removal: str = "delete") -> float:
-    """How many seconds `explanation` took when it was computed (its cost; a cached answer is instant)."""
-    method, baseline, steps = _used(method, baseline, steps)
-    return _explanation(str(path), stamp(path), text, method, baseline, steps, _removal_used(method, removal))[1]
-
-
-def _used(method: str, baseline: str, steps: int) -> tuple[str, str, int]:
-    """(method, baseline, steps) with the method's registered name and the settings it ignores fixed."""
-    from textcls.interpret.methods import canonical, options_used
-    method = canonical(method)
-    used = options_used(method, baseline=baseline, n_steps=steps)
-    return method, used["baseline"] or "pad", used["n_steps"] or 50
-
-
-def _removal_used(method: str, removal: str) -> str:
-    from textcls.interpret.methods import options_used
-    return options_used(method, removal=removal)["removal"] or "delete"
-
-
-@st.cache_data(show_spinner=False, max_entries=512)
-def _sanity(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str):
-    from textcls.interpret.methods import explain
-    from textcls.interpret.sanity import cascading_randomisation
-    pred = _predictor(path, mtime)
-    opts = dict(labels=pred.labels, baseline=baseline, n_steps=steps, removal=removal)
-    return cascading_randomisation(pred.model, [_instance(path, mtime, text)], [method],     # on a copy of the model
-                                   lambda model, xs, m: explain(model, xs, m, **opts))
-
-
-def sanity(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
-           removal: str = "delete") -> dict:
-    """The cascading randomisation check of one explanation of `text` (textcls.interpret.sanity: the layers
-    re-initialised top-down in a copy of the model, Spearman rho after each stage), cached like `explanation`."""
-    method, baseline, steps = _used(method, baseline, steps)
-    return _sanity(str(path), stamp(path), text, method, baseline, steps, _removal_used(method, removal))
-
-
-@st.cache_data(show_spinner=False, max_entries=512)
-def _erasure_curves(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str):
-    from textcls.interpret import faithfulness
-    model, inst = _predictor(path, mtime).model, _instance(path, mtime, text)
-    v = explanation(path, text, method, baseline=baseline, steps=steps, removal=removal)   # erasure reads .scores
-    return faithfulness.erasure_curves(model, inst, v, removal=removal)
-
-
-@st.cache_data(show_spinner=False, max_entries=2048)
-def _erasure(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str):
-    from textcls.interpret import faithfulness
-    model, inst = _predictor(path, mtime).model, _instance(path, mtime, text)
-    v = explanation(path, text, method, baseline=baseline, steps=steps, removal=removal)
-    return (_erasure_curves(path, mtime, text, method, baseline, steps, removal),   # shared with Inspect's line
-            faithfulness.erasure_flip(model, inst, v, removal=removal))
-
-
-def erasure(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
-            removal: str = "delete"):
-    """(erasure_curves, erasure_flip) of one explanation (see `explanation`), cached like it."""
-    return _erasure(str(path), stamp(path), text, *_used(method, baseline, steps), removal)
-
-
-def erasure_curves(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
-                   removal: str = "delete"):
-    """erasure_curves alone (about 11 forward passes; `erasure` adds the flip test's 7 per token), cached."""
-    return _erasure_curves(str(path), stamp(path), text, *_used(method, baseline, steps), removal)
-
-
-@st.cache_data(show_spinner=False, max_entries=512)
-def _random_erasure(path: str, mtime: float, text: str, removal: str, n: int | None):
-    from textcls.interpret import faithfulness
-    model, inst = _predictor(path, mtime).model, _instance(path, mtime, text)
-    return faithfulness.random_orders_curves(model, inst, n or faithfulness.N_RANDOM, removal=removal)
-
-
-def random_erasure(path: str | Path, text: str, *, removal: str = "delete", n: int | None = None) -> list[dict]:
-    """Erasure curves of seeded random rankings (faithfulness.random_orders_curves: the chance an explanation
-    must beat; N_RANDOM of them by default), cached."""
-    return _random_erasure(str(path), stamp(path), text, removal, n)
-
-
-@st.cache_data(show_spinner=False, max_entries=512)
-def _attention_tests(path: str, mtime: float, text: str, n_permutations: int):
-    from textcls.interpret import faithfulness
-    model, inst = _predictor(path, mtime).model, _instance(path, mtime, text)
-    if not faithfulness.attention_maps(model):
-        return {}
-    return {"perm": faithfulness.permutation_test(model, inst, n_permutations),
-            "unif": faithfulness.uniform_attention_test(model, inst)}
-
-
-def attention_tests(path: str | Path, text: str, *, n_permutations: int = 30) -> dict:
-    """{"perm": permutation_test, "unif": uniform_attention_test} of a model with attention weights, {} for a
-    model without; cached per (checkpoint, text)."""
-    return _attention_tests(str(path), stamp(path), text, n_permutations)
-
-
-@st.cache_data(show_spinner=False, max_entries=256)
-def _compare_edit(ckpts: tuple[tuple[str, str, float], ...], text: str, edited: str):
-    from textcls.interpret import interventions
-    return interventions.compare_edit({name: _predictor(path, mtime) for name, path, mtime in ckpts}, text,
-                                        edited)
-
-
-def compare_edit(ckpts: dict[str, str | Path], text: str, edited: str):
-    """`textcls.interpret.counterfactual` of {name: checkpoint folder} for text -> edited, cached per
-    (checkpoints and their stamps, text, edited)."""
-    return _compare_edit(tuple((n, str(p), stamp(p)) for n, p in ckpts.items()), text, edited)
-
-
-def slice_run(path: str | Path, texts, *, removal: str = "delete", baseline: str = "pad", steps: int = 50,
-              methods=("attention", "integrated_gradients", "random")):
-    """A new `textcls.interpret.SliceRun` of one checkpoint (the shared, read-only model) over texts: the page
-    steps it chunk by chunk (progress bar, Stop) and keeps it in its session; not cached (it holds state)."""
-    from textcls.interpret.batched import SliceRun
-    return SliceRun(predictor(path), list(texts), methods=list(methods), removal=removal, baseline=baseline,
-                    n_steps=steps)
-
 
 def _frozen(x):
     """A hashable, order-free stand-in for a plain dict/list value (a cache key)."""
@@ -482,7 +335,7 @@ def view_figures(path: str | Path, text: str, view_id: str, *, model: str, title
 
 @st.cache_data(show_spinner=False, max_entries=4)
 def _pieces(path: str, mtime: float, text: str):
-    return _model_work("pieces", path, mtime, text)
+    return model_job("pieces", path, mtime, text)
 
 
 def piece_attention(path: str | Path, text: str):
@@ -495,7 +348,7 @@ def piece_attention(path: str | Path, text: str):
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def _attention_verdict(path: str, mtime: float, text: str) -> dict:
-    return _model_work("attention_verdict", path, mtime, text)
+    return model_job("attention_verdict", path, mtime, text)
 
 
 def attention_verdict(path: str | Path, text: str) -> dict:
@@ -507,7 +360,7 @@ def attention_verdict(path: str | Path, text: str) -> dict:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _side_by_side(path: str, mtime: float, text: str):
-    return _model_work("side_by_side", path, mtime, text)
+    return model_job("side_by_side", path, mtime, text)
 
 
 def side_by_side(path: str | Path, text: str):
@@ -531,69 +384,4 @@ def piece_figures(path: str | Path, text: str, *, title: str, opts: dict):
     return _piece_view(str(path), stamp(path), text, title, _frozen(opts), opts)
 
 
-__all__ += ["attention_tests", "attention_verdict", "compare_edit", "erasure", "erasure_curves", "explanation",
-            "explanation_seconds", "piece_attention", "piece_figures", "random_erasure", "sanity", "side_by_side",
-            "slice_run", "view_figures"]
-
-
-# ---------------------------------------------------------------- data-set tools (Explore page)
-# Keyed like the rest: (checkpoint folder, its stamp, the texts, settings); results are plain numpy / pandas /
-# dataclasses, read-only. The projector samples before it gets here (textcls.analysis.representations.sample_rows).
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def _representations(path: str, mtime: float, texts: tuple[str, ...]):
-    from textcls.analysis.representations import representations as reps
-    return reps(_predictor(path, mtime), list(texts))
-
-
-def representations(path: str | Path, texts):
-    """(N, F) classifier-input vectors of one checkpoint for texts (textcls.analysis.representations), cached."""
-    return _representations(str(path), stamp(path), tuple(texts))
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def _projection(path: str, mtime: float, texts: tuple[str, ...], method: str, seed: int):
-    from textcls.analysis.representations import project
-    return project(_representations(path, mtime, texts), method, seed=seed)
-
-
-def projection(path: str | Path, texts, method: str = "pca", seed: int = 0):
-    """(N, 2) projection (PCA / t-SNE / UMAP) of one checkpoint's representations of texts, cached."""
-    return _projection(str(path), stamp(path), tuple(texts), method, seed)
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def _flip_report(path: str, mtime: float, texts: tuple[str, ...], generator: str, rules: str, seed: int):
-    from textcls.analysis.counterfactuals import run_generator
-    return run_generator(_predictor(path, mtime), list(texts), generator, checkpoint=Path(path).name,
-                         rules=rules or None, seed=seed)
-
-
-def flip_report(path: str | Path, texts, generator: str, *, rules: str = "", seed: int = 0):
-    """`textcls.analysis.counterfactuals.run_generator` of one checkpoint over texts, cached per (checkpoint, texts,
-    generator, rules). Raises CounterfactualError for a generator that cannot run."""
-    return _flip_report(str(path), stamp(path), tuple(texts), generator, rules if generator == "word_replacer"
-                        else "", seed)
-
-
-__all__ += ["flip_report", "projection", "representations"]
-
-
-# ---------------------------------------------------------------- lessons (Lessons page)
-
-@st.cache_data(show_spinner=False, max_entries=256)
-def _lesson_step(lesson_id: str, step: int, value: float | None, ckpts: tuple[tuple[str, str, float], ...]):
-    from textcls.teach import lessons
-    valid, _ = checkpoints()
-    lib = lessons.Library(valid, lambda i: _predictor(str(i.path), stamp(i.path)))
-    return lessons.run_step(lessons.get(lesson_id).steps[step], lib, value)
-
-
-def lesson_step(lesson_id: str, step: int, value: float | None = None):
-    """`textcls.teach.lessons.run_step` of one step (0-based) of a lesson on the checkpoints listed here (the shared,
-    read-only models), cached per (lesson, step, slider value, the checkpoints and their stamps)."""
-    valid, _ = checkpoints()
-    return _lesson_step(lesson_id, step, value, tuple((i.name, str(i.path), stamp(i.path)) for i in valid))
-
-
-__all__ += ["lesson_step"]
+__all__ += ["attention_verdict", "model_job", "piece_attention", "piece_figures", "side_by_side", "view_figures"]

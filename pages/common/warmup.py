@@ -353,10 +353,11 @@ def _prefetch_evaluate() -> tuple[tuple[str, ...], list[str]]:
 def _steps(pages: list[Path]) -> None:
     if _worker() is not None:
         # The worker computes Evaluate's predictions (this thread only waits for each batch) after its own warm-up
-        # (queued before it, its listing would hold back a Compare clicked meanwhile); this process imports torch
-        # only when the person has been reading for QUIET_HEAVY s after that (it holds the interpreter lock for
-        # ~2 s). Run side by side instead, the server's torch import and its full listing fell on a Compare clicked
-        # straight after Home (its listing took 2.2 s instead of 0.3 s).
+        # (queued before it, its listing would hold back a Compare clicked meanwhile); this process imports the
+        # other pages' modules only when the person has been reading for QUIET_HEAVY s after that - Train's and
+        # Benchmarks' import torch (it holds the interpreter lock for ~2 s); every page's model work is the
+        # worker's. Run side by side instead, the server's torch import and its full listing fell on a Compare
+        # clicked straight after Home (its listing took 2.2 s instead of 0.3 s).
         for t in list(_WORKER_WARM):
             t.join()
         try:
@@ -366,8 +367,14 @@ def _steps(pages: list[Path]) -> None:
             pass
         if not _give_way(QUIET_HEAVY):
             return
-    elif not _give_way():
+        for page in pages:                  # what the other pages import at their top (Train, Benchmarks: torch)
+            if not _give_way():
+                return
+            _import_page_modules(page)
         return
+    if not _give_way():
+        return
+    # Without the worker, this process does the model work: torch, the full listing, Captum, then the pages.
     import textcls.inference  # noqa: F401  (torch, the registry, every model)
     import torch.utils._device  # noqa: F401  (`with torch.device("meta")`: the full checkpoint validation)
     if not _give_way():
@@ -383,11 +390,10 @@ def _steps(pages: list[Path]) -> None:
         if not _give_way():
             return
         _import_page_modules(page)
-    if _worker() is None:
-        try:
-            _prefetch_evaluate()
-        except Exception:  # noqa: BLE001 - work done ahead: the page does it itself and reports what fails
-            pass
+    try:
+        _prefetch_evaluate()
+    except Exception:  # noqa: BLE001 - work done ahead: the page does it itself and reports what fails
+        pass
 
 
 _WARM_UP: list[threading.Thread] = []

@@ -148,22 +148,25 @@ def require_checkpoints() -> list[CheckpointInfo]:
     return valid
 
 
-def load(info: CheckpointInfo):
-    """The shared Predictor, or None with an error shown (a broken checkpoint never crashes the page)."""
+def facts(info: CheckpointInfo):
+    """The checkpoint's `ModelFacts` (map specs, word vocabulary; cache.facts: from the model worker), or None with
+    the error shown (a broken checkpoint never crashes the page)."""
     try:
-        return cache.predictor(info.path)
+        return cache.facts(info.path)
     except Exception as e:  # noqa: BLE001 - any load failure is shown, not raised
         _failed(info, e, loading=True)
         return None
 
 
-def facts(info: CheckpointInfo):
-    """The checkpoint's `ModelFacts` (map specs, word vocabulary; cache.facts: from the model worker), or None with
-    the error shown, like `load`."""
+def reading(info: CheckpointInfo, text: str):
+    """How the checkpoint reads `text` (`work.reading`, a TextReading: tokens, unknown words, what applies; from
+    the model worker), or None with the reason shown: a refused folder, broken entity tags, an input it cannot
+    read."""
+    from . import work
     try:
-        return cache.facts(info.path)
-    except Exception as e:  # noqa: BLE001 - any load failure is shown, not raised
-        _failed(info, e, loading=True)
+        return work.reading(info.path, text)
+    except Exception as e:  # noqa: BLE001 - shown to the user
+        _failed(info, e)
         return None
 
 

@@ -41,7 +41,6 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
-import torch
 
 from textcls.analysis.corpus_cache import CorpusCache
 from textcls.runtime.files import atomic_write
@@ -372,7 +371,7 @@ def filter_banks(model) -> list[FilterBank]:
 
 def _capture(names: set[str]):
     """Edits that record tensors on their way (the model's Probe interface) without changing them."""
-    store: dict[str, list[torch.Tensor]] = {n: [] for n in names}
+    store: dict[str, list] = {n: [] for n in names}          # name -> tensors
 
     def make(name):
         def fn(t, layer=None, mask=None):
@@ -462,6 +461,7 @@ def filter_ngrams(predictor, texts: Sequence[str], *, top: int = 5, batch_size: 
             return hit
     if cached_only:
         return None
+    import torch
     progress = progress or _noop
     t0 = time.perf_counter()
     names = {b.value_map for b in banks} | {b.argmax_map for b in banks}

@@ -9,19 +9,22 @@ model is never changed).
 
 Projections: PCA (numpy SVD, always), t-SNE (scikit-learn, when installed) and UMAP (umap-learn, when it
 imports; it is slow to import, so it is only imported when asked for). Seeded, so a projection is repeatable.
-Large splits are sampled (`sample_rows`, cap `PROJECTOR_CAP`) before anything runs.
+Large splits are sampled (`sample_rows`, cap `PROJECTOR_CAP`) before anything runs. Torch is imported by
+`representations` only: the app's server reads the projections and neighbours without it.
 """
 from __future__ import annotations
 
 import importlib.util
 import time
 from contextlib import nullcontext
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
-import torch
 
 from textcls.runtime.threads import batch
+
+if TYPE_CHECKING:
+    import torch
 
 PROJECTOR_CAP = 5000            # rows in one projection (larger splits are sampled, seeded)
 PROJECTIONS = ("pca", "tsne", "umap")
@@ -50,6 +53,7 @@ def available_projections() -> list[str]:
 
 
 def _last_linear(model: torch.nn.Module) -> torch.nn.Module | None:
+    import torch
     last = None
     for m in model.modules():
         if isinstance(m, torch.nn.Linear):
@@ -60,6 +64,7 @@ def _last_linear(model: torch.nn.Module) -> torch.nn.Module | None:
 def representations(predictor, texts: Sequence[str], *, batch_size: int = 128,
                     progress: Callable[[int, int], None] | None = None) -> np.ndarray:
     """(N, F) float32: the vector the classifier of `predictor`'s model reads, for each text (caller's order)."""
+    import torch
     texts = list(texts)
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)

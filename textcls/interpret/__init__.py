@@ -12,29 +12,32 @@ texts: evaluate_slice; its shapes and length buckets in buckets, its attention t
 interventions (edits / copies, counterfactual edits), lab; importance (the one per-token
 importance rule) and concentration (how peaked attention is), both numpy only.
 
-The names below resolve lazily (PEP 562), so the numpy-only modules (importance, concentration) import without
-torch or Captum.
+The names below resolve lazily (PEP 562), so the numpy-only modules (importance, concentration, rankings: how
+explanations are compared and judged; records: the results and option names the pages read) import without torch
+or Captum.
 """
 from __future__ import annotations
 
 import importlib
 
 _LAZY = {
-    **dict.fromkeys(("REMOVALS", "Instance"), "instances"),
+    "Instance": "instances",
+    **dict.fromkeys(("Attribution", "BASELINES", "EditComparison", "REMOVALS", "SliceReport", "edit_tokens"),
+                    "records"),
+    **dict.fromkeys(("agreement", "kendall_tau", "topk_overlap", "tvd", "versus_random"), "rankings"),
     **dict.fromkeys(("Source", "as_source"), "sources"),
-    "tvd": "probabilities",
     **dict.fromkeys(("HOWS", "attention_importance", "attention_importance_instances", "explanation_source"),
                     "attention"),
-    **dict.fromkeys(("BASELINES", "METHODS", "Attribution", "attribute",
+    **dict.fromkeys(("METHODS", "attribute",
                      "attribute_instances", "attribute_texts"), "attributions"),
     **dict.fromkeys(("REGISTRY", "explain", "methods_for", "register_method"), "methods"),
-    **dict.fromkeys(("SliceReport", "SliceRun", "evaluate_slice"), "batched"),
-    **dict.fromkeys(("BINS", "agreement", "comprehensiveness", "erasure_curves", "erasure_flip",
-                     "explanation_report", "infidelity", "kendall_tau", "leave_one_out", "permutation_test",
-                     "sensitivity", "sufficiency", "topk_overlap", "uniform_attention_test"), "faithfulness"),
-    **dict.fromkeys(("AblateHead", "Compose", "EditComparison", "ForceGate", "Intervention",
+    **dict.fromkeys(("SliceRun", "evaluate_slice"), "batched"),
+    **dict.fromkeys(("BINS", "comprehensiveness", "erasure_curves", "erasure_flip", "explanation_report",
+                     "infidelity", "leave_one_out", "permutation_test", "sensitivity", "sufficiency",
+                     "uniform_attention_test"), "faithfulness"),
+    **dict.fromkeys(("AblateHead", "Compose", "ForceGate", "Intervention",
                      "InterventionResult", "PermuteAttention", "SwapActivation", "UniformAttention", "ZeroFilter",
-                     "compare_edit", "edit_tokens", "intervene", "intervene_texts"), "interventions"),
+                     "compare_edit", "intervene", "intervene_texts"), "interventions"),
 }
 __all__ = sorted(_LAZY)
 

@@ -31,8 +31,7 @@ share one code path. Batched and single-example results agree (models are paddin
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -46,9 +45,9 @@ from textcls.interpret.embedding_forward import EmbeddingForward
 from textcls.interpret.instances import as_batch, Instance, stack
 from textcls.interpret.probabilities import check_model
 from textcls.interpret.sources import as_source
+from textcls.interpret.records import BASELINES, Attribution  # noqa: F401  (torch-free records, re-exported)
 
 METHODS = ("integrated_gradients", "saliency", "grad_x_input", "occlusion", "shapley", "lime")   # this engine's
-BASELINES = ("pad", "unk", "zero")
 TOKENS_PER_PASS = 65536
 IG_TOKEN_STEPS = 1 << 18       # texts x steps x positions per IG call at most (memory: about 4 copies of that x E floats)
 IG_CALL_BYTES = 1 << 27        # ... and at most this many bytes of those copies (16 E bytes a token-step): 128 MB
@@ -66,40 +65,6 @@ def canonical_method(method: str) -> str:
         raise ValueError(f"unknown attribution method {method!r}; choose one of {', '.join(METHODS)} "
                          f"(aliases {', '.join(aliases)})")
     return m
-
-
-@dataclass
-class Attribution:
-    """Per-token attribution of one example."""
-
-    method: str
-    scores: np.ndarray                 # (n,) one per real token, in Prediction.tokens order
-    grid: np.ndarray                   # shaped like the example's ids: (L,) or (S, W); 0 at pads
-    target: int                        # the class attributed
-    output: float                      # F(x) for the target (probability or logit, see output_kind)
-    output_kind: str = "prob"
-    baseline: str | None = None        # pad / unk / zero; None for baseline-free methods
-    baseline_output: float | None = None  # F(baseline)
-    delta: float | None = None         # IG: sum(scores) - (F(x) - F(baseline))
-    n_steps: int | None = None         # IG: steps used
-    converged: bool | None = None      # IG: |delta| within tolerance
-    tokens: list[str] | None = None
-    label: str | None = None           # name of the target class, when known
-    extras: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def total(self) -> float:
-        return float(self.scores.sum())
-
-    @property
-    def output_difference(self) -> float | None:
-        return None if self.baseline_output is None else self.output - self.baseline_output
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["scores"] = self.scores.tolist()
-        d["grid"] = self.grid.tolist()
-        return d
 
 
 class WeightedRidge(_CaptumModel):

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -50,6 +49,7 @@ from textcls.interpret.instances import Instance, closed_up
 from textcls.interpret.probabilities import check_model, prob_fn, tvd
 from textcls.interpret.sources import as_source
 from textcls.interpret.vectors import as_vector, top_indices
+from textcls.interpret.records import SliceReport  # noqa: F401  (a torch-free record, re-exported)
 from textcls.interpret.attributions import METHODS as CAPTUM, Attribution
 from textcls.interpret.faithfulness import (BINS, _check_removal, attention_maps, infidelity, kendall_tau, n_tokens,
     sensitivity, topk_overlap)
@@ -198,23 +198,6 @@ def bootstrap_ci(values, n_resamples: int = 1000, seed: int = 0, level: float = 
 
 
 # ---------------------------------------------------------------- the report
-
-@dataclass
-class SliceReport:
-    """evaluate_slice's result: one row per explanation method (means over the texts, and a bootstrap 95%
-    interval for each AOPC) and the model-level attention tests, plus every per-example number."""
-
-    rows: list[dict[str, Any]]
-    model_row: dict[str, Any]
-    per_example: list[dict[str, Any]]
-    settings: dict[str, Any]
-    seconds: float
-    timings: dict[str, float] = field(default_factory=dict)
-
-    def frame(self):
-        import pandas as pd
-        return pd.DataFrame(self.rows)
-
 
 NUMERIC = ("aopc_comprehensiveness", "aopc_sufficiency", "kendall_tau_ref", "topk_overlap_ref", "erasure_top_flip",
            "erasure_random_flip", "erasure_fraction_to_flip", "erasure_random_fraction_to_flip", "ig_delta",

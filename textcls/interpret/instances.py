@@ -22,9 +22,7 @@ import numpy as np
 import torch
 
 from textcls.data.text import PAD_ID, UNK_ID
-
-REMOVALS = ("delete", "pad", "unk")
-
+from textcls.interpret.records import REMOVALS  # noqa: F401  (re-exported)
 
 @dataclass
 class Instance:

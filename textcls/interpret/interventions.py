@@ -35,6 +35,8 @@ from textcls.interpret.attention_edits import key_mask, permute_rows, uniform_li
 from textcls.interpret.instances import Instance
 from textcls.interpret.probabilities import check_model, tvd
 from textcls.interpret.sources import as_source
+from textcls.interpret.records import (ACTIVATION, FILTER, GATES_OFF, GATES_ON, HEAD, PERMUTED,  # noqa: F401
+                                      UNIFORM, EditComparison, edit_tokens)
 
 
 def _specs(model) -> dict:
@@ -305,50 +307,6 @@ def intervene_texts(source, texts: Sequence[str], intervention: Intervention, *,
 
 # ---------------------------------------------------------------- counterfactuals
 
-def edit_tokens(tokens: Sequence[str], index: int, replacement: str | None = None) -> str:
-    """The text of `tokens` with token `index` replaced (or deleted when replacement is None/empty)."""
-    if not 0 <= index < len(tokens):
-        raise IndexError(f"token index {index} out of range for {len(tokens)} tokens")
-    toks = list(tokens)
-    if replacement:
-        toks[index] = replacement
-    else:
-        del toks[index]
-    return " ".join(toks)
-
-
-@dataclass
-class EditComparison:
-    model: str
-    text_before: str
-    text_after: str
-    tokens_before: list[str] | None
-    tokens_after: list[str] | None
-    probs_before: np.ndarray
-    probs_after: np.ndarray
-    labels: list[str] | None
-    importance_before: np.ndarray | None = None   # the model's own attention importance (attention module)
-    importance_after: np.ndarray | None = None
-    maps_before: dict[str, np.ndarray] = field(default_factory=dict)
-    maps_after: dict[str, np.ndarray] = field(default_factory=dict)
-
-    @property
-    def label_before(self) -> int:
-        return int(np.argmax(self.probs_before))
-
-    @property
-    def label_after(self) -> int:
-        return int(np.argmax(self.probs_after))
-
-    @property
-    def flipped(self) -> bool:
-        return self.label_before != self.label_after
-
-    @property
-    def tvd(self) -> float:
-        return float(tvd(self.probs_before, self.probs_after))
-
-
 @interactive_work
 def compare_edit(sources, text: str, edited_text: str, *, with_importance: bool = True,
                    return_maps: bool = False) -> list[EditComparison]:
@@ -388,11 +346,6 @@ __all__ = ["Intervention", "UniformAttention", "PermuteAttention", "AblateHead",
 
 
 # ---------------------------------------------------------------- what a model offers (the interventions UI)
-
-UNIFORM, PERMUTED, HEAD, FILTER, GATES_ON, GATES_OFF, ACTIVATION = (
-    "Uniform attention", "Permuted attention", "Ablate a head", "Zero a filter", "Force gates to 1",
-    "Force gates to 0", "Swap the activation")
-
 
 def menu(model) -> list[str]:
     """The interventions `model` offers, in the UI's order, read from its map specs and its declared

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from textcls.interpret.instances import Instance, stack
+from textcls.interpret.rankings import tvd  # noqa: F401  (re-exported: numpy only)
 
 ProbFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -51,11 +52,6 @@ def score(fn: ProbFn, instances: Sequence[Instance], batch_size: int = 64) -> np
         p = fn(ids, mask)
         out.append(torch.as_tensor(p).detach().double().numpy())
     return np.concatenate(out, axis=0)
-
-
-def tvd(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Total variation distance 1/2 sum_i |p_i - q_i| over the last axis."""
-    return 0.5 * np.abs(np.asarray(p, dtype=np.float64) - np.asarray(q, dtype=np.float64)).sum(-1)
 
 
 __all__ = ["ProbFn", "check_model", "is_model", "prob_fn", "score", "tvd"]

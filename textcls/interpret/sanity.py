@@ -22,7 +22,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-FLAG_RHO = 0.5
+from textcls.interpret.rankings import FLAG_RHO  # noqa: F401  (re-exported)
 
 
 def _has_params(m: nn.Module) -> bool:

@@ -9,8 +9,9 @@ What it survives:
   that was waiting when the process died is sent again once (`call`), and `notice()` says in one line what
   happened.
 - **A request that never answers** (`timeout`, TEXTCLS_WORKER_TIMEOUT, 120 s by default, plus PER_TEXT per text
-  of a prediction): the process is killed, a new one started, and the call raises `WorkerTimeout` (one line)
-  rather than waiting for ever.
+  of a prediction; a model job - `run_job`: an explanation, a data-set chunk - TEXTCLS_WORKER_JOB_TIMEOUT, 600 s):
+  the process is killed, a new one started, and the call raises `WorkerTimeout` (one line) rather than waiting
+  for ever.
 - **Memory:** the worker keeps at most `max_models` models, least recently used dropped (TEXTCLS_WORKER_MODELS).
 - **Two servers on one machine:** each server starts its own process as its child and talks to it over pipes
   only it holds (no port, no file name): nothing can be shared by accident.
@@ -19,7 +20,8 @@ What it survives:
 
 Many sessions at once: `predict` calls for the same checkpoint that arrive while the worker is busy wait for the
 call in flight and then go together as one batch (`worker.predict_groups`); with nobody else asking, a call
-goes at once, alone.
+goes at once, alone. Every other piece of model work (`run_job`: textcls.serve.work) computes in a thread of the
+worker, so one session's long explanation does not hold up another's predictions.
 
 `TEXTCLS_WORKER=0` (or off) keeps all model work in the server's process (`enabled()`).
 """
@@ -29,6 +31,7 @@ import multiprocessing
 import os
 import threading
 import time
+import uuid
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
@@ -40,6 +43,8 @@ ENV = "TEXTCLS_WORKER"
 TIMEOUT = 120.0              # seconds a call may take before the worker is deemed stuck (TEXTCLS_WORKER_TIMEOUT)
 MAX_MODELS = 12              # models the worker keeps (TEXTCLS_WORKER_MODELS)
 NOTICE_SECONDS = 120.0       # how long a restart is reported by notice()
+JOB_TIMEOUT = 600.0          # seconds a model job (an explanation, a data-set chunk...) may take (TEXTCLS_WORKER_JOB_TIMEOUT)
+JOB_POLL = 0.02              # the longest the worker waits on a job per poll (a prediction queued behind waits no more)
 PER_TEXT = 0.1               # seconds more a prediction call may take per text (a pretrained encoder, a busy machine)
 
 
@@ -84,6 +89,7 @@ class ModelWorker:
         self.max_models = int(max_models if max_models is not None
                               else _float_env("TEXTCLS_WORKER_MODELS", MAX_MODELS))
         self.imports = imports
+        self.job_timeout = _float_env("TEXTCLS_WORKER_JOB_TIMEOUT", JOB_TIMEOUT)
         self.restarts = 0                     # processes started after the first
         self.generation = 0                   # +1 per process started
         self.last_reason = ""                 # why the last restart happened, in words
@@ -199,6 +205,37 @@ class ModelWorker:
     def call_env(self, fn, *args, timeout: float | None = None):
         """`call(fn, passed_env(), *args)`: the worker functions that read folders take the server's settings."""
         return self.call(fn, passed_env(), *args, timeout=timeout)
+
+    def run_job(self, job: str, *args, timeout: float | None = None, progress=None):
+        """`textcls.serve.work.<job>(load, *args)` computed in a thread of the worker (`worker.start_job`), so the
+        worker goes on answering other sessions meanwhile; polled until done. A worker restarted meanwhile: the job
+        is started again, once. No answer within `timeout` (default self.job_timeout): the worker is restarted and
+        WorkerTimeout raised. What the job raises is raised here. `progress(done, total)`: called with what a job
+        that reports progress (a pass over a data set) has done, at each poll."""
+        limit = self.job_timeout if timeout is None else timeout
+        with span(f"worker.job.{job}"):
+            for attempt in (1, 2):
+                key = uuid.uuid4().hex
+                self.call_env(worker.start_job, key, job, *args)
+                deadline, wait = time.monotonic() + limit, 0.002
+                try:
+                    while True:
+                        left = deadline - time.monotonic()
+                        if left <= 0:
+                            _, generation = self._current()
+                            self._restart(generation, f"did not finish its {job} job within {limit:g} s")
+                            raise WorkerTimeout(f"the model worker did not finish this within {limit:g} s and was "
+                                                "restarted; try again")
+                        done, value = self.call(worker.job_result, key, min(wait, left))
+                        if done:
+                            return value
+                        if value is not None and progress is not None:
+                            progress(*value)
+                        wait = min(wait * 2, JOB_POLL)
+                except worker.JobLost:
+                    if attempt == 2:
+                        raise WorkerError("the model worker restarted twice while computing this") from None
+            raise WorkerError("the model worker could not compute this")
 
     def predict(self, path: str, stamp: float, texts: list[str], maps: bool = False):
         """Predictions of one checkpoint for texts. Requests for the same checkpoint from several sessions that

@@ -7,11 +7,11 @@ picklable data (no model, no tensor crosses).
 - `listing(roots_env, deep)`: the checkpoint listing (`list_all_checkpoints`), validated in full when `deep`.
 - `predict(path, stamp, texts, maps)`: `Predictor.predict` of one checkpoint; `predict_groups` runs several
   sessions' texts of one checkpoint in one batch and hands each its own part (textcls.serve.client batches).
-- `facts(path, stamp)`: a `ModelFacts` (map specs, word vocabulary, word pieces, context-mixing methods) for the
-  pages that draw a model's maps (Compare, Inspect, Home); loading it runs the folder's full check first.
-- Inspect's model work: `pieces` (a Hugging Face model's word pieces and their attention), `attention_verdict`
-  (its own attention against random word orders on the text), `side_by_side` (the context-mixing methods);
-  its maps come from `predict(maps=True)`; the server only draws.
+- `start_job(key, job, *args)` / `job_result(key, wait)`: every other piece of model work the pages ask for -
+  a model's facts, Inspect's word pieces, verdict and context mixing, Attribute's explanations, faithfulness,
+  sanity checks, interventions and data-set runs, Explore's representations and counterfactuals, the lessons'
+  steps - is a job of textcls.serve.work, computed in a thread of this process (at most _JOB_THREADS at once)
+  while the requests' loop goes on answering; the server collects the answer.
 - `prefetch_start` / `prefetch_next`: one batch at a time of a long prediction (Evaluate's split, computed
   ahead), so the server can pause between batches while a person clicks.
 - `warm(paths)`: load checkpoints ahead (the main task's models, then the pretrained encoder).
@@ -204,67 +204,81 @@ def _predict_groups(path: str, stamp: float, groups: list[list[str]], maps: bool
     return out
 
 
-def facts_of(p):
-    """The `ModelFacts` of a loaded Predictor (what the pages read of a model they do not hold)."""
-    from textcls.interpret.context_mixing import methods_for
-    from textcls.models.hf.pieces import has_word_pieces
-    from textcls.records import ModelFacts, SpecRecord
-    specs = tuple(SpecRecord(s.name, tuple(s.axes), s.kind, s.description, s.values)
-                  for s in (p.model.map_specs() if hasattr(p.model, "map_specs") else []))
-    stoi = getattr(getattr(getattr(p, "tokenizer", None), "vocab", None), "stoi", None)
-    note = getattr(p.model, "attention_note", None)
-    return ModelFacts(specs, dict(stoi) if stoi is not None else None, tuple(p.labels),
-                      word_pieces=bool(has_word_pieces(p)), attention_note=str(note) if note else None,
-                      mixing=tuple(methods_for(p.model)))
+class JobLost(RuntimeError):
+    """`job_result` of a job this process does not hold: it was started in a process since restarted."""
+
+
+_JOB_THREADS = 4                  # jobs computed at once (each in its own thread: torch ops let go of the GIL)
+_JOB_POOL = None
+_JOBS: dict = {}                  # key -> the Future of a job started and not yet collected, oldest first
+MAX_UNCOLLECTED = 64              # finished jobs nobody collected (a page stopped while it waited) kept at most
+_PROGRESS: dict = {}              # key -> (done, total) last reported by a running job that reports progress
+_JOBS_LOCK = threading.Lock()
+
+
+def _load(path: str, stamp: float):
+    return predictor(path, stamp)
 
 
 @answers
-def facts(env: dict[str, str], path: str, stamp: float):
+def start_job(env: dict[str, str], key: str, job: str, *args) -> None:
+    """Start `textcls.serve.work.<job>(load, *args)` in a thread of this process and return at once: the
+    requests' loop stays free for other sessions' predictions while an explanation computes. Its answer is
+    collected by `job_result(key)`."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from textcls.serve import work
+    global _JOB_POOL
     set_env(env)
-    return facts_of(predictor(path, stamp))
+    if job not in work.JOBS:
+        raise ValueError(f"unknown model job {job!r}")
+    with _JOBS_LOCK:
+        if _JOB_POOL is None:
+            _JOB_POOL = ThreadPoolExecutor(_JOB_THREADS, thread_name_prefix="textcls-job")
+        _JOBS[key] = _JOB_POOL.submit(_run_job, key, job, args)
+        for old in [k for k, f in _JOBS.items() if f.done()][:max(0, len(_JOBS) - MAX_UNCOLLECTED)]:
+            del _JOBS[old]                  # their answers would stay in memory for ever
 
 
-def attention_verdict_of(p, text: str) -> dict:
-    """The model's own attention (the shading on Compare) against random word orders on `text`
-    (`faithfulness.versus_random`), with the rule in words under "rule": Inspect's faithfulness line."""
-    from textcls.interpret import as_source
-    from textcls.interpret.faithfulness import (N_RANDOM, ONE_TEXT_NOTE, VERDICT_RULE, erasure_curves,
-                                                random_orders_curves, versus_random)
-    from textcls.interpret.methods import explanation
-    (inst,) = as_source(p).instances([text])
-    curves = erasure_curves(p.model, inst, explanation(p.model, inst, "attention", labels=p.labels))
-    out = versus_random(curves, random_orders_curves(p.model, inst, N_RANDOM))
-    return {**out, "rule": f"{VERDICT_RULE} {ONE_TEXT_NOTE}"}
+@answers(work=None)
+def _run_job(key: str, job: str, args: tuple):
+    """One job, in the interactive thread scope unless it is work over many texts that opens its own; the
+    progress it reports is kept for `job_result`."""
+    from contextlib import nullcontext
+
+    from textcls.runtime.threads import scope
+    from textcls.runtime.trace import span
+    from textcls.serve import work
+
+    def progress(done: int, total: int) -> None:
+        _PROGRESS[key] = (int(done), int(total))
+    try:
+        with span(f"in-worker.job.{job}"), (nullcontext() if job in work.OWN_SCOPE else scope("interactive")):
+            return work.run(_load, job, *args, progress=progress)
+    finally:
+        _PROGRESS.pop(key, None)
 
 
-@answers
-def attention_verdict(env: dict[str, str], path: str, stamp: float, text: str) -> dict:
-    set_env(env)
-    return attention_verdict_of(predictor(path, stamp), text)
-
-
-@answers
-def pieces(env: dict[str, str], path: str, stamp: float, text: str):
-    """`textcls.models.hf.pieces.piece_attention_of`: a `PieceAttention` (plain data, torch-free class)."""
-    set_env(env)
-    return pieces_of(predictor(path, stamp), text)
-
-
-def pieces_of(p, text: str):
-    from textcls.models.hf.pieces import piece_attention_of
-    return piece_attention_of(p, text)
-
-
-@answers
-def side_by_side(env: dict[str, str], path: str, stamp: float, text: str):
-    """`textcls.interpret.context_mixing.compare.side_by_side` (a `SideBySide`, numpy only)."""
-    set_env(env)
-    return side_by_side_of(predictor(path, stamp), text)
-
-
-def side_by_side_of(p, text: str):
-    from textcls.interpret.context_mixing.compare import side_by_side as run
-    return run(p, text)
+@answers(work=None)
+def job_result(key: str, wait: float) -> tuple[bool, object]:
+    """(True, the answer) of the job `key` once it is done (what it raised is raised here), else (False, its last
+    (done, total) progress or None) after waiting at most `wait` s. JobLost: no such job here (this process was restarted since)."""
+    from concurrent.futures import TimeoutError as FutureTimeout
+    with _JOBS_LOCK:
+        future = _JOBS.get(key)
+    if future is None:
+        raise JobLost(f"no model job {key} in this worker")
+    try:
+        value = future.result(timeout=wait)
+    except FutureTimeout:
+        return False, _PROGRESS.get(key)
+    except BaseException:
+        with _JOBS_LOCK:
+            _JOBS.pop(key, None)
+        raise
+    with _JOBS_LOCK:
+        _JOBS.pop(key, None)
+    return True, value
 
 
 @answers

@@ -274,7 +274,7 @@ def gate_profile_figure(res: dict[str, Any], title: str = "Mean gate value per p
     """Per gate map the mean gate at each n-gram position; `window=(start, size)` draws only those positions of
     a long text (the table keeps every position). Positions where a map's n-gram would run past the sentence's
     end are empty (grey), never 0: 0 is a closed gate."""
-    from textcls.interpret.lab import gate_title
+    from textcls.interpret.lab_texts import gate_title
     names = list(res["profile"])
     n = max((len(v) for v in res["profile"].values()), default=0)
     tokens = res["tokens"] or [str(i) for i in range(n)]

@@ -1,0 +1,306 @@
+"""The cached model work of Attribute, Evaluate's data-set views (through `cache.model_job`), Explore, the Lab and
+the lessons: each a `textcls.serve.work` job run where
+`cache.model_job` decides (the model worker when it is on, so the server's interpreter never imports torch for
+these pages), cached with st.cache_data per (checkpoint folder, its stamp, text or texts, settings) so a revisit,
+in this session or another, is instant and a checkpoint saved again is recomputed. Settings a method ignores are
+left out of its key, so changing them recomputes nothing. Results are plain data (numpy, records of torch-free
+modules); the pages treat them as read-only.
+
+A data-set run (`slice_run`) is a `SliceJob`: the run itself lives where the model does, the page steps it chunk
+by chunk (progress bar, Stop) and keeps the handle in its session.
+"""
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import streamlit as st
+
+from pages.common import cache
+from pages.common.cache import model_job, stamp
+
+# ---------------------------------------------------------------- how a checkpoint reads a text
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _reading(path: str, mtime: float, text: str):
+    return model_job("reading", path, mtime, text)
+
+
+def reading(path: str | Path, text: str):
+    """A `textcls.records.TextReading`: the tokens the checkpoint reads in `text`, its unknown words, which
+    explanation methods and interventions apply. Raises what tokenising raises (EntitySpanError) or loading
+    raises (CheckpointError)."""
+    return _reading(str(path), stamp(path), text)
+
+
+# ---------------------------------------------------------------- explanations and their checks (Attribute)
+
+def _used(method: str, baseline: str, steps: int) -> tuple[str, str, int]:
+    """(method, baseline, steps) with the method's registered name and the settings it ignores fixed."""
+    from textcls.interpret.methods import canonical, options_used
+    method = canonical(method)
+    used = options_used(method, baseline=baseline, n_steps=steps)
+    return method, used["baseline"] or "pad", used["n_steps"] or 50
+
+
+def _removal_used(method: str, removal: str) -> str:
+    from textcls.interpret.methods import options_used
+    return options_used(method, removal=removal)["removal"] or "delete"
+
+
+def _key(path, text: str, method: str, baseline: str, steps: int, removal: str) -> tuple:
+    method, baseline, steps = _used(method, baseline, steps)
+    return str(path), stamp(path), text, method, baseline, steps, _removal_used(method, removal)
+
+
+@st.cache_data(show_spinner=False, max_entries=4096)
+def _explanation(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str):
+    return model_job("explanation", path, mtime, text, method, baseline, steps, removal)
+
+
+def explanation(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
+                removal: str = "delete"):
+    """One explanation of `text` by one checkpoint by any registered method (textcls.interpret.methods): an
+    `Attribution` or a vector. Cached per (checkpoint, text, method, the settings that method uses). Raises what
+    the library raises (ValueError: the method does not apply to this model or input)."""
+    return _explanation(*_key(path, text, method, baseline, steps, removal))[0]
+
+
+def explanation_seconds(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
+                        removal: str = "delete") -> float:
+    """How many seconds `explanation` took when it was computed (its cost; a cached answer is instant)."""
+    return _explanation(*_key(path, text, method, baseline, steps, removal))[1]
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _sanity(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str):
+    return model_job("sanity", path, mtime, text, method, baseline, steps, removal)
+
+
+def sanity(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
+           removal: str = "delete") -> dict:
+    """The cascading randomisation check of one explanation of `text` (textcls.interpret.sanity: the layers
+    re-initialised top-down in a copy of the model, Spearman rho after each stage), cached like `explanation`."""
+    return _sanity(*_key(path, text, method, baseline, steps, removal))
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _erasure_curves(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str):
+    value = _explanation(path, mtime, text, method, baseline, steps, removal)[0]     # erasure reads .scores
+    return model_job("erasure_curves", path, mtime, text, value, removal)
+
+
+@st.cache_data(show_spinner=False, max_entries=2048)
+def _erasure_flip(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str):
+    value = _explanation(path, mtime, text, method, baseline, steps, removal)[0]
+    return model_job("erasure_flip", path, mtime, text, value, removal)
+
+
+def erasure(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
+            removal: str = "delete"):
+    """(erasure_curves, erasure_flip) of one explanation (see `explanation`), cached like it."""
+    key = _key(path, text, method, baseline, steps, removal)
+    return _erasure_curves(*key), _erasure_flip(*key)
+
+
+def erasure_curves(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
+                   removal: str = "delete"):
+    """erasure_curves alone (about 11 forward passes; `erasure` adds the flip test's 7 per token), cached."""
+    return _erasure_curves(*_key(path, text, method, baseline, steps, removal))
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _random_erasure(path: str, mtime: float, text: str, removal: str, n: int | None):
+    return model_job("random_erasure", path, mtime, text, removal, n)
+
+
+def random_erasure(path: str | Path, text: str, *, removal: str = "delete", n: int | None = None) -> list[dict]:
+    """Erasure curves of seeded random rankings (faithfulness.random_orders_curves: the chance an explanation
+    must beat; N_RANDOM of them by default), cached."""
+    return _random_erasure(str(path), stamp(path), text, removal, n)
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _attention_tests(path: str, mtime: float, text: str, n_permutations: int):
+    return model_job("attention_tests", path, mtime, text, n_permutations)
+
+
+def attention_tests(path: str | Path, text: str, *, n_permutations: int = 30) -> dict:
+    """{"perm": permutation_test, "unif": uniform_attention_test} of a model with attention weights, {} for a
+    model without; cached per (checkpoint, text)."""
+    return _attention_tests(str(path), stamp(path), text, n_permutations)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _intervention(path: str, mtime: float, text: str, kind: str, choice_key, _choice: dict):
+    return model_job("intervention", path, mtime, text, kind, dict(_choice))
+
+
+def intervention(path: str | Path, text: str, kind: str, choice: dict) -> dict:
+    """One intervention on `text` (textcls.serve.work.intervention: the probabilities before and after, the
+    model's own attention before and after), cached per (checkpoint, text, kind, choices). Raises ValueError
+    for a choice the model does not offer."""
+    return _intervention(str(path), stamp(path), text, kind, tuple(sorted(choice.items())), choice)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _compare_edit(ckpts: tuple[tuple[str, str, float], ...], text: str, edited: str):
+    return model_job("compare_edit", list(ckpts), text, edited)
+
+
+def compare_edit(ckpts: dict[str, str | Path], text: str, edited: str):
+    """`textcls.interpret.interventions.compare_edit` of {name: checkpoint folder} for text -> edited (a list of
+    EditComparison), cached per (checkpoints and their stamps, text, edited)."""
+    return _compare_edit(tuple((n, str(p), stamp(p)) for n, p in ckpts.items()), text, edited)
+
+
+class SliceJob:
+    """A data-set faithfulness run (textcls.interpret.batched.SliceRun) held where the model is, stepped from the
+    page: `run(progress)` scores chunk after chunk until done or `stop()`; `report(gold, label_names)` covers the
+    texts done."""
+
+    def __init__(self, path: str | Path, texts, *, removal: str, baseline: str, steps: int, methods):
+        self.key = uuid.uuid4().hex
+        self.done, self.stop_requested = 0, False
+        self.total = model_job("slice_start", str(path), stamp(path), self.key, list(texts), list(methods), removal,
+                               baseline, steps)
+
+    @property
+    def finished(self) -> bool:
+        return self.done >= self.total
+
+    def stop(self) -> None:
+        """Stop before the next chunk (a Stop button's callback)."""
+        self.stop_requested = True
+
+    def resume(self) -> None:
+        self.stop_requested = False
+
+    def run(self, progress=None) -> "SliceJob":
+        if progress:
+            progress(self.done, self.total)
+        while not self.finished and not self.stop_requested:
+            self.done = model_job("slice_step", self.key)
+            if progress:
+                progress(self.done, self.total)
+        return self
+
+    def report(self, gold=None, label_names=None):
+        """(SliceReport, {method: plausibility and seconds per text}, notes) of the texts done (slice_measures)."""
+        return model_job("slice_report", self.key, None if gold is None else list(gold),
+                         None if label_names is None else list(label_names))
+
+
+def slice_run(path: str | Path, texts, *, removal: str = "delete", baseline: str = "pad", steps: int = 50,
+              methods=("attention", "integrated_gradients", "random")) -> SliceJob:
+    """A new `SliceJob` of one checkpoint over texts; not cached (it holds state): the page keeps it."""
+    return SliceJob(path, texts, removal=removal, baseline=baseline, steps=steps, methods=methods)
+
+
+# ---------------------------------------------------------------- data-set tools (Explore page)
+# The projector samples before it gets here (textcls.analysis.representations.sample_rows).
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _representations(path: str, mtime: float, texts: tuple[str, ...]):
+    return model_job("representations", path, mtime, texts)
+
+
+def representations(path: str | Path, texts):
+    """(N, F) classifier-input vectors of one checkpoint for texts (textcls.analysis.representations), cached."""
+    return _representations(str(path), stamp(path), tuple(texts))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _projection(path: str, mtime: float, texts: tuple[str, ...], method: str, seed: int):
+    return model_job("projection", path, mtime, texts, method, seed)
+
+
+def projection(path: str | Path, texts, method: str = "pca", seed: int = 0):
+    """(N, 2) projection (PCA / t-SNE / UMAP) of one checkpoint's representations of texts, cached."""
+    return _projection(str(path), stamp(path), tuple(texts), method, seed)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _flip_report(path: str, mtime: float, texts: tuple[str, ...], generator: str, rules: str, seed: int):
+    return model_job("flip_report", path, mtime, texts, generator, rules, seed)
+
+
+def flip_report(path: str | Path, texts, generator: str, *, rules: str = "", seed: int = 0):
+    """`textcls.analysis.counterfactuals.run_generator` of one checkpoint over texts, cached per (checkpoint, texts,
+    generator, rules). Raises CounterfactualError for a generator that cannot run."""
+    return _flip_report(str(path), stamp(path), tuple(texts), generator, rules if generator == "word_replacer"
+                        else "", seed)
+
+
+# ---------------------------------------------------------------- the Lab
+# A demo's model: `lab_source(info)` for a checkpoint, `untrained_source(family, texts)` for an untrained small one.
+
+def lab_source(path: str | Path) -> tuple:
+    return ("checkpoint", str(path), stamp(path))
+
+
+def untrained_source(family: str, texts) -> tuple:
+    return ("untrained", family, tuple(texts))
+
+
+@st.cache_data(show_spinner=False, max_entries=1)
+def activation_names() -> list[str]:
+    """The activations a model family may use."""
+    return model_job("activation_names")
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def activation_statistics(activations: tuple[str, ...], seed: int) -> list[dict]:
+    """AGCNN Fig. 2's rows (textcls.interpret.lab.activation_statistics), cached per (activations, seed)."""
+    return model_job("activation_statistics", tuple(activations), int(seed))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _negation(ckpts: tuple[tuple[str, str, float], ...], sentences: tuple[str, ...]):
+    return model_job("negation_demo", list(ckpts), list(sentences))
+
+
+def negation_demo(ckpts: dict[str, str | Path], sentences) -> list[dict]:
+    """`lab.negation_demo` of {name: checkpoint folder} on the sentences, cached."""
+    return _negation(tuple((n, str(p), stamp(p)) for n, p in ckpts.items()), tuple(sentences))
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def lab_reading(source: tuple, text: str) -> tuple[list[str], int]:
+    """(tokens, how many) of `text` as the demo's model reads it."""
+    return model_job("lab_reading", source, text)
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def hcan_branches(source: tuple, text: str, word: int) -> dict:
+    """`lab.hcan_branches` of the demo's model on text, cached."""
+    return model_job("hcan_branches", source, text, int(word))
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def agcnn_gates(source: tuple, text: str) -> tuple[dict, dict]:
+    """(`lab.gate_closures`, `lab.gate_suppression`) of the demo's model on text, cached."""
+    return model_job("agcnn_gates", source, text)
+
+
+# ---------------------------------------------------------------- lessons (Lessons page)
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _lesson_step(lesson_id: str, step: int, value: float | None, ckpts: tuple[tuple[str, str, float], ...]):
+    valid, _ = cache.checkpoints()
+    stamps = {path: mtime for _, path, mtime in ckpts}
+    return model_job("lesson_step", lesson_id, step, value, [i for i in valid if str(i.path) in stamps], stamps)
+
+
+def lesson_step(lesson_id: str, step: int, value: float | None = None):
+    """`textcls.teach.lessons.run_step` of one step (0-based) of a lesson on the checkpoints listed here (the shared,
+    read-only models), cached per (lesson, step, slider value, the checkpoints and their stamps)."""
+    valid, _ = cache.checkpoints()
+    return _lesson_step(lesson_id, step, value, tuple((i.name, str(i.path), stamp(i.path)) for i in valid))
+
+
+__all__ = ["SliceJob", "activation_names", "activation_statistics", "agcnn_gates", "attention_tests", "compare_edit",
+           "erasure", "erasure_curves", "explanation", "explanation_seconds", "flip_report", "hcan_branches",
+           "intervention", "lab_reading", "lab_source", "lesson_step", "negation_demo", "projection",
+           "random_erasure", "reading", "representations", "sanity", "slice_run", "untrained_source"]

@@ -1,0 +1,385 @@
+"""The model work the pages ask for, one function per job: the one implementation of each. Every job takes `load`
+first - `load(path, stamp)` gives the shared, read-only Predictor of a checkpoint folder - then plain arguments,
+and returns plain picklable data: numpy arrays, dicts, and records of torch-free modules (textcls.records,
+textcls.interpret.records), never a model or a tensor, so the server reads an answer without importing torch.
+
+Where a job runs: the model worker (textcls.serve.worker.start_job, in a thread of its own so a long explanation
+never holds up another session's predictions), with `load` = its bounded model cache; with the worker off
+(TEXTCLS_WORKER=0), pages.common.cache runs the same function in the server with its own cached models.
+
+Jobs: `facts`, `reading` (how one checkpoint reads a text: tokens, unknown words, which explanation methods and
+interventions apply), Inspect's `pieces`, `attention_verdict` and `side_by_side`; Attribute's `explanation`,
+`erasure`, `erasure_curves`, `random_erasure`, `attention_tests`, `sanity`, `intervention`, `compare_edit` and the
+data-set run (`slice_start`, `slice_step`, `slice_report`: a SliceRun kept in this process, stepped chunk by chunk
+so the page shows progress and can stop it); Evaluate's data-set views (`corpus_support`, `token_weights`,
+`filter_ngrams`: passes over a split that report their progress); Explore's `representations`, `projection`,
+`flip_report`; the Lab's demos (`activation_statistics`, `negation_demo`, `hcan_branches`, `agcnn_gates`, on a
+checkpoint or an untrained small model); the lessons' `lesson_step`.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+from textcls.records import TextReading
+
+
+# ---------------------------------------------------------------- facts of a model (Home, Compare, Inspect)
+
+def facts(load, path: str, stamp: float):
+    """The `ModelFacts` of a checkpoint (what the pages read of a model they do not hold); loading it runs the
+    folder's full check first."""
+    from textcls.interpret.context_mixing import methods_for
+    from textcls.models.hf.pieces import has_word_pieces
+    from textcls.records import ModelFacts, SpecRecord
+    p = load(path, stamp)
+    specs = tuple(SpecRecord(s.name, tuple(s.axes), s.kind, s.description, s.values)
+                  for s in (p.model.map_specs() if hasattr(p.model, "map_specs") else []))
+    stoi = _stoi(p)
+    note = getattr(p.model, "attention_note", None)
+    return ModelFacts(specs, dict(stoi) if stoi is not None else None, tuple(p.labels),
+                      word_pieces=bool(has_word_pieces(p)), attention_note=str(note) if note else None,
+                      mixing=tuple(methods_for(p.model)))
+
+
+def _stoi(p):
+    return getattr(getattr(getattr(p, "tokenizer", None), "vocab", None), "stoi", None)
+
+
+def _instance(p, text: str):
+    from textcls.interpret import as_source
+    return as_source(p).instances([text])[0]
+
+
+def reading(load, path: str, stamp: float, text: str) -> TextReading:
+    """How the checkpoint reads `text` (tokens, unknown words, truncation) and what applies to it (explanation
+    methods, interventions): what Attribute lays out before computing anything. Raises EntitySpanError for a
+    relation sentence whose entity tags the model cannot use."""
+    from textcls.data.unknown import unknown_tokens
+    from textcls.interpret import interventions as iv
+    from textcls.interpret.attention import explanation_source
+    from textcls.interpret.methods import names, why_not
+    p = load(path, stamp)
+    inst = _instance(p, text)
+    tokens = tuple(inst.tokens or ())
+    unknown = unknown_tokens(_stoi(p), tokens)
+    not_applicable = {m: why for m in names() if (why := why_not(p.model, m)) is not None}
+    offer = p.model.interventions()
+    try:
+        source = explanation_source(p.model)
+    except ValueError:
+        source = None
+    config = getattr(getattr(p, "tokenizer", None), "config", None)
+    return TextReading(tokens=tokens, n=int(inst.n), unknown=None if unknown is None else len(unknown),
+                       not_applicable=not_applicable, attention_source=source, labels=tuple(p.labels),
+                       interventions=tuple(iv.menu(p.model)), heads=int(offer.heads), layers=int(offer.layers),
+                       filters=dict(offer.filters), activations=tuple(offer.activations),
+                       activation=(getattr(p.model.config, offer.activation_field)
+                                   if offer.activation_field else None),
+                       word_level=config is None or getattr(config, "level", "word") == "word")
+
+
+# ---------------------------------------------------------------- Inspect
+
+def pieces(load, path: str, stamp: float, text: str):
+    """`textcls.models.hf.pieces.piece_attention_of`: a `PieceAttention` (plain data, torch-free class)."""
+    from textcls.models.hf.pieces import piece_attention_of
+    return piece_attention_of(load(path, stamp), text)
+
+
+def attention_verdict(load, path: str, stamp: float, text: str) -> dict:
+    """The model's own attention (the shading on Compare) against random word orders on `text`
+    (`versus_random`), with the rule in words under "rule": Inspect's faithfulness line."""
+    from textcls.interpret.faithfulness import N_RANDOM, erasure_curves, random_orders_curves
+    from textcls.interpret.methods import explanation as explain
+    from textcls.interpret.rankings import ONE_TEXT_NOTE, VERDICT_RULE, versus_random
+    p = load(path, stamp)
+    inst = _instance(p, text)
+    curves = erasure_curves(p.model, inst, explain(p.model, inst, "attention", labels=p.labels))
+    out = versus_random(curves, random_orders_curves(p.model, inst, N_RANDOM))
+    return {**out, "rule": f"{VERDICT_RULE} {ONE_TEXT_NOTE}"}
+
+
+def side_by_side(load, path: str, stamp: float, text: str):
+    """`textcls.interpret.context_mixing.compare.side_by_side` (a `SideBySide`, numpy only)."""
+    from textcls.interpret.context_mixing.compare import side_by_side as run
+    return run(load(path, stamp), text)
+
+
+# ---------------------------------------------------------------- Attribute
+
+def explanation(load, path: str, stamp: float, text: str, method: str, baseline: str, steps: int, removal: str):
+    """(one explanation of `text` by any registered method: an Attribution or a vector, the seconds it took)."""
+    from textcls.interpret.methods import explanation as explain
+    p = load(path, stamp)
+    inst = _instance(p, text)
+    t0 = time.perf_counter()
+    value = explain(p.model, inst, method, labels=p.labels, baseline=baseline, steps=steps, removal=removal)
+    return value, time.perf_counter() - t0
+
+
+def erasure_curves(load, path: str, stamp: float, text: str, value, removal: str) -> dict:
+    """ERASER's erasure curves of one explanation `value` (its .scores rank the words; about 11 passes)."""
+    from textcls.interpret import faithfulness
+    p = load(path, stamp)
+    return faithfulness.erasure_curves(p.model, _instance(p, text), value, removal=removal)
+
+
+def erasure_flip(load, path: str, stamp: float, text: str, value, removal: str) -> dict:
+    """How many of the top words of `value` must go before the decision flips (7 passes a token)."""
+    from textcls.interpret import faithfulness
+    p = load(path, stamp)
+    return faithfulness.erasure_flip(p.model, _instance(p, text), value, removal=removal)
+
+
+def random_erasure(load, path: str, stamp: float, text: str, removal: str, n: int | None) -> list[dict]:
+    """Erasure curves of seeded random rankings (the chance an explanation must beat)."""
+    from textcls.interpret import faithfulness
+    p = load(path, stamp)
+    return faithfulness.random_orders_curves(p.model, _instance(p, text), n or faithfulness.N_RANDOM,
+                                             removal=removal)
+
+
+def attention_tests(load, path: str, stamp: float, text: str, n_permutations: int) -> dict:
+    """{"perm": permutation_test, "unif": uniform_attention_test}, {} for a model without attention weights."""
+    from textcls.interpret import faithfulness
+    p = load(path, stamp)
+    if not faithfulness.attention_maps(p.model):
+        return {}
+    inst = _instance(p, text)
+    return {"perm": faithfulness.permutation_test(p.model, inst, n_permutations),
+            "unif": faithfulness.uniform_attention_test(p.model, inst)}
+
+
+def sanity(load, path: str, stamp: float, text: str, method: str, baseline: str, steps: int, removal: str) -> dict:
+    """The cascading randomisation check of one explanation (on a copy of the model; textcls.interpret.sanity)."""
+    from textcls.interpret.methods import explain
+    from textcls.interpret.sanity import cascading_randomisation
+    p = load(path, stamp)
+    opts = dict(labels=p.labels, baseline=baseline, n_steps=steps, removal=removal)
+    return cascading_randomisation(p.model, [_instance(p, text)], [method],
+                                   lambda model, xs, m: explain(model, xs, m, **opts))
+
+
+def intervention(load, path: str, stamp: float, text: str, kind: str, choice: dict) -> dict:
+    """One intervention (`interventions.build(model, kind, **choice)`) on `text`: {"describe", "tvd", "flipped",
+    "probs_before", "probs_after", "labels", "attention_before", "attention_after" (the model's own attention
+    importance with and without it; None for a model without)}. Raises ValueError for a choice the model does
+    not offer, with the reason."""
+    from textcls.interpret import intervene
+    from textcls.interpret import interventions as iv
+    from textcls.interpret.attention import attention_importance_instances
+    p = load(path, stamp)
+    inst = _instance(p, text)
+    act = iv.build(p.model, kind, **choice)
+    res = intervene(p.model, inst, act, return_maps=False, labels=p.labels)
+    before = after = None
+    try:
+        run_model = act.prepare(p.model)
+        before, after = (attention_importance_instances(run_model, [inst], edits=e)[0].scores
+                         for e in (None, act.edits(run_model)))
+    except ValueError:
+        pass
+    return {"describe": act.describe(), "tvd": float(res.tvd), "flipped": bool(res.flipped),
+            "probs_before": res.probs_before, "probs_after": res.probs_after, "labels": list(p.labels),
+            "attention_before": before, "attention_after": after}
+
+
+def compare_edit(load, ckpts: list[tuple[str, str, float]], text: str, edited: str):
+    """`textcls.interpret.interventions.compare_edit` of [(name, path, stamp)] for text -> edited: a list of
+    EditComparison (torch-free records)."""
+    from textcls.interpret import interventions
+    return interventions.compare_edit({name: load(path, stamp) for name, path, stamp in ckpts}, text, edited)
+
+
+_SLICES: OrderedDict = OrderedDict()     # key -> SliceRun (a page's data-set run), the newest last
+_SLICES_LOCK = threading.Lock()
+MAX_SLICES = 4                           # runs kept: each holds its texts' instances and per-text numbers
+
+
+def slice_start(load, path: str, stamp: float, key: str, texts: list[str], methods: list[str], removal: str,
+                baseline: str, steps: int) -> int:
+    """Begin a data-set faithfulness run (textcls.interpret.batched.SliceRun) kept here under `key`; returns how
+    many texts it has. `slice_step(key)` scores the next chunk."""
+    from textcls.interpret.batched import SliceRun
+    run = SliceRun(load(path, stamp), list(texts), methods=list(methods), removal=removal, baseline=baseline,
+                   n_steps=steps)
+    with _SLICES_LOCK:
+        _SLICES[key] = run
+        while len(_SLICES) > MAX_SLICES:
+            _SLICES.popitem(last=False)
+    return run.total
+
+
+def _slice(key: str):
+    with _SLICES_LOCK:
+        run = _SLICES.get(key)
+    if run is None:
+        raise LookupError("this data-set run is no longer held (the model worker was restarted, or newer runs "
+                          "replaced it): press Run again")
+    return run
+
+
+def slice_step(load, key: str) -> int:
+    """Score the next chunk of texts of the run `key`; returns how many texts are done."""
+    return _slice(key).step()
+
+
+def slice_report(load, key: str, gold: list[int] | None, label_names: list[str] | None):
+    """(SliceReport, {method: plausibility / seconds per text}, notes) of the texts done so far."""
+    from textcls.interpret.measures import slice_measures
+    run = _slice(key)
+    extra, notes = slice_measures(run, gold, label_names)
+    return run.report(), extra, notes
+
+
+# ---------------------------------------------------------------- Evaluate's data-set views
+
+def corpus_support(load, path: str, stamp: float) -> tuple[bool, str, int]:
+    """(whether the model has its own token weights, what they are / why not, how many filter banks it has)."""
+    from textcls.analysis import corpus_views as cv
+    model = load(path, stamp).model
+    ok, source = cv.supports_token_weights(model)
+    return ok, source, len(cv.filter_banks(model))
+
+
+def token_weights(load, path: str, stamp: float, texts: list[str], gold: list[str] | None, cached_only: bool,
+                  progress=None):
+    """`corpus_views.token_weights` over texts (a CorpusWeights), kept in the disk cache (CorpusCache); with
+    `cached_only`, the cached one or None without computing."""
+    from textcls.analysis import corpus_views as cv
+    from textcls.analysis.corpus_cache import CorpusCache
+    return cv.token_weights(load(path, stamp), texts, gold, cache=CorpusCache(), cached_only=cached_only,
+                            progress=progress)
+
+
+def filter_ngrams(load, path: str, stamp: float, texts: list[str], top: int, cached_only: bool, progress=None):
+    """`corpus_views.filter_ngrams` over texts (a FilterNgrams), kept in the disk cache like `token_weights`."""
+    from textcls.analysis import corpus_views as cv
+    from textcls.analysis.corpus_cache import CorpusCache
+    return cv.filter_ngrams(load(path, stamp), texts, top=top, cache=CorpusCache(), cached_only=cached_only,
+                            progress=progress)
+
+
+# ---------------------------------------------------------------- Explore
+
+def representations(load, path: str, stamp: float, texts: tuple[str, ...]):
+    """(N, F) classifier-input vectors of texts (textcls.analysis.representations)."""
+    from textcls.analysis.representations import representations as reps
+    return reps(load(path, stamp), list(texts))
+
+
+def projection(load, path: str, stamp: float, texts: tuple[str, ...], method: str, seed: int):
+    """(N, 2) projection (PCA / t-SNE / UMAP) of the texts' representations."""
+    from textcls.analysis.representations import project
+    return project(representations(load, path, stamp, texts), method, seed=seed)
+
+
+def flip_report(load, path: str, stamp: float, texts: tuple[str, ...], generator: str, rules: str, seed: int):
+    """`textcls.analysis.counterfactuals.run_generator` over texts (raises CounterfactualError)."""
+    from textcls.analysis.counterfactuals import run_generator
+    return run_generator(load(path, stamp), list(texts), generator, checkpoint=Path(path).name,
+                         rules=rules or None, seed=seed)
+
+
+# ---------------------------------------------------------------- the Lab
+# A demo's model is a checkpoint - ("checkpoint", path, stamp) - or, when none is here, an untrained small model
+# built on the demo's texts - ("untrained", family, texts): random weights that show the mechanics only.
+
+def activation_names(load) -> list[str]:
+    """The activations a model family may use (textcls.models.layers.ACTIVATIONS)."""
+    from textcls.models.layers import ACTIVATIONS
+    return list(ACTIVATIONS)
+
+
+def activation_statistics(load, activations: tuple[str, ...], seed: int) -> list[dict]:
+    """AGCNN Fig. 2: the activations' mean and variance through 10 random dense layers (textcls.interpret.lab)."""
+    from textcls.interpret import lab
+    return lab.activation_statistics(tuple(activations), seed=int(seed))
+
+
+def negation_demo(load, ckpts: list[tuple[str, str, float]], sentences: list[str]) -> list[dict]:
+    """`lab.negation_demo` of [(name, path, stamp)] on the sentences."""
+    from textcls.interpret import lab
+    return lab.negation_demo({name: load(path, stamp) for name, path, stamp in ckpts}, list(sentences))
+
+
+@functools.lru_cache(maxsize=8)
+def _untrained(family: str, texts: tuple[str, ...]):
+    import torch
+
+    import textcls
+    from textcls.data.text import Tokenizer, TokenizerConfig
+    from textcls.interpret import Source
+    hier = textcls.get_entry(family).input_kind == "sentences"
+    tok = Tokenizer.build(list(texts), TokenizerConfig(hierarchical=hier))
+    torch.manual_seed(0)
+    model = textcls.create_model(family, vocab_size=len(tok.vocab), num_labels=2, preset="small").eval()
+    return Source(model, tok.encode, ["negative", "positive"], f"untrained small {family}")
+
+
+def _lab_source(load, source: tuple):
+    from textcls.interpret import as_source
+    if source[0] == "untrained":
+        return _untrained(source[1], tuple(source[2]))
+    return as_source(load(source[1], source[2]))
+
+
+def lab_reading(load, source: tuple, text: str) -> tuple[list[str], int]:
+    """(the tokens a Lab demo's model reads in `text`, how many)."""
+    (inst,) = _lab_source(load, source).instances([text])
+    return list(inst.tokens or []), int(inst.n)
+
+
+def hcan_branches(load, source: tuple, text: str, word: int) -> dict:
+    """`lab.hcan_branches` of the demo's HCAN on `text` (one word's attention rows); ValueError for a model
+    without the two branches."""
+    from textcls.interpret import lab
+    src = _lab_source(load, source)
+    (inst,) = src.instances([text])
+    return lab.hcan_branches(src.model, inst, int(word))
+
+
+def agcnn_gates(load, source: tuple, text: str) -> tuple[dict, dict]:
+    """(`lab.gate_closures`, `lab.gate_suppression`) of the demo's AGCNN on `text`."""
+    from textcls.interpret import lab
+    src = _lab_source(load, source)
+    (inst,) = src.instances([text])
+    return (lab.gate_closures(src.model, inst, labels=src.labels),
+            lab.gate_suppression(src.model, inst, labels=src.labels))
+
+
+# ---------------------------------------------------------------- lessons
+
+def lesson_step(load, lesson_id: str, step: int, value: float | None, infos: list, stamps: dict[str, float]):
+    """`textcls.teach.lessons.run_step` of one step (0-based) on the checkpoints `infos` (CheckpointInfo), each
+    loaded when the step asks for it; `stamps`: path -> the stamp the server saw."""
+    from textcls.teach import lessons
+    lib = lessons.Library(infos, lambda i: load(str(i.path), stamps[str(i.path)]))
+    return lessons.run_step(lessons.get(lesson_id).steps[step], lib, value)
+
+
+JOBS = ("facts", "reading", "pieces", "attention_verdict", "side_by_side", "explanation", "erasure_curves",
+        "erasure_flip", "random_erasure", "attention_tests", "sanity", "intervention", "compare_edit", "slice_start",
+        "slice_step", "slice_report", "corpus_support", "token_weights", "filter_ngrams", "representations",
+        "projection", "flip_report", "activation_names", "activation_statistics", "negation_demo", "lab_reading",
+        "hcan_branches", "agcnn_gates", "lesson_step")
+
+OWN_SCOPE = frozenset({"slice_start", "slice_step", "slice_report", "token_weights", "filter_ngrams",
+                       "representations", "projection", "flip_report"})    # over many texts: they choose their own thread scope (batch work)
+
+
+PROGRESS = frozenset({"token_weights", "filter_ngrams"})     # jobs that report (done, total) as they go
+
+
+def run(load, job: str, *args, progress=None):
+    """Job `job` (one of JOBS) with `load` and its arguments; `progress(done, total)` goes to a job that reports
+    progress (PROGRESS)."""
+    if job not in JOBS:
+        raise ValueError(f"unknown model job {job!r}")
+    if job in PROGRESS:
+        return globals()[job](load, *args, progress=progress)
+    return globals()[job](load, *args)
