@@ -1,12 +1,14 @@
 """Attribute: why each model decided, by its own attention and by Captum attributions, how faithful those
 explanations are, and what happens when we intervene or edit a word. Every number comes from
-`textcls.interpret` through the cached wrappers of `pages.common.cache` (per checkpoint, text and settings,
-shared by every session, so a revisit is instant); this page only lays it out.
+`textcls.interpret`, computed by the model worker, through the cached wrappers of `pages.common.work` (per
+checkpoint, text and settings, shared by every session, so a revisit is instant); this page only lays it out and
+imports no torch.
 
 Only what is on screen is computed: the tabs track which one is open (st.tabs with on_change="rerun") and only
 the open tab runs. The Reasons tab shows each checkpoint's explanations as soon as they are ready; Agreement,
 Faithfulness, Interventions and Counterfactual compute when opened, the data-set panel when its expander is open
-and Run is pressed (a whole split, batched across texts, with a progress bar and Stop). A cached model is shared read-only; interventions act through edits or on a copy."""
+and Run is pressed (a whole split, batched across texts, with a progress bar and Stop). A cached model is shared
+read-only; interventions act through edits or on a copy."""
 from __future__ import annotations
 
 import hashlib

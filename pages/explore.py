@@ -3,8 +3,9 @@ projector (two to four models side by side; select points to make a slice, open 
 nearest training texts in each model's space, generated counterfactuals with flip rates, and thresholds and
 calibration (ROC / PR with AUC, reliability and ECE). Checkpoints, data, view, slice and text live in the URL.
 
-Every number comes from the library (textcls.analysis.slices, representations, counterfactuals, calibration, viz.dataset)
-through the cached wrappers of pages.common.cache; this page only lays it out.
+Every number comes from the library (textcls.analysis.slices, representations, counterfactuals, calibration,
+viz.dataset) through the cached wrappers of pages.common.cache and pages.common.work (the model worker computes the
+representations and counterfactuals); this page only lays it out.
 """
 from __future__ import annotations
 

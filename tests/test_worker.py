@@ -65,6 +65,39 @@ def test_killed_mid_request_restarts_and_the_request_is_sent_again(light):
     # the exit code ("signal 9") is named when the pool has collected it by then; that is a race, not a contract
 
 
+def test_a_job_reports_its_progress_and_one_killed_midway_is_started_again():
+    """A model job (textcls.serve.work) computes in a thread of the worker and reports its progress through the
+    server's polls; the worker killed while it computes: the job is started again in the new process, once, and
+    its answer comes back."""
+    from textcls.analysis.corpus_views import CorpusWeights
+    w = ModelWorker(timeout=60)
+    path = str(SST2[1])                                        # lama-sst2: its own token weights
+    texts = [f"a {'very ' * (k % 7)}good film number {k} , not bad at all" for k in range(6000)]
+    seen: list[tuple[int, int]] = []
+    out: dict = {}
+    try:
+        first = w.pid()
+        t = threading.Thread(target=lambda: out.setdefault("r", w.run_job(
+            "token_weights", path, 1.0, texts, None, False, progress=lambda d, n: seen.append((d, n)))))
+        t.start()
+        end = time.monotonic() + 120
+        while not any(0 < d < n for d, n in seen) and time.monotonic() < end:
+            time.sleep(0.01)                                   # the pass is under way
+        assert any(0 < d < n for d, n in seen), seen
+        os.kill(first, signal.SIGKILL)
+        t.join(300)
+        assert not t.is_alive()
+        assert isinstance(out["r"], CorpusWeights) and len(out["r"].tokens) == len(texts)
+        assert w.restarts == 1 and w.pid() != first
+        assert all(n == len(texts) for _, n in seen)
+        done = [d for d, _ in seen]
+        drops = [k for k in range(1, len(done)) if done[k] < done[k - 1]]
+        assert len(drops) == 1                                 # started again from 0 once, after the kill
+        assert done[:drops[0]] == sorted(done[:drops[0]]) and done[drops[0]:] == sorted(done[drops[0]:])
+    finally:
+        w.stop()
+
+
 def test_a_worker_that_never_answers_is_restarted_and_the_call_fails_in_one_line(light):
     first = light.pid()
     t0 = time.monotonic()

@@ -43,7 +43,7 @@ ENV = "TEXTCLS_WORKER"
 TIMEOUT = 120.0              # seconds a call may take before the worker is deemed stuck (TEXTCLS_WORKER_TIMEOUT)
 MAX_MODELS = 12              # models the worker keeps (TEXTCLS_WORKER_MODELS)
 NOTICE_SECONDS = 120.0       # how long a restart is reported by notice()
-JOB_TIMEOUT = 600.0          # seconds a model job (an explanation, a data-set chunk...) may take (TEXTCLS_WORKER_JOB_TIMEOUT)
+JOB_TIMEOUT = 600.0          # seconds a model job (an explanation, a data-set chunk) may take (TEXTCLS_WORKER_JOB_TIMEOUT)
 JOB_POLL = 0.02              # the longest the worker waits on a job per poll (a prediction queued behind waits no more)
 PER_TEXT = 0.1               # seconds more a prediction call may take per text (a pretrained encoder, a busy machine)
 

@@ -368,8 +368,9 @@ JOBS = ("facts", "reading", "pieces", "attention_verdict", "side_by_side", "expl
         "projection", "flip_report", "activation_names", "activation_statistics", "negation_demo", "lab_reading",
         "hcan_branches", "agcnn_gates", "lesson_step")
 
+# over many texts: these choose their own thread scope (batch work); every other job runs as interactive work
 OWN_SCOPE = frozenset({"slice_start", "slice_step", "slice_report", "token_weights", "filter_ngrams",
-                       "representations", "projection", "flip_report"})    # over many texts: they choose their own thread scope (batch work)
+                       "representations", "projection", "flip_report"})
 
 
 PROGRESS = frozenset({"token_weights", "filter_ngrams"})     # jobs that report (done, total) as they go

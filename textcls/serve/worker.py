@@ -9,9 +9,10 @@ picklable data (no model, no tensor crosses).
   sessions' texts of one checkpoint in one batch and hands each its own part (textcls.serve.client batches).
 - `start_job(key, job, *args)` / `job_result(key, wait)`: every other piece of model work the pages ask for -
   a model's facts, Inspect's word pieces, verdict and context mixing, Attribute's explanations, faithfulness,
-  sanity checks, interventions and data-set runs, Explore's representations and counterfactuals, the lessons'
-  steps - is a job of textcls.serve.work, computed in a thread of this process (at most _JOB_THREADS at once)
-  while the requests' loop goes on answering; the server collects the answer.
+  sanity checks, interventions and data-set runs, Evaluate's data-set views, Explore's representations and
+  counterfactuals, the Lab's demos, the lessons' steps - is a job of textcls.serve.work, computed in a thread
+  of this process (at most _JOB_THREADS at once) while the requests' loop goes on answering; the server
+  collects the answer.
 - `prefetch_start` / `prefetch_next`: one batch at a time of a long prediction (Evaluate's split, computed
   ahead), so the server can pause between batches while a person clicks.
 - `warm(paths)`: load checkpoints ahead (the main task's models, then the pretrained encoder).
@@ -216,10 +217,6 @@ _PROGRESS: dict = {}              # key -> (done, total) last reported by a runn
 _JOBS_LOCK = threading.Lock()
 
 
-def _load(path: str, stamp: float):
-    return predictor(path, stamp)
-
-
 @answers
 def start_job(env: dict[str, str], key: str, job: str, *args) -> None:
     """Start `textcls.serve.work.<job>(load, *args)` in a thread of this process and return at once: the
@@ -254,7 +251,7 @@ def _run_job(key: str, job: str, args: tuple):
         _PROGRESS[key] = (int(done), int(total))
     try:
         with span(f"in-worker.job.{job}"), (nullcontext() if job in work.OWN_SCOPE else scope("interactive")):
-            return work.run(_load, job, *args, progress=progress)
+            return work.run(predictor, job, *args, progress=progress)  # load = the models kept here
     finally:
         _PROGRESS.pop(key, None)
 
@@ -262,7 +259,8 @@ def _run_job(key: str, job: str, args: tuple):
 @answers(work=None)
 def job_result(key: str, wait: float) -> tuple[bool, object]:
     """(True, the answer) of the job `key` once it is done (what it raised is raised here), else (False, its last
-    (done, total) progress or None) after waiting at most `wait` s. JobLost: no such job here (this process was restarted since)."""
+    (done, total) progress or None) after waiting at most `wait` s. JobLost: no such job here (this process was
+    restarted since it started)."""
     from concurrent.futures import TimeoutError as FutureTimeout
     with _JOBS_LOCK:
         future = _JOBS.get(key)
