@@ -3,8 +3,9 @@ button that re-measures on the machine running the app.
 
 Reads the files `python -m textcls reproduce` and `python -m textcls bench --json docs/bench.json` write
 (docs/results.json and docs/bench.json; env TEXTCLS_RESULTS_FILE / TEXTCLS_BENCH_FILE point elsewhere).
-LAMA Fig. 4 is computed live from the models (cheap). The re-measure button runs `bench.run_bench(quick=True)`
-on random-weight models in this process; nothing cached is touched.
+LAMA Fig. 4 is counted live on built modules (cheap), timing checkpoints and the re-measure button
+(`bench.run_bench(quick=True)`, random-weight models) run in the model worker (pages.common.work): this page
+imports no torch; nothing cached is touched.
 """
 from __future__ import annotations
 
@@ -16,15 +17,11 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from pages.common import cache, inside_app, widgets as w
-from textcls.experiments import bench
-from textcls.experiments.measure import load_note
-from textcls.experiments.paper_bench import lama_f4
+from pages.common import cache, inside_app, widgets as w, work
+from textcls.experiments.bench_report import load_note, model_rows
 from textcls.experiments.results import TARGET_POINTS, accuracy_targets, load_results, table_rows
 from textcls.experiments.study_results import shipped_summary
-from textcls.experiments.specs import default_models
-from textcls.experiments.tradeoffs import (attention_faithfulness, explanation_rows, pareto_front, reading,
-    time_checkpoints)
+from textcls.experiments.tradeoffs import attention_faithfulness, explanation_rows, pareto_front, reading
 from textcls.viz import (accuracy_figure, act_t5_figure, explanation_tradeoff_figure, lama_f4_figure, models_figure,
     tradeoff_figure)
 
@@ -67,7 +64,7 @@ def _env_caption(result: dict) -> None:
 
 
 def _models_table(result: dict) -> None:
-    df = pd.DataFrame(bench.model_rows(result))
+    df = pd.DataFrame(model_rows(result))
     if df.empty:
         st.info("No per-model measurements in this run.")
         return
@@ -283,7 +280,7 @@ def _which_model(ck: dict | None) -> None:
                              key=f"bench_time_{task}", icon=":material/timer:",
                              help=", ".join(i.name for i in untimed)):
         with st.spinner("Timing…"):
-            for r in time_checkpoints(untimed, bench.EXAMPLE_SENTENCE):
+            for r in work.time_checkpoints(untimed):
                 here[r["name"]] = r
         st.rerun()
     if not rows:
@@ -319,7 +316,7 @@ with t_speed:
                    "speed.")
         _models_table(stored)
         if stored.get("models"):
-            w.show_figure(models_figure(bench.model_rows(stored), batch_size=stored["settings"]["batch_size"],
+            w.show_figure(models_figure(model_rows(stored), batch_size=stored["settings"]["batch_size"],
                                         caption=load_note(stored["environment"])), "bench_models")
 
 with t_act:
@@ -333,7 +330,7 @@ with t_act:
 
 with t_lama:
     heads = st.slider("Heads (up to)", min_value=5, max_value=40, value=30, step=5, key="bench_lama_heads")
-    f4 = lama_f4(heads=sorted({1, 2, *range(5, heads + 1, 5)}))
+    f4 = work.lama_f4(tuple(sorted({1, 2, *range(5, heads + 1, 5)})))
     w.show_figure(lama_f4_figure(f4), "bench_lama_f4")
     st.dataframe(pd.DataFrame({"heads": f4["heads"], "LAMA (P, Q, c)": f4["lama"], "LAMA (+ W_w)": f4["lama_with_mlp"],
                                "LAMA + Ctx": f4["lama_ctx"], "SAN": f4["san"], "Transformer": f4["transformer"]}),
@@ -346,7 +343,7 @@ with t_here:
                 "(3 timed calls per figure). Other work on the machine inflates the times; the load is shown. "
                 "Every model with ACT Table 5 and the training step takes one to a few minutes on a laptop "
                 "CPU; fewer models or no training step is quicker.")
-    labels = [m.label for m in default_models()]
+    labels = work.bench_models()
     with st.form("bench_form"):
         chosen = st.multiselect("Models", labels, default=labels, key="bench_models")
         c1, c2, c3 = st.columns(3)
@@ -364,9 +361,9 @@ with t_here:
 
                 def say(msg: str) -> None:
                     status.update(label=f"Measuring ({time.perf_counter() - t0:.0f} s so far): {msg}…")
-                st.session_state["bench_here"] = bench.run_bench(
-                    quick=True, models=chosen or [], seq_len=int(seq_len), act_t5=do_t5, lama=False,
-                    checkpoints=None, memory=do_train, training=do_train, progress=say)
+                st.session_state["bench_here"] = work.run_bench(
+                    say, quick=True, models=chosen or [], seq_len=int(seq_len), act_t5=do_t5, lama=False,
+                    checkpoints=None, memory=do_train, training=do_train)
                 status.update(label=f"Measured in {time.perf_counter() - t0:.0f} s", state="complete")
     here = st.session_state.get("bench_here")
     if here is not None:

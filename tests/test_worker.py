@@ -280,7 +280,7 @@ def test_every_other_page_answers_without_torch_in_the_servers_interpreter():
     """A fresh server-like interpreter: Attribute's every tab (the explanations, the faithfulness table, an
     intervention, a word edited, a data-set run through the worker), Explore's projector, neighbours and
     counterfactuals, a lesson's step, Evaluate's token weights over the split and the Lab's four demos - and torch
-    was never imported there: each is a job of textcls.serve.work that the worker computed (asked of it, below)."""
+    was never imported there (then Benchmarks' live LAMA Fig. 4, from the worker too): each is a job of textcls.serve.work that the worker computed (asked of it, below)."""
     code = textwrap.dedent("""
         import sys
         sys.path.insert(0, "tests")
@@ -333,6 +333,8 @@ def test_every_other_page_answers_without_torch_in_the_servers_interpreter():
         at.switch_page("pages/lab.py").run()
         print("lab", len(at.get("plotly_chart")) >= 8, problems(at))
         print("server", "torch" in sys.modules, "captum" in sys.modules)
+        at.switch_page("pages/benchmarks.py").run()          # (its studies' summary reads the model registry)
+        print("benchmarks", any("LAMA (P, Q, c)" in d.value.columns for d in at.dataframe), problems(at))
         print("asked", ",".join(sorted(set(asked))))
     """)
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=900)
@@ -341,13 +343,13 @@ def test_every_other_page_answers_without_torch_in_the_servers_interpreter():
     expected = {"reasons": "1 []", "agreement": "2 []", "faithfulness": "1 []", "interventions": "1 []",
                 "counterfactual": "True []", "slice": "True []", "projector": "True []", "neighbours": "True []",
                 "counterfactuals": "True []", "lesson": "True []", "evaluate": "True []", "lab": "True []",
-                "server": "False False"}
+                "benchmarks": "True []", "server": "False False"}
     assert {k: lines.get(k) for k in expected} == expected, out.stdout[-3000:] + out.stderr[-2000:]
     assert {"reading", "explanation", "erasure_curves", "erasure_flip", "random_erasure", "attention_tests",
             "intervention", "compare_edit", "slice_start", "slice_step", "slice_report", "projection",
             "representations", "flip_report", "lesson_step", "corpus_support", "token_weights",
             "activation_names", "activation_statistics", "negation_demo", "lab_reading", "hcan_branches",
-            "agcnn_gates"} <= set(lines["asked"].split(","))
+            "agcnn_gates", "bench_models", "lama_f4"} <= set(lines["asked"].split(","))
 
 
 def test_worker_requests_run_on_one_thread_under_the_default_policy(monkeypatch):
@@ -390,8 +392,7 @@ def test_worker_requests_run_on_one_thread_under_the_default_policy(monkeypatch)
 def _job(env, job, *args):
     """A model job as the worker runs it (`start_job`, a thread of its own), here in this process."""
     key = f"test-{job}-{time.monotonic_ns()}"
-    worker.start_job(env, key, job, *args)
-    done, value = worker.job_result(key, 120)
+    done, value = worker.start_job(env, key, job, 120, *args)
     assert done
     return value
 

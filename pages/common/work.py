@@ -1,5 +1,5 @@
-"""The cached model work of Attribute, Evaluate's data-set views (through `cache.model_job`), Explore, the Lab and
-the lessons: each a `textcls.serve.work` job run where
+"""The cached model work of Attribute, Evaluate's data-set views (through `cache.model_job`), Explore, the Lab,
+Benchmarks and the lessons: each a `textcls.serve.work` job run where
 `cache.model_job` decides (the model worker when it is on, so the server's interpreter never imports torch for
 these pages), cached with st.cache_data per (checkpoint folder, its stamp, text or texts, settings) so a revisit,
 in this session or another, is instant and a checkpoint saved again is recomputed. Settings a method ignores are
@@ -284,6 +284,30 @@ def agcnn_gates(source: tuple, text: str) -> tuple[dict, dict]:
     return model_job("agcnn_gates", source, text)
 
 
+# ---------------------------------------------------------------- Benchmarks (measured by the worker, not cached)
+
+@st.cache_data(show_spinner=False, max_entries=1)
+def bench_models() -> list[str]:
+    """The labels of the papers' configurations the re-measure may pick."""
+    return model_job("bench_models")
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def lama_f4(heads: tuple[int, ...]) -> dict:
+    """LAMA Fig. 4's parameter counts for these numbers of heads, cached."""
+    return model_job("lama_f4", list(heads))
+
+
+def time_checkpoints(infos) -> list[dict]:
+    """Milliseconds per sentence and parameters of these checkpoints, timed now by the worker."""
+    return model_job("time_checkpoints", list(infos))
+
+
+def run_bench(progress=None, **options) -> dict:
+    """`textcls.experiments.bench.run_bench(**options)` in the worker; `progress(line)` as it goes."""
+    return model_job("run_bench", options, progress=progress)
+
+
 # ---------------------------------------------------------------- lessons (Lessons page)
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -300,7 +324,8 @@ def lesson_step(lesson_id: str, step: int, value: float | None = None):
     return _lesson_step(lesson_id, step, value, tuple((i.name, str(i.path), stamp(i.path)) for i in valid))
 
 
-__all__ = ["SliceJob", "activation_names", "activation_statistics", "agcnn_gates", "attention_tests", "compare_edit",
+__all__ = ["SliceJob", "activation_names", "activation_statistics", "agcnn_gates", "attention_tests", "bench_models",
+           "compare_edit", "lama_f4", "run_bench", "time_checkpoints",
            "erasure", "erasure_curves", "explanation", "explanation_seconds", "flip_report", "hcan_branches",
            "intervention", "lab_reading", "lab_source", "lesson_step", "negation_demo", "projection",
            "random_erasure", "reading", "representations", "sanity", "slice_run", "untrained_source"]

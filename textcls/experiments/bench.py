@@ -16,6 +16,7 @@ from textcls.checkpoint import CheckpointError, list_checkpoints, load_checkpoin
 from textcls.runtime.files import atomic_write_json
 from textcls.models.registry import get_entry
 from textcls.experiments.measure import environment, load_note, peak_memory, time_call
+from textcls.experiments.bench_report import model_rows  # noqa: F401  (torch-free, re-exported)
 from textcls.experiments.paper_bench import act_table5, lama_f4
 from textcls.experiments.specs import (EXAMPLE_SENTENCE, BenchModel, build, default_models, make_inputs,
     parameter_counts)
@@ -236,21 +237,6 @@ def text_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
              for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
-
-
-def model_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """The per-model table as flat dicts (for a DataFrame or the text report)."""
-    rows = []
-    for r in result.get("models", []):
-        p = r["parameters"]
-        rows.append({"model": r["label"], "params (no emb.)": p["without_embeddings"], "params (total)": p["total"],
-                     "s / batch": r["seconds_per_batch"], "ms / sentence": r["ms_per_sentence"],
-                     "s / epoch (est.)": r.get("seconds_per_epoch"),
-                     "MB infer": None if r.get("inference_memory_bytes") is None
-                     else r["inference_memory_bytes"] / 2 ** 20,
-                     "MB train step": None if r.get("training_memory_bytes") is None
-                     else r["training_memory_bytes"] / 2 ** 20})
-    return rows
 
 
 def format_report(result: dict[str, Any]) -> str:

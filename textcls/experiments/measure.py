@@ -15,6 +15,7 @@ from typing import Any, Callable
 import torch
 
 from textcls.runtime.memory import return_free_memory, rss_mb
+from textcls.experiments.bench_report import load_note  # noqa: F401  (torch-free, re-exported)
 
 
 # ---------------------------------------------------------------- the machine
@@ -35,17 +36,6 @@ def environment() -> dict[str, Any]:
         "loaded": bool(load[0] > 0.75 * cpus),
         "cuda": torch.cuda.is_available(),
     }
-
-
-def load_note(env: dict[str, Any]) -> str:
-    """One line on how far the machine's load distorts the timings."""
-    la, cpus = env.get("loadavg", [0.0])[0], env.get("cpu_count", 1)
-    if la != la:  # NaN: unknown
-        return "machine load unknown"
-    if la > 0.75 * cpus:
-        return (f"TIMINGS DISTORTED: load average {la:.1f} on {cpus} CPU(s) - other processes share the cores, "
-                f"so absolute times are inflated (ratios measured alternately are less affected)")
-    return f"load average {la:.1f} on {cpus} CPU(s): a quiet machine"
 
 
 # ---------------------------------------------------------------- time and memory

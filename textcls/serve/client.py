@@ -44,7 +44,7 @@ TIMEOUT = 120.0              # seconds a call may take before the worker is deem
 MAX_MODELS = 12              # models the worker keeps (TEXTCLS_WORKER_MODELS)
 NOTICE_SECONDS = 120.0       # how long a restart is reported by notice()
 JOB_TIMEOUT = 600.0          # seconds a model job (an explanation, a data-set chunk) may take (TEXTCLS_WORKER_JOB_TIMEOUT)
-JOB_POLL = 0.02              # the longest the worker waits on a job per poll (a prediction queued behind waits no more)
+JOB_POLL = 0.02              # how long the worker waits on a job per call (a prediction queued behind waits no more)
 PER_TEXT = 0.1               # seconds more a prediction call may take per text (a pretrained encoder, a busy machine)
 
 
@@ -208,30 +208,29 @@ class ModelWorker:
 
     def run_job(self, job: str, *args, timeout: float | None = None, progress=None):
         """`textcls.serve.work.<job>(load, *args)` computed in a thread of the worker (`worker.start_job`), so the
-        worker goes on answering other sessions meanwhile; polled until done. A worker restarted meanwhile: the job
-        is started again, once. No answer within `timeout` (default self.job_timeout): the worker is restarted and
-        WorkerTimeout raised. What the job raises is raised here. `progress(done, total)`: called with what a job
-        that reports progress (a pass over a data set) has done, at each poll."""
+        worker goes on answering other sessions meanwhile: a job done within JOB_POLL s answers in that one call, a
+        longer one is polled every JOB_POLL s until done. A worker restarted meanwhile: the job is started again,
+        once. No answer within `timeout` (default self.job_timeout): the worker is restarted and WorkerTimeout
+        raised. What the job raises is raised here. `progress(*state)`: called at each poll with what a
+        job that reports progress last said - (done, total) of a pass over a data set, or a line."""
         limit = self.job_timeout if timeout is None else timeout
         with span(f"worker.job.{job}"):
             for attempt in (1, 2):
                 key = uuid.uuid4().hex
-                self.call_env(worker.start_job, key, job, *args)
-                deadline, wait = time.monotonic() + limit, 0.002
+                deadline = time.monotonic() + limit
+                done, value = self.call_env(worker.start_job, key, job, JOB_POLL, *args)   # a short job: answered
                 try:
-                    while True:
+                    while not done:
+                        if value is not None and progress is not None:
+                            progress(*value)
                         left = deadline - time.monotonic()
                         if left <= 0:
                             _, generation = self._current()
                             self._restart(generation, f"did not finish its {job} job within {limit:g} s")
                             raise WorkerTimeout(f"the model worker did not finish this within {limit:g} s and was "
                                                 "restarted; try again")
-                        done, value = self.call(worker.job_result, key, min(wait, left))
-                        if done:
-                            return value
-                        if value is not None and progress is not None:
-                            progress(*value)
-                        wait = min(wait * 2, JOB_POLL)
+                        done, value = self.call(worker.job_result, key, min(JOB_POLL, left))
+                    return value
                 except worker.JobLost:
                     if attempt == 2:
                         raise WorkerError("the model worker restarted twice while computing this") from None

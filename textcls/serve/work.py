@@ -14,7 +14,8 @@ data-set run (`slice_start`, `slice_step`, `slice_report`: a SliceRun kept in th
 so the page shows progress and can stop it); Evaluate's data-set views (`corpus_support`, `token_weights`,
 `filter_ngrams`: passes over a split that report their progress); Explore's `representations`, `projection`,
 `flip_report`; the Lab's demos (`activation_statistics`, `negation_demo`, `hcan_branches`, `agcnn_gates`, on a
-checkpoint or an untrained small model); the lessons' `lesson_step`.
+checkpoint or an untrained small model); Benchmarks' `lama_f4`, `time_checkpoints` and `run_bench` (the
+re-measure, reporting its progress); the lessons' `lesson_step`.
 """
 from __future__ import annotations
 
@@ -352,6 +353,33 @@ def agcnn_gates(load, source: tuple, text: str) -> tuple[dict, dict]:
             lab.gate_suppression(src.model, inst, labels=src.labels))
 
 
+# ---------------------------------------------------------------- Benchmarks
+
+def bench_models(load) -> list[str]:
+    """The rows of the papers' configurations a re-measure may pick (their labels)."""
+    from textcls.experiments.specs import default_models
+    return [m.label for m in default_models()]
+
+
+def lama_f4(load, heads: list[int]) -> dict:
+    """LAMA Fig. 4: attention-layer parameters against heads, counted on built modules."""
+    from textcls.experiments.paper_bench import lama_f4 as count
+    return count(heads=list(heads))
+
+
+def time_checkpoints(load, infos: list) -> list[dict]:
+    """Milliseconds per sentence and parameters of these checkpoints (CheckpointInfo) on this machine."""
+    from textcls.experiments.bench import EXAMPLE_SENTENCE
+    from textcls.experiments.tradeoffs import time_checkpoints as timed
+    return timed(infos, EXAMPLE_SENTENCE)
+
+
+def run_bench(load, options: dict, progress=None) -> dict:
+    """`textcls.experiments.bench.run_bench(**options)`, its progress lines reported as it goes."""
+    from textcls.experiments import bench
+    return bench.run_bench(**options, progress=progress)
+
+
 # ---------------------------------------------------------------- lessons
 
 def lesson_step(load, lesson_id: str, step: int, value: float | None, infos: list, stamps: dict[str, float]):
@@ -366,14 +394,14 @@ JOBS = ("facts", "reading", "pieces", "attention_verdict", "side_by_side", "expl
         "erasure_flip", "random_erasure", "attention_tests", "sanity", "intervention", "compare_edit", "slice_start",
         "slice_step", "slice_report", "corpus_support", "token_weights", "filter_ngrams", "representations",
         "projection", "flip_report", "activation_names", "activation_statistics", "negation_demo", "lab_reading",
-        "hcan_branches", "agcnn_gates", "lesson_step")
+        "hcan_branches", "agcnn_gates", "bench_models", "lama_f4", "time_checkpoints", "run_bench", "lesson_step")
 
 # over many texts: these choose their own thread scope (batch work); every other job runs as interactive work
 OWN_SCOPE = frozenset({"slice_start", "slice_step", "slice_report", "token_weights", "filter_ngrams",
-                       "representations", "projection", "flip_report"})
+                       "representations", "projection", "flip_report", "time_checkpoints", "run_bench"})
 
 
-PROGRESS = frozenset({"token_weights", "filter_ngrams"})     # jobs that report (done, total) as they go
+PROGRESS = frozenset({"token_weights", "filter_ngrams", "run_bench"})   # jobs that report progress as they go
 
 
 def run(load, job: str, *args, progress=None):

@@ -7,7 +7,7 @@ picklable data (no model, no tensor crosses).
 - `listing(roots_env, deep)`: the checkpoint listing (`list_all_checkpoints`), validated in full when `deep`.
 - `predict(path, stamp, texts, maps)`: `Predictor.predict` of one checkpoint; `predict_groups` runs several
   sessions' texts of one checkpoint in one batch and hands each its own part (textcls.serve.client batches).
-- `start_job(key, job, *args)` / `job_result(key, wait)`: every other piece of model work the pages ask for -
+- `start_job(key, job, wait, *args)` / `job_result(key, wait)`: every other piece of model work the pages ask for -
   a model's facts, Inspect's word pieces, verdict and context mixing, Attribute's explanations, faithfulness,
   sanity checks, interventions and data-set runs, Evaluate's data-set views, Explore's representations and
   counterfactuals, the Lab's demos, the lessons' steps - is a job of textcls.serve.work, computed in a thread
@@ -213,15 +213,15 @@ _JOB_THREADS = 4                  # jobs computed at once (each in its own threa
 _JOB_POOL = None
 _JOBS: dict = {}                  # key -> the Future of a job started and not yet collected, oldest first
 MAX_UNCOLLECTED = 64              # finished jobs nobody collected (a page stopped while it waited) kept at most
-_PROGRESS: dict = {}              # key -> (done, total) last reported by a running job that reports progress
+_PROGRESS: dict = {}              # key -> what a running job that reports progress last said: (done, total) or (line,)
 _JOBS_LOCK = threading.Lock()
 
 
-@answers
-def start_job(env: dict[str, str], key: str, job: str, *args) -> None:
-    """Start `textcls.serve.work.<job>(load, *args)` in a thread of this process and return at once: the
-    requests' loop stays free for other sessions' predictions while an explanation computes. Its answer is
-    collected by `job_result(key)`."""
+@answers(work=None)
+def start_job(env: dict[str, str], key: str, job: str, wait: float, *args) -> tuple[bool, object]:
+    """Start `textcls.serve.work.<job>(load, *args)` in a thread of this process and wait at most `wait` s for it:
+    a short job answers in this one call, a long one leaves the requests' loop free for other sessions'
+    predictions while it computes, and `job_result(key)` collects it. Returns what `job_result` returns."""
     from concurrent.futures import ThreadPoolExecutor
 
     from textcls.serve import work
@@ -235,6 +235,7 @@ def start_job(env: dict[str, str], key: str, job: str, *args) -> None:
         _JOBS[key] = _JOB_POOL.submit(_run_job, key, job, args)
         for old in [k for k, f in _JOBS.items() if f.done()][:max(0, len(_JOBS) - MAX_UNCOLLECTED)]:
             del _JOBS[old]                  # their answers would stay in memory for ever
+    return job_result(key, wait)
 
 
 @answers(work=None)
@@ -247,8 +248,8 @@ def _run_job(key: str, job: str, args: tuple):
     from textcls.runtime.trace import span
     from textcls.serve import work
 
-    def progress(done: int, total: int) -> None:
-        _PROGRESS[key] = (int(done), int(total))
+    def progress(*state) -> None:                  # (done, total), or a line saying what it does now
+        _PROGRESS[key] = state
     try:
         with span(f"in-worker.job.{job}"), (nullcontext() if job in work.OWN_SCOPE else scope("interactive")):
             return work.run(predictor, job, *args, progress=progress)  # load = the models kept here
@@ -259,7 +260,7 @@ def _run_job(key: str, job: str, args: tuple):
 @answers(work=None)
 def job_result(key: str, wait: float) -> tuple[bool, object]:
     """(True, the answer) of the job `key` once it is done (what it raised is raised here), else (False, its last
-    (done, total) progress or None) after waiting at most `wait` s. JobLost: no such job here (this process was
+    progress - (done, total) or (a line,) - or None) after waiting at most `wait` s. JobLost: no such job here (this process was
     restarted since it started)."""
     from concurrent.futures import TimeoutError as FutureTimeout
     with _JOBS_LOCK:

@@ -1,0 +1,35 @@
+"""Reading a benchmark's result with no torch (the Benchmarks page reads docs/bench.json in the app's server):
+the per-model table (`model_rows`) and how far the machine's load distorts the timings (`load_note`).
+textcls.experiments.bench and measure, which make the result, re-export them."""
+from __future__ import annotations
+
+from typing import Any
+
+
+def load_note(env: dict[str, Any]) -> str:
+    """One line on how far the machine's load distorts the timings."""
+    la, cpus = env.get("loadavg", [0.0])[0], env.get("cpu_count", 1)
+    if la != la:  # NaN: unknown
+        return "machine load unknown"
+    if la > 0.75 * cpus:
+        return (f"TIMINGS DISTORTED: load average {la:.1f} on {cpus} CPU(s) - other processes share the cores, "
+                f"so absolute times are inflated (ratios measured alternately are less affected)")
+    return f"load average {la:.1f} on {cpus} CPU(s): a quiet machine"
+
+
+def model_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The per-model table as flat dicts (for a DataFrame or the text report)."""
+    rows = []
+    for r in result.get("models", []):
+        p = r["parameters"]
+        rows.append({"model": r["label"], "params (no emb.)": p["without_embeddings"], "params (total)": p["total"],
+                     "s / batch": r["seconds_per_batch"], "ms / sentence": r["ms_per_sentence"],
+                     "s / epoch (est.)": r.get("seconds_per_epoch"),
+                     "MB infer": None if r.get("inference_memory_bytes") is None
+                     else r["inference_memory_bytes"] / 2 ** 20,
+                     "MB train step": None if r.get("training_memory_bytes") is None
+                     else r["training_memory_bytes"] / 2 ** 20})
+    return rows
+
+
+__all__ = ["load_note", "model_rows"]
