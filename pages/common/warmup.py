@@ -189,8 +189,9 @@ def _worker():
 def warm_worker() -> None:
     """In the worker, ahead of any click: torch (its start), the main task's small models (Compare's first answers;
     each load runs its folder's full check first), the full validation of every other checkpoint of ours (the
-    pages list from the files meanwhile: cache.validating_ahead), then - in a thread of its own there - the main
-    task's pretrained encoder (transformers' import, seconds), so "Add the pretrained baseline" finds it loaded.
+    pages list from the files meanwhile: cache.validating_ahead), then - in a thread of its own there - Captum and
+    the explanation jobs' modules (so Attribute's first explanation does not wait for them) and the main task's
+    pretrained encoder (transformers' import, seconds), so "Add the pretrained baseline" finds it loaded.
     Best effort: a page that needs a model loads it and shows what fails."""
     w = _worker()
     if w is None:
@@ -207,8 +208,8 @@ def warm_worker() -> None:
         w.call_env(worker.warm, small)
         _give_way()                           # a page's requests (Compare's next answer) go first
         w.call_env(worker.listing, LISTING_DEEP)          # an HF folder: checked at its load
-    if large and _give_way():                 # a page's requests go first
-        w.call_env(worker.warm_background, large)
+    if _give_way():                           # a page's requests go first
+        w.call_env(worker.warm_background, large)        # Captum's import, then the encoder: in a thread there
 
 
 def start_up(first_page: str | Path) -> None:

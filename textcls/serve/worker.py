@@ -322,7 +322,7 @@ def warm(env: dict[str, str], paths: list[tuple[str, float]]) -> list[str]:
 
 
 def warm_background(env: dict[str, str], paths: list[tuple[str, float]]) -> None:
-    """`warm` in a thread of this process, returning at once: a large model (the pretrained encoder: transformers'
+    """`import_ahead`, then `warm`, in a thread of this process, returning at once: a large model (the pretrained encoder: transformers'
     import, seconds) loads while the requests go on being answered (its import is Python code, which lets the
     requests' thread run between its steps). A process of its own for the encoders was tried (issue 45) and lost:
     its second torch import on two cores made "Add the pretrained baseline" 7.85 s against 3.64 s.
@@ -331,6 +331,21 @@ def warm_background(env: dict[str, str], paths: list[tuple[str, float]]) -> None
     let go of the interpreter lock and wait for it back, and with an import running beside them each wait lasted
     the whole switch interval (a Compare answered during the load took 5.1 s instead of 1.2 s)."""
     threading.Thread(target=_warm_beside_requests, args=(env, paths), name="textcls-warm-large", daemon=True).start()
+
+
+AHEAD = ("textcls.interpret.attributions", "textcls.interpret.faithfulness", "textcls.interpret.interventions",
+         "textcls.interpret.sanity", "textcls.interpret.batched")    # Captum and the explanation jobs' modules
+
+
+def import_ahead() -> None:
+    """Import the explanation jobs' modules (Captum, 1-2 s of one core): the first explanation a page asks for
+    does not wait for them. `warm_background` runs it before the encoder's load."""
+    import importlib
+
+    from textcls.runtime.trace import span
+    with span("in-worker.import-interpret"):
+        for name in AHEAD:
+            importlib.import_module(name)
 
 
 BACKGROUND_SWITCH = 0.0002       # sys.setswitchinterval while warm_background loads (Python's default: 0.005)
@@ -348,6 +363,7 @@ def _warm_beside_requests(env: dict[str, str], paths: list[tuple[str, float]]) -
             sys.setswitchinterval(BACKGROUND_SWITCH)
         _loads_beside_requests += 1
     try:
+        import_ahead()
         warm(env, paths)
     finally:
         with _SWITCH_LOCK:
