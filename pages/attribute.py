@@ -393,7 +393,7 @@ if tab_faith.open:
                         try:
                             rho = work.sanity(info.path, text, m, baseline=baseline, steps=steps,
                                                removal=removal)["final"][m]
-                        except ValueError as e:
+                        except Exception as e:  # noqa: BLE001 - ValueError: it does not apply; else the worker
                             st.caption(f"{w.md_escape(info.name)} · {LABELS[m]}: no sanity check: "
                                        f"{w.md_escape(e)}")
                 v = versus_random(ec, rand)

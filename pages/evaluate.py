@@ -344,7 +344,8 @@ with tab_d:
         if key in state:
             return state[key]
         at = (str(info.path), cache.stamp(info.path), list(texts), *args)
-        res = cache.model_job(job, *at, True)
+        with w.or_one_line("Reading the cached pass"):
+            res = cache.model_job(job, *at, True)
         if res is None:
             what = "token weights" if kind == "tw" else "filter activations"
             if not st.button(f"Compute the {what} over {len(texts):,} texts", key=f"eval_run_{kind}",
@@ -356,7 +357,8 @@ with tab_d:
 
             def progress(done: int, total: int) -> None:
                 bar.progress(done / max(total, 1), text=f"{done:,} / {total:,} texts")
-            res = cache.model_job(job, *at, False, progress=progress)
+            with w.or_one_line("The pass over the split"):
+                res = cache.model_job(job, *at, False, progress=progress)
             state[key] = res
             st.rerun()             # draw the result without the button
         state[key] = res

@@ -379,6 +379,9 @@ elif view == "Counterfactuals":
             except ValueError as e:           # CounterfactualError, or GloVe missing (DataError)
                 st.error(f"{cf.GENERATORS[g].label}: {w.md_escape(e)}")
                 break
+            except Exception as e:  # noqa: BLE001 - the worker could not answer: one line
+                st.error(f"{cf.GENERATORS[g].label} · {w.md_escape(ck)}: {type(e).__name__}: {w.md_escape(e)}")
+                break
     bar.empty()
     if not reports:
         st.stop()

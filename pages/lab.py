@@ -87,13 +87,16 @@ tab_act, tab_neg, tab_hcan, tab_gate = st.tabs(
 with tab_act:
     read_aloud("activations")
     c1, c2 = st.columns([3, 1])
-    acts = c1.multiselect("Activations", work.activation_names(), default=["relu", "nlrelu", "selu", "tanh"],
+    with w.or_one_line("Listing the activations"):
+        names = work.activation_names()
+    acts = c1.multiselect("Activations", names, default=["relu", "nlrelu", "selu", "tanh"],
                           key="lab_acts")
     seed = c2.number_input("Seed", 0, 10_000, 0, key="lab_seed")
     if not acts:
         st.info("Pick at least one activation.")
     else:
-        rows = work.activation_statistics(tuple(acts), int(seed))
+        with w.or_one_line("The activation statistics"):
+            rows = work.activation_statistics(tuple(acts), int(seed))
         st.caption("AGCNN paper, Fig. 2: a dense network of 10 layers x 100 units, a batch of 100 inputs from "
                    "N(0, 1), biases 0.1, weights from N(0, 1) or N(0, 1.5) (read as variance 1.5).")
         for weights in ("N(0, 1)", "N(0, 1.5)"):
@@ -125,7 +128,8 @@ with tab_neg:
             st.caption(f"{len(all_lines)} inputs; the first {MAX_LINES} are shown.")
         sources = {n: by[n].path for n in chosen if w.facts(by[n]) is not None}     # a refused one: its line
         if sents and sources:
-            rows = work.negation_demo(sources, sents)
+            with w.or_one_line("The negation demo"):
+                rows = work.negation_demo(sources, sents)
             w.show_figure(F.negation_figure(rows), "lab_negation")
             with st.expander("Where each model looks (its own attention)"):
                 for r in rows:
@@ -159,6 +163,8 @@ with tab_hcan:
                                            res["sign_flip_share"], "mean |H_b|": res["gate_b"]}), hide_index=True)
             except ValueError as e:
                 st.warning(str(e))
+            except Exception as e:  # noqa: BLE001 - the worker could not answer: one line
+                st.error(f"HCAN's branches failed: {type(e).__name__}: {w.md_escape(e)}")
 
 # ---------------------------------------------------------------- AGCNN gates
 
@@ -195,3 +201,5 @@ with tab_gate:
             st.dataframe(table, hide_index=True)
         except ValueError as e:
             st.warning(str(e))
+        except Exception as e:  # noqa: BLE001 - the worker could not answer: one line
+            st.error(f"AGCNN's gates failed: {type(e).__name__}: {w.md_escape(e)}")

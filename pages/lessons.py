@@ -83,7 +83,7 @@ if step.slider is not None:
     s = step.slider
     value = st.slider(s.label, s.low, s.high, s.default, s.step, help=s.help, key=f"lesson_{lesson.id}_{idx}_slider")
 
-with st.spinner("Running the models…"):
+with st.spinner("Running the models…"), w.or_one_line("This step"):
     result = work.lesson_step(lesson.id, idx, value)
 
 if result.missing:

@@ -409,6 +409,26 @@ def _threads_outside_requests() -> int:
     return torch.get_num_threads()
 
 
+@pytest.mark.parametrize("page, line", [("pages/lessons.py", "This step failed: WorkerTimeout"),
+                                        ("pages/lab.py", "Listing the activations failed: WorkerTimeout")])
+def test_a_job_the_worker_cannot_answer_is_one_line_on_the_page(monkeypatch, page, line):
+    """A model job that fails in the worker (here: it timed out) is one error line naming the work, never a
+    traceback (widgets.or_one_line)."""
+    import streamlit as st
+    sys.path.insert(0, str(ROOT / "tests"))
+    from app_pages import open_page
+    from pages.common import work
+
+    def stuck(job, *args, **kwargs):
+        raise WorkerTimeout("the model worker did not answer within 1 s and was restarted; try again")
+    monkeypatch.setattr(work, "model_job", stuck)
+    st.cache_data.clear()                        # nothing answered from an earlier test's cache
+    at = open_page(page)
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and line in errors[0] and "\n" not in errors[0], errors
+
+
 def test_a_killed_worker_is_reported_in_one_line_and_the_page_still_answers():
     sys.path.insert(0, str(ROOT / "tests"))
     from app_pages import APP, open_page, page_text

@@ -170,6 +170,17 @@ def reading(info: CheckpointInfo, text: str):
         return None
 
 
+@contextmanager
+def or_one_line(what: str):
+    """Model work a page cannot go on without: what it raises (the model worker restarted or timed out, a model
+    that fails) is one error line naming `what`, never a traceback, and the page stops there."""
+    try:
+        yield
+    except Exception as e:  # noqa: BLE001 - shown to the user (Streamlit's own stop and rerun are BaseException)
+        st.error(f"{md_escape(what)} failed: {type(e).__name__}: {md_escape(e)}", icon=":material/error:")
+        st.stop()
+
+
 def needs_entities(info: CheckpointInfo) -> bool:
     """Whether a checkpoint reads relation sentences (its tokenizer checks <e1>..</e2> entity tags)."""
     tok = info.info.get("tokenizer") if isinstance(info.info, dict) else None
