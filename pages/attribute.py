@@ -331,7 +331,11 @@ def slice_panel(results) -> None:
             st.error(f"Could not score the data set: {type(e).__name__}: {w.md_escape(e)}")
             return
         bar.empty()
-    rep, extra, extra_notes = run.report(*(gold or (None, None)))     # with plausibility and seconds per text
+    try:
+        rep, extra, extra_notes = run.report(*(gold or (None, None)))     # with plausibility and seconds per text
+    except Exception as e:  # noqa: BLE001 - the worker restarted since (the run is gone): one line
+        st.error(f"Could not report the data-set run: {type(e).__name__}: {w.md_escape(e)}")
+        return
     for r in rep.rows:
         r.update(extra.get(r["method"], {}))
     if not run.finished:
