@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from pages.common import cache, inside_app, widgets as w
+from pages.common import cache, inside_app, widgets as w, work
 from pages.common.defaults import available_data, data_spec, default_limit, default_split, evaluated_part
 from textcls.analysis import corpus_views as cv
 from textcls.analysis.corpus_cache import checkpoint_stamp
@@ -320,7 +320,7 @@ with tab_d:
     ck = st.selectbox("Checkpoint", list(runs), key="eval_ds_ckpt")
     info = runs[ck]["info"]
     try:
-        ok_att, source, banks = cache.model_job("corpus_support", str(info.path), cache.stamp(info.path))
+        ok_att, source, banks = work.corpus_support(info.path)
     except Exception as e:  # noqa: BLE001 - a checkpoint that cannot load: one line
         st.error(f"Could not load {w.md_escape(ck)}: {type(e).__name__}: {w.md_escape(e)}")
         st.stop()

@@ -355,9 +355,9 @@ def _steps(pages: list[Path]) -> None:
     if _worker() is not None:
         # The worker computes Evaluate's predictions (this thread only waits for each batch) after its own warm-up
         # (queued before it, its listing would hold back a Compare clicked meanwhile); this process imports the
-        # other pages' modules only when the person has been reading for QUIET_HEAVY s after that - Train's and
-        # Benchmarks' import torch (it holds the interpreter lock for ~2 s); every page's model work is the
-        # worker's. Run side by side instead, the server's torch import and its full listing fell on a Compare
+        # other pages' modules only when the person has been reading for QUIET_HEAVY s after that - Train's reads
+        # the model registry and imports torch (it holds the interpreter lock for ~2 s); every page's model work
+        # is the worker's. Run side by side instead, the server's torch import and its full listing fell on a Compare
         # clicked straight after Home (its listing took 2.2 s instead of 0.3 s).
         for t in list(_WORKER_WARM):
             t.join()
@@ -368,33 +368,30 @@ def _steps(pages: list[Path]) -> None:
             pass
         if not _give_way(QUIET_HEAVY):
             return
-        for page in pages:                  # what the other pages import at their top (Train, Benchmarks: torch)
-            if not _give_way():
-                return
-            _import_page_modules(page)
-        return
-    if not _give_way():
-        return
-    # Without the worker, this process does the model work: torch, the full listing, Captum, then the pages.
-    import textcls.inference  # noqa: F401  (torch, the registry, every model)
-    import torch.utils._device  # noqa: F401  (`with torch.device("meta")`: the full checkpoint validation)
-    if not _give_way():
-        return
-    from textcls.checkpoint import list_all_checkpoints
-    from pages.common.cache import LISTING_DEEP                 # the pages' listing: no transformers here
-    list_all_checkpoints(include_invalid=True, deep=LISTING_DEEP)   # remembered per file: the pages' listing is free
-    if not _give_way():
-        return
-    import textcls.interpret.attributions  # noqa: F401  (Captum; textcls.interpret itself resolves lazily)
-    import textcls.interpret.faithfulness  # noqa: F401
-    for page in pages:                      # what the other pages import at their top (Lab: its demos, ...)
+    else:
+        if not _give_way():
+            return
+        # Without the worker, this process does the model work: torch, the full listing and Captum first.
+        import textcls.inference  # noqa: F401  (torch, the registry, every model)
+        import torch.utils._device  # noqa: F401  (`with torch.device("meta")`: the full checkpoint validation)
+        if not _give_way():
+            return
+        from textcls.checkpoint import list_all_checkpoints
+        from pages.common.cache import LISTING_DEEP                 # the pages' listing: no transformers here
+        list_all_checkpoints(include_invalid=True, deep=LISTING_DEEP)   # remembered per file: the listing is free
+        if not _give_way():
+            return
+        import textcls.interpret.attributions  # noqa: F401  (Captum; textcls.interpret itself resolves lazily)
+        import textcls.interpret.faithfulness  # noqa: F401
+    for page in pages:                      # what the other pages import at their top (Train: the registry, torch)
         if not _give_way():
             return
         _import_page_modules(page)
-    try:
-        _prefetch_evaluate()
-    except Exception:  # noqa: BLE001 - work done ahead: the page does it itself and reports what fails
-        pass
+    if _worker() is None:
+        try:
+            _prefetch_evaluate()
+        except Exception:  # noqa: BLE001 - work done ahead: the page does it itself and reports what fails
+            pass
 
 
 _WARM_UP: list[threading.Thread] = []

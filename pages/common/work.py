@@ -198,6 +198,19 @@ def slice_run(path: str | Path, texts, *, removal: str = "delete", baseline: str
     return SliceJob(path, texts, removal=removal, baseline=baseline, steps=steps, methods=methods)
 
 
+# ---------------------------------------------------------------- Evaluate's data-set views
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _corpus_support(path: str, mtime: float) -> tuple[bool, str, int]:
+    return model_job("corpus_support", path, mtime)
+
+
+def corpus_support(path: str | Path) -> tuple[bool, str, int]:
+    """(whether the checkpoint has its own token weights, what they are / why not, how many filter banks it has),
+    cached per (checkpoint, stamp): asked once, not on every run of the page."""
+    return _corpus_support(str(path), stamp(path))
+
+
 # ---------------------------------------------------------------- data-set tools (Explore page)
 # The projector samples before it gets here (textcls.analysis.representations.sample_rows).
 
@@ -324,7 +337,7 @@ def lesson_step(lesson_id: str, step: int, value: float | None = None):
     return _lesson_step(lesson_id, step, value, tuple((i.name, str(i.path), stamp(i.path)) for i in valid))
 
 
-__all__ = ["SliceJob", "activation_names", "activation_statistics", "agcnn_gates", "attention_tests", "bench_models",
+__all__ = ["SliceJob", "corpus_support", "activation_names", "activation_statistics", "agcnn_gates", "attention_tests", "bench_models",
            "compare_edit", "lama_f4", "run_bench", "time_checkpoints",
            "erasure", "erasure_curves", "explanation", "explanation_seconds", "flip_report", "hcan_branches",
            "intervention", "lab_reading", "lab_source", "lesson_step", "negation_demo", "projection",

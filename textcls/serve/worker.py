@@ -238,10 +238,9 @@ def start_job(env: dict[str, str], key: str, job: str, wait: float, *args) -> tu
     return job_result(key, wait)
 
 
-@answers(work=None)
 def _run_job(key: str, job: str, args: tuple):
     """One job, in the interactive thread scope unless it is work over many texts that opens its own; the
-    progress it reports is kept for `job_result`."""
+    progress it reports is kept for `job_result` (which hands on what it raises as `plain_error`)."""
     from contextlib import nullcontext
 
     from textcls.runtime.threads import scope
