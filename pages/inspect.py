@@ -6,7 +6,8 @@ the controls it takes), so this page knows no model: any model gets at least the
 Only the selected view of each checkpoint is built, and its figures are cached per (checkpoint, text, view,
 controls) across reruns and sessions, so switching back to a view is instant. Each checkpoint's panel is a
 fragment: changing its view or a control reruns that panel only, not the page. The checkpoint(s) and the text
-live in the URL (`?ckpt=A,B&text=...`), so a copied link reopens the same view.
+live in the URL (`?ckpt=A,B&text=...`), so a copied link reopens the same view. A view of three figures or more
+(a BERT's matrix, head view, grid and cls row) shows them in tabs, and only the open tab's figure is drawn.
 
 The model work - loading (the folder's full check first), the maps, the word pieces, the faithfulness line, the
 context-mixing panel - runs in the model worker when it is on (pages.common.cache); this page holds no model,
@@ -23,6 +24,7 @@ from pages.common import widgets as w
 from textcls import viz
 from textcls.analysis.lengths import length_note
 
+TABS_FROM = 3                   # a view of this many figures shows them in tabs, only the open one drawn
 VERDICT_PASSES = "About 220"    # faithfulness.N_RANDOM + 1 erasure curves of 11 variants each (BINS x 2 + 1)
 
 inside_app(__file__)
@@ -206,13 +208,37 @@ def render(slot: int, info, pred, r, specs) -> None:
     if not figs:
         st.info("This view has nothing to draw for this input.")
         return
-    for k, item in enumerate(figs):
-        w.show_figure(item, f"{slot}_{info.name}_{item.key}_{k}", filename=f"{info.name}_{item.key}",
-                      title_chars=title_chars)
+    box, drawn = figure_tabs(figs, f"insp_fig_{slot}_{info.name}_{vid}", info.name)
+    with box:
+        for k, item in drawn:
+            w.show_figure(item, f"{slot}_{info.name}_{item.key}_{k}", filename=f"{info.name}_{item.key}",
+                          title_chars=title_chars)
     if any("concentration" in f.meta for f in figs):       # an attention view: how far to trust it on this text
         faithfulness_line(slot, info, text)
     w.zip_button(figs, f"{info.name}_{vid}", label="All figures of this view (ZIP)")
-    return any(f.html is None for f in figs)                 # a Plotly chart was drawn
+    return any(f.html is None for _, f in drawn)             # a Plotly chart was drawn
+
+
+def figure_tabs(figs: list, key: str, name: str) -> tuple:
+    """Where to draw and which figures to draw there, as (index, figure). A view of up to TABS_FROM - 1 figures draws them all; a larger
+    one shows them in tabs (st.tabs with on_change="rerun") and draws the open tab's figure only: the browser's
+    time goes into drawing Plotly charts (a BERT's four - the matrix, a 4,500-element head view, the grid, the cls
+    row - took 2-4 s of its main thread; one takes 0.1-0.4 s), and a figure nobody opens costs nothing. The open
+    tab is kept by position while the view's settings change its figures' titles (another layer)."""
+    if len(figs) < TABS_FROM:
+        return st.container(), list(enumerate(figs))
+    labels = []
+    for f in figs:      # "minilm-sst2 · head view, layer 6" -> "head view, layer 6"; a repeated title numbered
+        label = f.title.split(" · ", 1)[1] if f.title.startswith(f"{name} · ") else f.title
+        labels.append(label if label not in labels else f"{label} ({sum(x.startswith(label) for x in labels) + 1})")
+    if st.session_state.get(key) not in labels:          # new titles (another layer): the same position open
+        st.session_state[key] = labels[min(st.session_state.get(f"{key}_open", 0), len(figs) - 1)]
+    tabs = st.tabs(labels, key=key, on_change="rerun")
+    for k, (tab, f) in enumerate(zip(tabs, figs)):
+        if tab.open:
+            st.session_state[f"{key}_open"] = k
+            return tab, [(k, f)]
+    return st.container(), []
 
 
 def piece_panel(slot: int, info, text: str, opts: dict, title_chars: int) -> bool:

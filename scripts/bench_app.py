@@ -24,6 +24,11 @@ that makes the browser load Plotly's code early) is not what the person waits fo
 render draws) and Chart (one Plotly chart, the first in the tab). No model, no torch, no data: the least any
 Streamlit app takes on this machine for those figures, to read the targets against.
 
+At each figure's end the CPU seconds used so far are read from /proc for each role - the server, its model worker,
+the browser (Chromium and Playwright's driver), the busy processes - and for the whole machine; the report gives
+them per figure (from the previous figure's end) with what the machine's CPUs had left: where the wall time went,
+and whether the work fits in it at all.
+
 --load N starts N busy processes (`python -c "while True: pass"`, the latency benchmark's BusyLoad) before the
 server, to measure a busy machine; they, the server and the browser are always stopped by PID at the end (also on
 an error, Ctrl-C or SIGTERM; killed outright, the busy processes stop themselves when they see this process gone,
@@ -163,6 +168,46 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def cpu_by_role(server_pid: int | None, load_pids: list[int]) -> dict[str, float]:
+    """CPU seconds (user + system) used so far by each role: the server, its children (the model worker), the
+    busy processes, the browser (every other process this one started: Chromium and Playwright's driver), and the
+    whole machine (/proc/stat, every process). Linux; {} elsewhere. A process that has ended is not counted."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    parent, cpu = {}, {}
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            f = (d / "stat").read_text()
+            rest = f[f.rindex(")") + 2:].split()
+            parent[int(d.name)], cpu[int(d.name)] = int(rest[1]), (int(rest[11]) + int(rest[12])) / tick
+        except (OSError, ValueError, IndexError):
+            continue
+    if not cpu:
+        return {}
+
+    def under(pid: int, root: int) -> bool:
+        for _ in range(64):
+            if pid == root:
+                return True
+            pid = parent.get(pid, 0)
+            if pid <= 1:
+                return False
+        return False
+    out = {"server": 0.0, "worker": 0.0, "busy": 0.0, "browser": 0.0}
+    me = os.getpid()
+    for pid, sec in cpu.items():
+        if pid == me or not under(pid, me):
+            continue
+        role = ("server" if pid == server_pid else "worker" if server_pid and under(pid, server_pid)
+                else "busy" if pid in load_pids else "browser")
+        out[role] += sec
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        out["machine"] = (sum(fields) - fields[3] - (fields[4] if len(fields) > 4 else 0)) / tick  # - idle, iowait
+    except (OSError, ValueError):
+        pass
+    return out
+
+
 def stop(procs: list[subprocess.Popen], grace: float = 10.0) -> list[int]:
     """Terminate each process by its PID, then kill what is left; returns the PIDs stopped."""
     for p in procs:
@@ -231,9 +276,9 @@ st.plotly_chart(go.Figure(go.Bar(x=[0.2, 0.8], y=["negative", "positive"], orien
 }
 
 
-def write_floor_app(folder: Path) -> Path:
-    """The bare app of --floor in `folder`, with this repository's .streamlit/config.toml; its app.py."""
-    for name, text in FLOOR_FILES.items():
+def write_floor_app(folder: Path, files: dict[str, str] | None = None) -> Path:
+    """The bare app of --floor (or `files`) in `folder`, with this repository's .streamlit/config.toml; its app.py."""
+    for name, text in (files or FLOOR_FILES).items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text)
     (folder / ".streamlit").mkdir(exist_ok=True)
@@ -415,7 +460,7 @@ def run(args) -> dict:
     sst2 = sst2_checkpoints()
     pretrained = [n for n, model in sst2.items() if str(model).startswith("hf:")]
     out: dict = {"floor": args.floor, "load": args.load, "cpus": os.cpu_count(), "quiet_s": args.quiet,
-                 "figures": {}, "details": {}, "errors": {}, "exceptions": {}, "outside_requests": []}
+                 "figures": {}, "details": {}, "errors": {}, "exceptions": {}, "outside_requests": [], "cpu": []}
     server: subprocess.Popen | None = None
     tmp = tempfile.TemporaryDirectory(prefix="textcls-bench-")
     env = fresh_env(tmp.name)
@@ -427,6 +472,13 @@ def run(args) -> dict:
 
     def figure(key: str, seconds: float, target: float) -> None:
         out["figures"][key] = {"seconds": round(seconds, 3), "target_s": target, "ok": seconds <= target}
+        cpu_mark(key)
+
+    def cpu_mark(key: str) -> None:         # CPU seconds each role has used since the start, and when
+        now = cpu_by_role(server.pid if server is not None else None, load.pids)
+        if now:
+            out["cpu"].append({"after": key, "at_s": round(time.time() - t0, 3),
+                               **{k: round(v - cpu0.get(k, 0.0), 3) for k, v in now.items()}})
         if args.trace:
             start = t0 if key == "home" else b.clicked
             with open(trace_path, "a", encoding="utf-8") as f:
@@ -447,6 +499,7 @@ def run(args) -> dict:
             url = f"http://127.0.0.1:{port}"
             b = Bench(page, url, args.timeout, args.quiet)
 
+            cpu0 = cpu_by_role(None, load.pids)
             t0 = time.time()
             app = write_floor_app(Path(tmp.name) / "floor") if args.floor else None
             server = start_server(env, port, log_path, app)
@@ -543,6 +596,17 @@ def report(out: dict) -> str:
     if "attribute_rows" in d:
         lines.append(f"  attribute: {d['attribute_rows']} 'checkpoint · method' rows in the grid (sst2 checkpoints x "
                      f"{ATTRIBUTE_METHODS} methods: {d['attribute_expected']})")
+    if out.get("cpu"):
+        lines.append(f"  CPU seconds between one figure's end and the next's (the first from the start), by role; "
+                     f"'left' = {out['cpus']} CPUs x wall - the machine's use:")
+        prev = {"at_s": 0.0}
+        for c in out["cpu"]:
+            d_ = {k: c.get(k, 0.0) - prev.get(k, 0.0) for k in ("at_s", "server", "worker", "browser", "busy",
+                                                                  "machine")}
+            left = out["cpus"] * d_["at_s"] - d_["machine"] if "machine" in c else float("nan")
+            lines.append(f"    to {c['after']:<24} wall {d_['at_s']:6.2f}  server {d_['server']:5.2f}  worker "
+                         f"{d_['worker']:5.2f}  browser {d_['browser']:5.2f}  busy {d_['busy']:5.2f}  left {left:5.2f}")
+            prev = c
     if out.get("timeline"):
         lines.append("  timeline (--trace; seconds from the start: FIGURE = click to shown, server.page-run = a "
                      "script run, worker.X = a call to the model worker, in-worker.X = work inside it):")

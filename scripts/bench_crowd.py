@@ -10,6 +10,11 @@ runs two scenarios with one browser and one context (its own Streamlit session) 
               many epochs, so they run throughout), then --beside users (default 4) work beside them: half
               submit new sentences on Compare, half switch views in Inspect. Target: p95 under 5 s for each.
 
+--floor runs the crowd scenario on a bare Streamlit app instead (written to a temporary folder, this repository's
+.streamlit/config.toml): its Compare page draws the same widgets and, for each submitted sentence, six cards of
+"confidence" and the sentence's words shaded one by one (HTML, as Compare draws its answers) - no model, no torch.
+Its p95 is the least any Streamlit app takes here for that many browser sessions, to read the target against.
+
 Throughout, the resident memory of the server and of its model worker (textcls.serve: the process of its own
 that holds the models, a child of the server) is sampled every 0.2 s, summed (target: under 2 GB); the CPU
 seconds are reported for each of the two. "Shown": the script
@@ -37,12 +42,42 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_app import (CHROMIUM, CHROMIUM_ARGS, FIGURE_PRED, HOME_PRED, MAIN, TRACK_JS, WS_COUNT_JS,  # noqa: E402
-                       BusyLoad, fresh_env, free_port, start_server, stop, wait_healthy)
+                       BusyLoad, fresh_env, free_port, start_server, stop, wait_healthy, write_floor_app)
 
 # What the figures of the main area show: their text (titles, tick labels, HTML) and the images' addresses.
 FIGURE_SIGNATURE = (f"() => Array.from(document.querySelectorAll('{MAIN} .js-plotly-plot, "
                     f"{MAIN} [data-testid=\"stHtml\"], {MAIN} [data-testid=\"stImage\"] img'))"
                     f".map(e => e.tagName === 'IMG' ? e.src : e.textContent).join('|')")
+# --floor: Compare's widgets and, per submitted sentence, its answer's shape (six cards, each word shaded) as HTML
+FLOOR_CROWD_FILES = {
+    "app.py": """import streamlit as st
+st.set_page_config(page_title="floor", layout="wide")
+st.navigation([st.Page("pages/home.py", title="Home", default=True), st.Page("pages/compare.py", title="Compare")]).run()
+""",
+    "pages/home.py": """import streamlit as st
+st.title("Home")
+""",
+    "pages/compare.py": """import html
+import zlib
+import streamlit as st
+names = [f"model-{i}" for i in range(6)]
+st.title("Compare")
+st.segmented_control("Task", ["sst2", "trec", "all"], default="sst2")
+st.multiselect("Checkpoints", names, default=names)
+st.radio("Input", ["One sentence", "Many sentences"], horizontal=True)
+with st.form("one"):
+    text = st.text_area("Sentence", "the food was great but the service was slow .")
+    st.form_submit_button("Compare", type="primary")
+def card(i, name):
+    p = 0.5 + (zlib.crc32(f"{name}{text}".encode()) % 500) / 1000
+    words = "".join(f"<span style='background:rgba(192,57,43,{(zlib.crc32(w.encode()) % 100) / 100:.2f});"
+                    f"padding:1px 2px'>{html.escape(w)}</span> " for w in text.split())
+    return (f"<div style='display:inline-block;width:30%;border:1px solid #ddd;padding:8px;margin:4px'>"
+            f"<b>{name}</b> positive, confidence {p:.2f}<div style='background:#c0392b;width:{int(200 * p)}px;"
+            f"height:8px'></div><p>{words}</p></div>")
+st.html("".join(card(i, n) for i, n in enumerate(names)))
+""",
+}
 TARGETS = {"crowd compare": 2.0, "training compare": 5.0, "training inspect": 5.0, "memory_mb": 2048}
 ADJ = ["warm", "dull", "clever", "tedious", "lovely", "clumsy", "bright", "bleak", "gentle", "loud", "subtle", "flat"]
 NOUN = ["film", "story", "cast", "script", "ending", "score", "plot", "pace", "dialogue", "finale"]
@@ -350,7 +385,7 @@ async def run_async(args, url: str, rss: RssSampler, out: dict, cpu: "CpuMeter")
 
 
 def report(out: dict) -> str:
-    lines = [f"textcls app, many sessions at once: {out['load']} busy background process(es), {out['cpus']} CPUs"]
+    lines = [f"{'a bare Streamlit app (--floor)' if out.get('floor') else 'textcls app'}, many sessions at once: {out['load']} busy background process(es), {out['cpus']} CPUs"]
     for name, sc in out["scenarios"].items():
         lines.append(f"  {name}: {sc['users']} users" + (f" beside {sc['trainings']} trainings" if "trainings" in sc
                                                          else "") + f", {sc['seconds']} s")
@@ -385,11 +420,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds allowed for each action")
     ap.add_argument("--quiet", type=float, default=0.3, help="seconds a result must stay shown and idle")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--floor", action="store_true",
+                    help="the crowd scenario on a bare Streamlit app (Compare's widgets and answer HTML, no model)")
     args = ap.parse_args(argv)
     if not Path(CHROMIUM).exists():
         print(f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)", file=sys.stderr)
         return 2
-    out: dict = {"load": args.load, "cpus": os.cpu_count(), "scenarios": {}, "errors": []}
+    if args.floor:
+        args.scenarios = "crowd"
+    out: dict = {"load": args.load, "cpus": os.cpu_count(), "floor": args.floor, "scenarios": {}, "errors": []}
     tmp = tempfile.TemporaryDirectory(prefix="textcls-crowd-")
     log_path = Path(tmp.name) / "streamlit.log"
     load = BusyLoad(args.load)
@@ -398,7 +437,8 @@ def main(argv: list[str] | None = None) -> int:
         load.start()
         port = free_port()
         url = f"http://127.0.0.1:{port}"
-        server = start_server(fresh_env(tmp.name), port, log_path)
+        app = write_floor_app(Path(tmp.name) / "floor", FLOOR_CROWD_FILES) if args.floor else None
+        server = start_server(fresh_env(tmp.name), port, log_path, app)
         wait_healthy(server, url, log_path, args.timeout)
         rss = RssSampler(server.pid).start()
         time.sleep(0.5)

@@ -57,6 +57,13 @@ def test_inspect_draws_each_family_and_says_what_is_pooled(app, name, words):
     at.text_area(key="insp_text").input("the acting wasn't unbelievable").run()
     _ok(at)
     text = page_text(at, unescape=True)
+    tabs = [k for k in at.session_state._state._state.filtered_state      # the view's figures, one tab each
+            if k.startswith("insp_fig_0_") and not k.endswith("_open")]
+    for label in ([t.label for t in at.tabs if t.label not in ("Words", "Word pieces")] if tabs else []):
+        at.session_state[tabs[0]] = label
+        at.run()
+        _ok(at)
+        text += page_text(at, unescape=True)
     for w in words:
         assert w in text, (name, w)
     if name != "tiny-fnet":

@@ -273,10 +273,48 @@ def test_inspect_paper_view_is_the_default_and_has_token_axes(app, ckpt_dir):
     at.selectbox(key="insp_ckpt").set_value("transformer_tiny").run()
     assert at.selectbox(key="insp_view_0_transformer_tiny").value == "TR-ATT"
     figs = charts(at)
-    assert len(figs) == 4                                               # matrix, head view, grid, cls row
+    assert len(figs) == 1                                               # the open tab's: layer x head matrix
     spec = figs[0].proto.spec
     for word in ("food", "service", "slow"):
         assert word in spec
+
+
+def fig_tabs(at, slot: int = 0):
+    """Inspect's tabs over one checkpoint's figures: their labels, and a function that opens the k-th."""
+    labels = [t.label for t in at.tabs if t.label not in ("Words", "Word pieces")]
+    key = next(k for k in at.session_state._state._state.filtered_state
+               if k.startswith(f"insp_fig_{slot}_") and not k.endswith("_open"))
+
+    def open_tab(k: int):
+        at.session_state[key] = labels[k]
+        return at.run()
+    return labels, open_tab
+
+
+def test_inspect_draws_a_views_figures_one_tab_at_a_time_and_keeps_the_open_tab(app):
+    """A view of three figures or more shows them in tabs; only the open tab's figure is sent to the browser (its
+    drawing is what a first render waits for). Another layer retitles the figures: the same tab stays open."""
+    import json
+
+    at = app("pages/inspect.py")
+    at.selectbox(key="insp_ckpt").set_value("transformer_tiny").run()
+    labels, open_tab = fig_tabs(at)
+    assert len(labels) == 4 and "all layers x heads" in labels and "cls row" in labels
+    assert not any(x.startswith("transformer_tiny · ") for x in labels)          # the checkpoint's name is above
+    titles = []
+    for k in range(len(labels)):
+        open_tab(k)
+        assert not at.exception and len(charts(at)) == 1, k
+        titles.append(json.loads(charts(at)[0].proto.spec)["layout"]["title"]["text"])
+    assert len(set(titles)) == 4                                          # a different figure in each tab
+    open_tab(1)                                                            # the head view, layer 2
+    assert "head view, layer 2" in titles[1]
+    radio = next(r for r in at.radio if r.label == "layer")
+    radio.set_value(0).run()                                               # layer 1: new titles, same tab
+    assert not at.exception
+    (fig,) = charts(at)
+    assert "head view, layer 1" in json.loads(fig.proto.spec)["layout"]["title"]["text"]
+    assert any("Faithful on this text?" in c.value for c in at.caption)    # under the tabs, whichever is open
 
 
 def test_inspect_attention_view_says_how_faithful_it_is_on_this_text(app):
@@ -312,7 +350,7 @@ def test_inspect_loads_plotly_code_ahead_only_when_it_drew_no_plotly_chart(app):
     (pre,) = charts(at)
     assert w.PLOTLY_PREFETCH in pre.proto.id and json.loads(pre.proto.spec)["data"][0]["x"] == [0]
     at.selectbox(key="insp_ckpt").set_value("transformer_tiny").run()
-    assert len(charts(at)) == 4 and not any(w.PLOTLY_PREFETCH in c.proto.id for c in charts(at))
+    assert len(charts(at)) == 1 and not any(w.PLOTLY_PREFETCH in c.proto.id for c in charts(at))
 
 
 def test_inspect_example_review_fills_the_text_and_is_drawn(app):
@@ -354,7 +392,7 @@ def test_inspect_builds_only_the_selected_view_and_caches_it(app, monkeypatch):
     other = at.selectbox(key="insp_view_0_transformer_tiny").value
     assert other != "TR-ATT" and built == ["TR-ATT", other]
     at.selectbox(key="insp_view_0_transformer_tiny").select_index(0).run()
-    assert not at.exception and len(charts(at)) == 4
+    assert not at.exception and len(charts(at)) == 1 and len(fig_tabs(at)[0]) == 4
     assert built == ["TR-ATT", other]                                   # back to a view: cached, not rebuilt
 
 
@@ -364,8 +402,8 @@ def test_inspect_two_checkpoints_side_by_side_with_shared_reasons_figure(app, ck
     at.toggle(key="insp_two").set_value(True).run()
     at.selectbox(key="insp_ckpt2").set_value("transformer_tiny").run()
     assert not at.exception
-    # TR-ATT's four charts; the reasons figure and ACT-T4 are shaded words (HTML)
-    assert len(charts(at)) == 4
+    # TR-ATT's first tab (of four) draws one chart; the reasons figure and ACT-T4 are shaded words (HTML)
+    assert len(charts(at)) == 1
     html = [h.proto.body.replace("&#95;", "_") for h in at.get("html")]
     assert len(html) == 2
     # the reasons figure in the paper's order: Transformer above ACT
@@ -530,8 +568,11 @@ def test_inspect_side_by_side_figures_fit_their_column(app):
     at.toggle(key="insp_two").set_value(True).run()
     at.selectbox(key="insp_ckpt2").set_value("act_tiny").run()
     assert not at.exception
-    figs = [json.loads(c.proto.spec) for c in charts(at)]
-    assert len(figs) >= 3                                     # matrix, head view, grid of the Transformer
+    labels, open_tab = fig_tabs(at)
+    figs = []
+    for k in range(len(labels)):                              # matrix, head view, grid, cls row of the Transformer
+        figs += [json.loads(c.proto.spec) for c in open_tab(k).get("plotly_chart")]
+    assert len(figs) == 4
     for f in figs:
         lay = f["layout"]
         title = lay.get("title", {})

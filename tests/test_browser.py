@@ -311,6 +311,9 @@ def test_inspect_word_picker_follows_a_new_text(server, page, tmp_path):
     wait_idle(page, after_run=True)
     page.screenshot(path=str(tmp_path / "inspect_new_text.png"), full_page=False)
     shown = picker.locator("input").input_value()
+    mark_run(page)
+    page.get_by_role("tab", name="A_a row").click()             # the chosen word's row (one tab of the view)
+    wait_idle(page, after_run=True)
     titles = " ".join(page.locator(".js-plotly-plot .gtitle").all_text_contents())
     assert shown == "1: my", shown
     assert "where 'my'" in titles, titles

@@ -536,3 +536,27 @@ def test_a_fine_tuned_models_training_curves_show_its_dev_curve():
     minilm = out.table[out.table["run"] == "minilm-sst2"]
     assert minilm["dev_accuracy"].tolist() == pytest.approx([0.8520642201834863])
     assert set(runs[0][1][0]) == set(runs[1][1][0])                # one epoch shape for both models
+
+
+def test_an_html_figures_plotly_twin_is_built_only_when_read(monkeypatch):
+    """Compare shows its reasons and bars as HTML; their Plotly twins (what PNG/SVG exports render) are built the
+    first time `fig` is read, once, and survive pickling (st.cache_data) unbuilt."""
+    import pickle
+
+    import plotly.graph_objects as go
+
+    from textcls.viz import paper_views, reports
+    specs, maps, tokens, _, _ = model_output("act")
+    items = [dict(name=n, model="act", specs=specs, maps=maps, tokens=tokens, label="pos") for n in ("m1", "m2")]
+    kept = pickle.loads(pickle.dumps(viz.reasons_figure(items)))       # pickled unbuilt, built when read
+    assert "_fig" in vars(kept) and not isinstance(vars(kept)["_fig"], go.Figure) and isinstance(kept.fig, go.Figure)
+    built = []
+    real_rows, real_bars = paper_views.token_highlight_rows, reports._probabilities_plotly
+    monkeypatch.setattr(paper_views, "token_highlight_rows", lambda *a, **k: built.append("rows") or real_rows(*a, **k))
+    monkeypatch.setattr(reports, "_probabilities_plotly", lambda *a, **k: built.append("bars") or real_bars(*a, **k))
+    reasons = viz.reasons_figure(items)
+    bars = viz.probabilities_figure([("m1", {"negative": 0.3, "positive": 0.7})])
+    assert reasons.html and bars.html and built == []                 # shown as HTML: no Plotly figure built
+    assert isinstance(reasons.fig, go.Figure) and reasons.fig is reasons.fig and built == ["rows"]
+    assert [t.x for t in bars.fig.data] == [(0.3,), (0.7,)] and built == ["rows", "bars"]
+    assert viz.export_zip([reasons, bars], images=False)                # exports read the twins as before

@@ -466,7 +466,6 @@ def test_the_listing_falls_back_to_the_server_when_the_worker_cannot_answer(monk
             raise WorkerError("the model worker stopped twice while answering this request")
 
     monkeypatch.setattr(cache, "remote", lambda *a: Dead())
-    monkeypatch.setattr(cache, "_torch_here", lambda: False)   # as in a server that has not imported torch
     valid, _ = cache._checkpoints.__wrapped__(("x",), True)
     assert {"act-sst2", "kim_cnn-sst2"} <= {i.name for i in valid}
 
@@ -490,7 +489,6 @@ def test_while_the_worker_validates_ahead_the_pages_list_from_the_files(monkeypa
             return list_all_checkpoints(include_invalid=True)
 
     monkeypatch.setattr(cache, "remote", lambda *a: Worker())
-    monkeypatch.setattr(cache, "_torch_here", lambda: False)
     cache._checkpoints.clear()
     had_torch = "torch" in sys.modules
     with cache.validating_ahead():
@@ -499,6 +497,31 @@ def test_while_the_worker_validates_ahead_the_pages_list_from_the_files(monkeypa
     valid, _ = cache.checkpoints(deep=True)
     assert asked == ["listing"] and {"act-sst2", "kim_cnn-sst2"} <= {i.name for i in valid}
     assert ("torch" in sys.modules) == had_torch
+    cache._checkpoints.clear()
+
+
+def test_with_the_worker_on_the_server_never_validates_a_checkpoint_itself(monkeypatch):
+    """Once the warm-up has imported torch here (Train's registry), a full listing is still the worker's: run here,
+    its first pass took 1.2 s of the server's interpreter in the middle of other sessions' page runs."""
+    from pages.common import cache
+    from textcls.checkpoint import list_all_checkpoints, native
+
+    import torch  # noqa: F401  (this process has torch, as the server has after its warm-up)
+    listed = list_all_checkpoints(include_invalid=True)
+    asked = []
+
+    class Worker:
+        def call_env(self, fn, *a, **k):
+            asked.append(fn.__name__)
+            return listed
+
+    def no(*a, **k):
+        raise AssertionError("validated in the server")
+    monkeypatch.setattr(cache, "remote", lambda *a: Worker())
+    monkeypatch.setattr(native, "_validate", no)
+    cache._checkpoints.clear()
+    valid, _ = cache.checkpoints()                      # deep: torch is here
+    assert asked == ["listing"] and {"act-sst2", "kim_cnn-sst2"} <= {i.name for i in valid}
     cache._checkpoints.clear()
 
 

@@ -54,11 +54,6 @@ def remote():
     return client.shared() if client.enabled() else None
 
 
-def _torch_here() -> bool:
-    """Whether this process has imported torch (then a full listing here costs only the validation)."""
-    return "torch" in sys.modules
-
-
 LISTING_DEEP = "textcls"      # the listing's `deep`: our folders in full, Hugging Face folders from their files
 _VALIDATING = threading.Event()     # set while the warm-up has the worker load ahead and then validate everything
 
@@ -77,7 +72,7 @@ def validating_ahead():
 
 
 def _checkpoints_now(roots: tuple[str, ...], deep: bool):
-    return _checkpoints(roots, deep, deep and _VALIDATING.is_set() and not _torch_here())
+    return _checkpoints(roots, deep, deep and _VALIDATING.is_set())
 
 
 @st.cache_data(ttl=10, show_spinner=False)
@@ -86,9 +81,11 @@ def _checkpoints(roots: tuple[str, ...], deep: bool, from_files: bool = False) \
     if from_files:                          # the worker is busy validating ahead (validating_ahead)
         infos = list_all_checkpoints(include_invalid=True, deep=False)
         return [i for i in infos if i.valid], [i for i in infos if not i.valid]
-    w = remote() if deep and not _torch_here() else None
+    w = remote() if deep else None
     infos = None
-    if w is not None:                       # validated in full by the worker: torch stays out of this process
+    if w is not None:                       # validated in full by the worker, never here: its verdicts are remembered
+        # there, where a first full listing here (once the warm-up imported torch for Train) took 1.2 s of this
+        # interpreter, in the middle of other sessions' page runs (8 sessions on Compare: a sixth of its CPU)
         from textcls.serve import client, worker
         try:
             infos = w.call_env(worker.listing, LISTING_DEEP)

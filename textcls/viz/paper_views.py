@@ -2,6 +2,8 @@
 in `views`, and `reasons_figure`: several models' token weights one above the other."""
 from __future__ import annotations
 
+from functools import partial
+
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
@@ -565,6 +567,7 @@ def reasons_figure(items: Sequence[dict[str, Any]], *, title: str = "What each m
         srcs.append(f"{it['name']}: {tw[1]}")
     if not rows:
         return None
-    fig = token_highlight_rows(rows, title=title, window=window, stretch=stretch, chars_per_line=chars_per_line)
+    fig = partial(token_highlight_rows, rows, title=title, window=window, stretch=stretch,    # built when exported
+                  chars_per_line=chars_per_line)
     return FigureOut("reasons", title, fig, highlight_table(rows), caption="Weights - " + "; ".join(srcs) + ". "
                      + SHADE_NOTE + _entity_note(rows), html=token_rows_html(rows, title=title, window=window, stretch=stretch))

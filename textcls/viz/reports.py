@@ -2,6 +2,8 @@
 (HCAN-F3 / LAMA-F5), the live training figure, LAMA-T4 top words, LAMA-F2 word weights, filter n-grams."""
 from __future__ import annotations
 
+from functools import partial
+
 import math
 from typing import Any, Sequence
 
@@ -26,6 +28,15 @@ CURVE_TITLES = {"train_loss": "training loss", "dev_loss": "dev loss", "train_ac
 def probabilities_figure(items: Sequence[tuple[str, dict[str, float]]], title: str = "Probabilities") -> FigureOut:
     """Grouped horizontal bars: one group per checkpoint, one bar per label (Compare)."""
     labels = list(dict.fromkeys(lab for _, probs in items for lab in probs))
+    table = pd.DataFrame([{"checkpoint": n, "label": lab, "probability": p} for n, probs in items
+                          for lab, p in probs.items()])
+    return FigureOut("probabilities", title, partial(_probabilities_plotly, list(items), labels, title), table,
+                     html=probabilities_html(items, labels, title))
+
+
+def _probabilities_plotly(items: Sequence[tuple[str, dict[str, float]]], labels: Sequence[str],
+                          title: str) -> go.Figure:
+    """The bars as a Plotly figure: what a PNG/SVG export of them renders (built only then)."""
     colors = label_colors(labels)
     fig = go.Figure()
     names = [esc(n) for n, _ in items]
@@ -36,9 +47,7 @@ def probabilities_figure(items: Sequence[tuple[str, dict[str, float]]], title: s
     style_figure(fig, title, int(110 + 22 * len(items) * max(1, len(labels))), barmode="group",
                  xaxis=dict(range=[0, 1], title="probability", tickformat=".0%"),
                  yaxis=dict(autorange="reversed", automargin=True), legend=dict(orientation="h", y=-0.15))
-    table = pd.DataFrame([{"checkpoint": n, "label": lab, "probability": p} for n, probs in items
-                          for lab, p in probs.items()])
-    return FigureOut("probabilities", title, fig, table, html=probabilities_html(items, labels, title))
+    return fig
 
 
 def probabilities_html(items: Sequence[tuple[str, dict[str, float]]], labels: Sequence[str], title: str) -> str:

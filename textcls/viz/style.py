@@ -138,13 +138,34 @@ def fit_title(fig: go.Figure, chars: int) -> go.Figure:
 
 # ---------------------------------------------------------------- figure + numbers
 
+class _BuiltWhenRead:
+    """A FigureOut's `fig`: a go.Figure, or a function without arguments that builds it, called the first time
+    `fig` is read (then kept). A figure shown as HTML (shaded words, Compare's bars) needs its Plotly twin only for
+    a PNG/SVG export: built on every run, Compare's two twins took 80 ms of the server's 1 ms for their HTML. Give
+    a picklable function (functools.partial of a module's function): cached figures are pickled."""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.slot = f"_{name}"
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            raise AttributeError(self.slot)        # dataclasses: the field has no default
+        value = obj.__dict__[self.slot]
+        if callable(value) and not isinstance(value, go.Figure):
+            value = obj.__dict__[self.slot] = value()
+        return value
+
+    def __set__(self, obj, value) -> None:
+        obj.__dict__[self.slot] = value
+
+
 @dataclass
 class FigureOut:
     """One figure a view produced, with the numbers it draws (for CSV/JSON export)."""
 
     key: str                      # stable id, used in file names: "tr-att_layer1_head2"
     title: str
-    fig: go.Figure
+    fig: go.Figure = _BuiltWhenRead()     # or a function that builds it when first read (an HTML figure's twin)
     table: pd.DataFrame           # long form: one column per axis label (+ its index) and "value"
     caption: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
