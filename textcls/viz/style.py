@@ -161,7 +161,8 @@ class _BuiltWhenRead:
 
 @dataclass
 class FigureOut:
-    """One figure a view produced, with the numbers it draws (for CSV/JSON export)."""
+    """One figure a view produced, with the numbers it draws (for CSV/JSON export). `fig` may be given as a
+    function that builds it, called when `fig` is first read (an HTML figure's Plotly twin, for exports)."""
 
     key: str                      # stable id, used in file names: "tr-att_layer1_head2"
     title: str
