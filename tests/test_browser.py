@@ -214,6 +214,13 @@ def test_compare_then_inspect_in_a_real_browser(server, page):
     assert page.locator(".js-plotly-plot .heatmaplayer").count() >= 1
     ticks = page.eval_on_selector_all(".js-plotly-plot .xtick text", "els => els.map(e => e.textContent)")
     assert "food" in ticks and "service" in ticks      # tokens on the axis
+    # the view's other figures are tabs: one chart drawn at a time, the next one when its tab is opened
+    assert page.locator('[data-testid="stMainBlockContainer"] .js-plotly-plot').count() == 1
+    mark_run(page)
+    page.get_by_role("tab", name="all layers x heads").click()
+    wait_idle(page, after_run=True)
+    titles = page.locator(".js-plotly-plot .gtitle").all_text_contents()
+    assert len(titles) == 1 and "all layers x heads" in titles[0], titles
     errors = page.locator('[data-testid="stException"]').count()
     assert errors == 0
 
