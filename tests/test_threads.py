@@ -334,3 +334,31 @@ def test_the_env_variable_is_read_at_run_time(monkeypatch):
         pred.predict(["x"])
         assert seen == [want], spec
     assert os.environ[threads.ENV] == "off"
+
+
+def test_background_work_beside_requests_switches_threads_faster_and_restores_the_interval():
+    """beside_requests: 0.2 ms switches while any background work is under way (nested, or in two threads at
+    once); the interval found before is back once the last one leaves, also after an error."""
+    import sys
+    before = sys.getswitchinterval()
+    inside = threading.Event()
+    leave = threading.Event()
+
+    def other():
+        with threads.beside_requests():
+            inside.set()
+            leave.wait(10)
+
+    t = threading.Thread(target=other)
+    with threads.beside_requests():
+        assert sys.getswitchinterval() == pytest.approx(threads.BESIDE_REQUESTS_SWITCH)
+        t.start()
+        assert inside.wait(10)
+        with pytest.raises(RuntimeError):
+            with threads.beside_requests():
+                raise RuntimeError("a failed import")
+        assert sys.getswitchinterval() == pytest.approx(threads.BESIDE_REQUESTS_SWITCH)
+    assert sys.getswitchinterval() == pytest.approx(threads.BESIDE_REQUESTS_SWITCH)    # the other is still inside
+    leave.set()
+    t.join(10)
+    assert sys.getswitchinterval() == pytest.approx(before)

@@ -326,9 +326,8 @@ def warm_background(env: dict[str, str], paths: list[tuple[str, float]]) -> None
     requests' thread run between its steps). A process of its own for the encoders was tried (issue 45) and lost:
     its second torch import on two cores made "Add the pretrained baseline" 7.85 s against 3.64 s.
 
-    Meanwhile the interpreter switches threads every BACKGROUND_SWITCH s instead of 5 ms: a request's torch ops each
-    let go of the interpreter lock and wait for it back, and with an import running beside them each wait lasted
-    the whole switch interval (a Compare answered during the load took 5.1 s instead of 1.2 s)."""
+    Meanwhile the interpreter switches threads faster (`textcls.runtime.threads.beside_requests`: a Compare
+    answered during the load took 5.1 s instead of 1.2 s at Python's default interval)."""
     threading.Thread(target=_warm_beside_requests, args=(env, paths), name="textcls-warm-large", daemon=True).start()
 
 
@@ -347,28 +346,11 @@ def import_ahead() -> None:
             importlib.import_module(name)
 
 
-BACKGROUND_SWITCH = 0.0002       # sys.setswitchinterval while warm_background loads (Python's default: 0.005)
-_SWITCH_LOCK = threading.Lock()
-_loads_beside_requests = 0       # warm_background loads under way
-_saved_switch = 0.005            # the interval to restore when the last one ends
-
-
 def _warm_beside_requests(env: dict[str, str], paths: list[tuple[str, float]]) -> None:
-    import sys
-    global _loads_beside_requests, _saved_switch
-    with _SWITCH_LOCK:
-        if _loads_beside_requests == 0:
-            _saved_switch = sys.getswitchinterval()
-            sys.setswitchinterval(BACKGROUND_SWITCH)
-        _loads_beside_requests += 1
-    try:
+    from textcls.runtime.threads import beside_requests
+    with beside_requests():
         import_ahead()
         warm(env, paths)
-    finally:
-        with _SWITCH_LOCK:
-            _loads_beside_requests -= 1
-            if _loads_beside_requests == 0:
-                sys.setswitchinterval(_saved_switch)
 
 
 @answers
