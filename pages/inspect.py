@@ -220,11 +220,12 @@ def render(slot: int, info, pred, r, specs) -> None:
 
 
 def figure_tabs(figs: list, key: str, name: str) -> tuple:
-    """Where to draw and which figures to draw there, as (index, figure). A view of up to TABS_FROM - 1 figures draws them all; a larger
-    one shows them in tabs (st.tabs with on_change="rerun") and draws the open tab's figure only: the browser's
-    time goes into drawing Plotly charts (a BERT's four - the matrix, a 4,500-element head view, the grid, the cls
-    row - took 2-4 s of its main thread; one takes 0.1-0.4 s), and a figure nobody opens costs nothing. The open
-    tab is kept by position while the view's settings change its figures' titles (another layer)."""
+    """Where to draw and which figures to draw there, as (index, figure). A view of up to TABS_FROM - 1 figures
+    draws them all; a larger one shows them in tabs (st.tabs with on_change="rerun") and draws the open tab's
+    figure only: a first render waits for the browser drawing Plotly charts (a BERT's four - the matrix, a
+    4,500-element head view, the grid, the cls row - took 5.5 s of its main thread; one takes 0.1-0.4 s), and a
+    figure nobody opens costs nothing. The open tab is kept by position while the view's settings change its
+    figures' titles (another layer)."""
     if len(figs) < TABS_FROM:
         return st.container(), list(enumerate(figs))
     labels = []
