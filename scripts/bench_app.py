@@ -58,7 +58,8 @@ from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from textcls.experiments.background import BusyLoad  # noqa: E402  (no torch; after the path set-up)
+from textcls.experiments import background  # noqa: E402  (no torch; after the path set-up)
+from textcls.experiments.background import BusyLoad  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -155,57 +156,58 @@ def _die_with_parent() -> None:
         pass
 
 
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is `pid` (the server's model worker), from /proc; [] elsewhere."""
-    out = []
+def family(pid: int) -> list[int]:
+    """`pid` and every process below it (the server and its model worker), from /proc; [pid] elsewhere."""
+    parents: dict[int, int] = {}
     for d in Path("/proc").glob("[0-9]*"):
         try:
             stat = (d / "stat").read_text()
-            if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
-                out.append(int(d.name))
+            parents[int(d.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
         except (OSError, ValueError, IndexError):
             continue
+    out, todo = [pid], [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parents.items() if pp == p]
+        out += kids
+        todo += kids
     return out
+
+
+def cpu_seconds(pid: int | None = None, comm: str | None = None) -> float:
+    """CPU seconds (user + system) used so far by process `pid` (its own threads only), or by every process
+    named `comm` (e.g. all of Chromium's processes) plus their children that have ended (a closed browser tab's
+    renderer is reaped by a Chromium process, whose children's time then includes it); from /proc, Linux only
+    (0.0 elsewhere)."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    pids = [pid] if pid is not None else [int(d.name) for d in Path("/proc").glob("[0-9]*")]
+    total = 0
+    for p in pids:
+        try:
+            stat = Path(f"/proc/{p}/stat").read_text()
+        except OSError:
+            continue
+        name, rest = stat[stat.index("(") + 1: stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        if comm is None or name.startswith(comm):
+            total += int(rest[11]) + int(rest[12])            # utime, stime (fields 14 and 15)
+            if comm is not None:
+                total += int(rest[13]) + int(rest[14])        # cutime, cstime: children already reaped
+    return total / tick
 
 
 def cpu_by_role(server_pid: int | None, load_pids: list[int]) -> dict[str, float]:
-    """CPU seconds (user + system) used so far by each role: the server, its children (the model worker), the
-    busy processes, the browser (every other process this one started: Chromium and Playwright's driver), and the
-    whole machine (/proc/stat, every process). Linux; {} elsewhere. A process that has ended is not counted."""
-    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    parent, cpu = {}, {}
-    for d in Path("/proc").glob("[0-9]*"):
-        try:
-            f = (d / "stat").read_text()
-            rest = f[f.rindex(")") + 2:].split()
-            parent[int(d.name)], cpu[int(d.name)] = int(rest[1]), (int(rest[11]) + int(rest[12])) / tick
-        except (OSError, ValueError, IndexError):
-            continue
-    if not cpu:
+    """CPU seconds (user + system) used so far by each role: the server, the processes below it (the model
+    worker), the busy processes, the browser (every other process this one started: Chromium and Playwright's
+    driver), and the whole machine (/proc/stat, every process). Linux; {} elsewhere. A process that has ended is
+    not counted."""
+    machine = background.cpu_seconds()
+    if machine is None:
         return {}
-
-    def under(pid: int, root: int) -> bool:
-        for _ in range(64):
-            if pid == root:
-                return True
-            pid = parent.get(pid, 0)
-            if pid <= 1:
-                return False
-        return False
-    out = {"server": 0.0, "worker": 0.0, "busy": 0.0, "browser": 0.0}
-    me = os.getpid()
-    for pid, sec in cpu.items():
-        if pid == me or not under(pid, me):
-            continue
-        role = ("server" if pid == server_pid else "worker" if server_pid and under(pid, server_pid)
-                else "busy" if pid in load_pids else "browser")
-        out[role] += sec
-    try:
-        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-        out["machine"] = (sum(fields) - fields[3] - (fields[4] if len(fields) > 4 else 0)) / tick  # - idle, iowait
-    except (OSError, ValueError):
-        pass
-    return out
+    server = family(server_pid) if server_pid else []
+    mine = [p for p in family(os.getpid())[1:] if p not in server and p not in load_pids]
+    return {"server": cpu_seconds(server_pid) if server_pid else 0.0,
+            "worker": sum(cpu_seconds(p) for p in server[1:]), "busy": sum(cpu_seconds(p) for p in load_pids),
+            "browser": sum(cpu_seconds(p) for p in mine), "machine": machine[1]}
 
 
 def stop(procs: list[subprocess.Popen], grace: float = 10.0) -> list[int]:
@@ -553,7 +555,7 @@ def run(args) -> dict:
             browser.close()
     finally:
         if server is not None:
-            kids = _children(server.pid)            # the model worker (textcls.serve): it stops with the server
+            kids = family(server.pid)[1:]           # the model worker (textcls.serve): it stops with the server
             out["server_pid_stopped"] = stop([server])[0]
             end = time.time() + 5
             while time.time() < end and any(Path(f"/proc/{k}").exists() for k in kids):

@@ -42,7 +42,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_app import (CHROMIUM, CHROMIUM_ARGS, FIGURE_PRED, HOME_PRED, MAIN, TRACK_JS, WS_COUNT_JS,  # noqa: E402
-                       BusyLoad, fresh_env, free_port, start_server, stop, wait_healthy, write_floor_app)
+                       BusyLoad, cpu_seconds, family, fresh_env, free_port, start_server, stop, wait_healthy,
+                       write_floor_app)
 
 # What the figures of the main area show: their text (titles, tick labels, HTML) and the images' addresses.
 FIGURE_SIGNATURE = (f"() => Array.from(document.querySelectorAll('{MAIN} .js-plotly-plot, "
@@ -101,24 +102,6 @@ def summary(times: list[float]) -> dict:
             else None}
 
 
-def family(pid: int) -> list[int]:
-    """`pid` and every process below it (the server and its model worker), from /proc; [pid] elsewhere."""
-    parents: dict[int, int] = {}
-    for d in Path("/proc").glob("[0-9]*"):
-        try:
-            stat = (d / "stat").read_text()
-            parents[int(d.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-    out, todo = [pid], [pid]
-    while todo:
-        p = todo.pop()
-        kids = [c for c, pp in parents.items() if pp == p]
-        out += kids
-        todo += kids
-    return out
-
-
 class RssSampler:
     """The resident memory of a process and its children (the model worker), summed, sampled every `every`
     seconds in a thread; `.peak_mb` and `.mark()`."""
@@ -150,27 +133,6 @@ class RssSampler:
 
     def stop(self) -> None:
         self._stop.set()
-
-
-def cpu_seconds(pid: int | None = None, comm: str | None = None) -> float:
-    """CPU seconds (user + system) used so far by process `pid` (its own threads only), or by every process
-    named `comm` (e.g. all of Chromium's processes) plus their children that have ended (a closed browser tab's
-    renderer is reaped by a Chromium process, whose children's time then includes it); from /proc, Linux only
-    (0.0 elsewhere)."""
-    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    pids = [pid] if pid is not None else [int(d.name) for d in Path("/proc").glob("[0-9]*")]
-    total = 0
-    for p in pids:
-        try:
-            stat = Path(f"/proc/{p}/stat").read_text()
-        except OSError:
-            continue
-        name, rest = stat[stat.index("(") + 1: stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
-        if comm is None or name.startswith(comm):
-            total += int(rest[11]) + int(rest[12])            # utime, stime (fields 14 and 15)
-            if comm is not None:
-                total += int(rest[13]) + int(rest[14])        # cutime, cstime: children already reaped
-    return total / tick
 
 
 class CpuMeter:
