@@ -337,8 +337,8 @@ def lesson_step(lesson_id: str, step: int, value: float | None = None):
     return _lesson_step(lesson_id, step, value, tuple((i.name, str(i.path), stamp(i.path)) for i in valid))
 
 
-__all__ = ["SliceJob", "corpus_support", "activation_names", "activation_statistics", "agcnn_gates", "attention_tests", "bench_models",
-           "compare_edit", "lama_f4", "run_bench", "time_checkpoints",
-           "erasure", "erasure_curves", "explanation", "explanation_seconds", "flip_report", "hcan_branches",
-           "intervention", "lab_reading", "lab_source", "lesson_step", "negation_demo", "projection",
-           "random_erasure", "reading", "representations", "sanity", "slice_run", "untrained_source"]
+__all__ = ["SliceJob", "activation_names", "activation_statistics", "agcnn_gates", "attention_tests", "bench_models",
+           "compare_edit", "corpus_support", "erasure", "erasure_curves", "explanation", "explanation_seconds",
+           "flip_report", "hcan_branches", "intervention", "lab_reading", "lab_source", "lama_f4", "lesson_step",
+           "negation_demo", "projection", "random_erasure", "reading", "representations", "run_bench", "sanity",
+           "slice_run", "time_checkpoints", "untrained_source"]

@@ -259,8 +259,8 @@ def _run_job(key: str, job: str, args: tuple):
 @answers(work=None)
 def job_result(key: str, wait: float) -> tuple[bool, object]:
     """(True, the answer) of the job `key` once it is done (what it raised is raised here), else (False, its last
-    progress - (done, total) or (a line,) - or None) after waiting at most `wait` s. JobLost: no such job here (this process was
-    restarted since it started)."""
+    progress - (done, total) or (a line,) - or None) after waiting at most `wait` s. JobLost: no such job here
+    (this process was restarted since it started)."""
     from concurrent.futures import TimeoutError as FutureTimeout
     with _JOBS_LOCK:
         future = _JOBS.get(key)
@@ -321,10 +321,11 @@ def warm(env: dict[str, str], paths: list[tuple[str, float]]) -> list[str]:
 
 
 def warm_background(env: dict[str, str], paths: list[tuple[str, float]]) -> None:
-    """`import_ahead`, then `warm`, in a thread of this process, returning at once: a large model (the pretrained encoder: transformers'
-    import, seconds) loads while the requests go on being answered (its import is Python code, which lets the
-    requests' thread run between its steps). A process of its own for the encoders was tried (issue 45) and lost:
-    its second torch import on two cores made "Add the pretrained baseline" 7.85 s against 3.64 s.
+    """`import_ahead`, then `warm`, in a thread of this process, returning at once: a large model (the pretrained
+    encoder: transformers' import, seconds) loads while the requests go on being answered (its import is Python
+    code, which lets the requests' thread run between its steps). A process of its own for the encoders was tried
+    (issue 45) and lost: its second torch import on two cores made "Add the pretrained baseline" 7.85 s against
+    3.64 s.
 
     Meanwhile the interpreter switches threads faster (`textcls.runtime.threads.beside_requests`: a Compare
     answered during the load took 5.1 s instead of 1.2 s at Python's default interval)."""
