@@ -16,18 +16,16 @@ import pandas as pd
 import streamlit as st
 
 import textcls
-from pages.common import cache, inside_app, widgets as w
+from pages.common import cache, inside_app, widgets as w, work
 from textcls.data import datasets as tdata
 from textcls.data.hub import hub_offline_reason
 from textcls import viz
-from textcls.train.fit import OPTIMIZERS, PAPER_TRAINING, TrainConfig
+from textcls.train.config import OPTIMIZERS, PAPER_TRAINING, TrainConfig
 from textcls.train.forms import changed_overrides, config_fields, size_problems
 from textcls.train import hf as hf_train
 from textcls.train.jobs import FINISHED, PROCESS_BASE_MB, JobError
 from textcls.checkpoint import HFError
-from textcls.runtime.limits import COUNTS, LimitError, current as current_limits
-from textcls.models.registry import make_config
-from textcls.runtime.sizing import check_parameters, count_parameters
+from textcls.runtime.limits import COUNTS, LimitError, check_parameters, current as current_limits
 
 inside_app(__file__)
 
@@ -407,14 +405,14 @@ else:
         except (ValueError, TypeError) as e:
             problems.append(f"Training settings: {e}")
         if not problems:
-            # build the model on the meta device (shapes only, no memory) with an 8-word vocabulary: a bad combination
-            # or a model over the size limit is reported here and not in the run (which checks again, with the real
-            # vocabulary, and estimates its training memory before the first step)
+            # build the model on the meta device (shapes only, no memory) with an 8-word vocabulary, where the model
+            # work runs (this process never imports torch with the worker on): a bad combination or a model over the
+            # size limit is reported here and not in the run (which checks again, with the real vocabulary, and
+            # estimates its training memory before the first step)
             probe_over = {k: v for k, v in overrides.items() if k != "embed_dim"} if emb == GLOVE else overrides
             try:
-                cfg = make_config(model, preset=preset, variant=variant, vocab_size=8, num_labels=2,
-                                  **({"embed_dim": 50} if emb == GLOVE else {}), **probe_over)
-                n_params = count_parameters(textcls.get_entry(model).cls, cfg)
+                n_params = work.parameter_count(model, preset, variant, {
+                    "vocab_size": 8, "num_labels": 2, **({"embed_dim": 50} if emb == GLOVE else {}), **probe_over})
             except Exception as e:  # noqa: BLE001 - any config error is the user's to fix
                 problems.append(f"These settings do not make a valid {model}: {type(e).__name__}: {e}")
             else:

@@ -98,3 +98,73 @@ def test_the_app_warm_up_imports_what_the_first_model_page_needs(tmp_path):
     n, new = out.split(" ", 1)
     assert int(n) > 0 and new.strip() == "[]", new
 
+
+
+def test_the_model_registry_and_every_pages_imports_need_no_torch():
+    """The registry lists, describes and configures every family (each preset and variant) from its torch-free
+    config (textcls.models.configs); what every page imports at its top, Train's form and settings included, is
+    torch-free. A family's model class, read from its entry, brings torch."""
+    run_python(f"""
+        import sys
+        sys.path.insert(0, {str(REPO)!r})
+        from pathlib import Path
+        from pages.common.warmup import _import_page_modules
+        for page in sorted(Path({str(REPO / "pages")!r}).glob("*.py")):
+            _import_page_modules(page)
+        import textcls
+        from textcls.train.config import TrainConfig
+        from textcls.train.forms import config_fields
+        n = 0
+        for name in textcls.list_models():
+            entry = textcls.get_entry(name)
+            for preset in (None, *entry.presets):
+                for variant in (None, *entry.variants):
+                    textcls.make_config(name, preset=preset, variant=variant)
+                    assert config_fields(name, preset, variant)
+                    n += 1
+        TrainConfig(epochs=2, optimizer="noam")
+        assert "torch" not in sys.modules, sorted(m for m in sys.modules if m.startswith("textcls"))
+        assert n > 40
+        assert textcls.get_entry("kim_cnn").cls.registry_name == "kim_cnn"
+        assert "torch" in sys.modules
+        """)
+
+
+def test_the_train_page_counts_parameters_in_the_worker_and_the_server_never_imports_torch(tmp_path, bundled_data):
+    """With the model worker on, the Train page's form comes from the configs and its check before a run (the
+    model built on the meta device, its parameters counted) runs in the worker: a model over the server's
+    parameter limit is refused with its count, no run starts, and the server's interpreter never imports torch."""
+    out = run_python(f"""
+        import os, sys
+        os.environ.update(TEXTCLS_CHECKPOINTS={str(tmp_path / "shipped")!r}, TEXTCLS_HOME={str(tmp_path / "home")!r},
+                          TEXTCLS_CACHE={str(tmp_path / "cache")!r}, TEXTCLS_DATA={str(bundled_data)!r},
+                          HF_HUB_OFFLINE="1", TEXTCLS_MAX_PARAMETERS="50000")
+        os.environ.pop("TEXTCLS_WORKER", None)
+        os.makedirs(os.environ["TEXTCLS_CHECKPOINTS"])
+        sys.path.insert(0, {str(REPO)!r})
+        os.chdir({str(REPO)!r})
+        from streamlit.testing.v1 import AppTest
+        from textcls.serve import client
+        try:
+            at = AppTest.from_file("app.py", default_timeout=240)
+            at.run()
+            at.switch_page("pages/train.py").run()
+            at.radio(key="tr_emb").set_value("random").run()
+            field = next(x for x in at.number_input if x.key == "tr_f_kim_cnn_small_None_n_filters")
+            field.set_value(2000)
+            next(b for b in at.button if b.label == "Start training").click()
+            at.run()
+            assert not at.exception, [e.value for e in at.exception]
+            errors = " | ".join(str(e.value) for e in at.error)
+            assert "over the limit of 50,000 parameters" in errors, errors
+            assert at.session_state["train_jobs"] == []
+            assert "torch" not in sys.modules, "the server imported torch"
+            print(errors)
+        finally:
+            client.stop_shared()
+        """)
+    from textcls.models.registry import get_entry, make_config
+    from textcls.runtime.sizing import count_parameters
+    n = count_parameters(get_entry("kim_cnn").cls, make_config("kim_cnn", preset="small", vocab_size=8, num_labels=2,
+                                                                n_filters=2000))
+    assert n > 50_000 and f"would have {n:,} parameters" in out, (n, out)

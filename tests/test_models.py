@@ -173,3 +173,43 @@ def test_config_defaults_are_the_papers_and_small_preset_exists(name):
 
 def test_all_six_registered():
     assert {"kim_cnn", "transformer", "act", "hcan", "agcnn", "lama"} <= set(textcls.list_models())
+
+
+# ---------------------------------------------------------------- enrolment: configs without torch, classes bound
+
+def test_the_configs_choices_are_what_the_layers_implement():
+    from textcls.models.configs.base import ACTIVATION_NAMES
+    from textcls.models.layers import ACTIVATIONS
+    assert tuple(ACTIVATIONS) == ACTIVATION_NAMES
+
+
+@pytest.mark.parametrize("name", textcls.list_models())
+def test_every_declared_family_binds_its_class_in_the_module_it_names(name):
+    entry = get_entry(name)
+    assert entry.cls.registry_name == name and entry.cls.__module__ == entry.module
+    if entry.module.startswith("textcls.models."):          # built in: declared by its torch-free config module
+        assert entry.config_cls.__module__ == "textcls.models.configs." + entry.module.rsplit(".", 1)[1]
+
+
+def test_a_class_binds_only_to_a_family_declared_for_its_module():
+    from textcls.models.registration import _REGISTRY, declare_model, model_class
+
+    class Config:
+        pass
+
+    try:
+        entry = declare_model("declared_here", Config, module=__name__)
+        with pytest.raises(ValueError, match="was not declared"):
+            model_class("never_declared")(type("A", (), {"__module__": __name__}))
+        with pytest.raises(ValueError, match="was not declared"):
+            model_class("declared_here")(type("B", (), {"__module__": "elsewhere"}))
+        with pytest.raises(LookupError, match="defines no class"):
+            entry.cls                                   # this module is imported already and bound nothing
+        cls = model_class("declared_here")(type("C", (), {"__module__": __name__}))
+        assert entry.cls is cls and cls.registry_name == "declared_here"
+        with pytest.raises(ValueError, match="registered twice"):
+            model_class("declared_here")(type("D", (), {"__module__": __name__}))
+        with pytest.raises(ValueError, match="registered twice"):
+            declare_model("declared_here", Config, module=__name__)
+    finally:
+        _REGISTRY.pop("declared_here", None)

@@ -159,7 +159,7 @@ def test_every_count_option_is_bounded_with_exit_2(args, flag, tmp_path, capsys)
 
 def test_the_library_bounds_the_same_counts():
     from textcls.interpret.batched import SliceRun
-    from textcls.train.fit import TrainConfig
+    from textcls.train.config import TrainConfig
     with pytest.raises(LimitError, match="workers"):
         TrainConfig(workers=100_000)
     p = load_checkpoint(SHIPPED / "kim_cnn-trec")

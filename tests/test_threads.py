@@ -255,7 +255,8 @@ def test_evaluate_and_training_use_the_batch_setting(monkeypatch):
     from textcls.data.datasets import Split
     from textcls.analysis.metrics import evaluate
     from textcls.data.batching import encode_split, predict_encoded
-    from textcls.train.fit import TrainConfig, fit
+    from textcls.train.config import TrainConfig
+    from textcls.train.fit import fit
 
     monkeypatch.setenv(threads.ENV, "interactive=1,batch=3")
     pred = predictor()

@@ -13,7 +13,8 @@ from textcls.models.registry import get_entry
 from textcls.data.batching import EncodedSplit, encode_split, make_batches
 from textcls.train.pipeline import train_from_spec
 from textcls.records import EpochEvent, StepEvent
-from textcls.train.fit import TrainConfig, fit, noam_factor
+from textcls.train.config import TrainConfig
+from textcls.train.fit import fit, noam_factor
 
 
 def toy_split(n=96, seed=0):

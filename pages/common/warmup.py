@@ -14,8 +14,9 @@ and has it work ahead in its own interpreter (`warm_worker`): import torch, load
 validate every other checkpoint of ours, then, in a thread of its own there, transformers and the pretrained
 encoder. None of it holds this interpreter's lock: Home and a Compare clicked at once only share the cores with
 it. The warm-up after the first page then has the worker compute Evaluate's predictions, one batch at a time, and
-only imports torch here (for the pages that still hold a live model in the server: Attribute, Explore, Lab, the
-lessons) once the server has been quiet for `QUIET_HEAVY` seconds.
+imports the other pages' modules here once the server has been quiet for `QUIET_HEAVY` seconds. None of them
+imports torch: with the worker on, this process never does (Train reads the models' torch-free configs,
+textcls.models.configs, and asks the worker for a parameter count).
 
 The second part gives way. Before each step (and each batch of predictions) it waits until the server is quiet:
 no page running (app.py wraps each run in `page_run`), no file being served over HTTP (`Served`: the browser
@@ -50,7 +51,7 @@ _LAST_ACTIVE_END = 0.0          # time.monotonic() when the last one ended
 _CHANGED = threading.Condition()
 PATIENCE = 30.0                 # seconds a step waits for quiet before it goes on regardless
 QUIET = 0.1                     # seconds without a page run or an HTTP request before a step starts (see below)
-QUIET_HEAVY = 1.0               # with the worker: quiet seconds before this process imports torch (holds the lock)
+QUIET_HEAVY = 1.0               # with the worker: quiet seconds before this process imports the other pages' modules
 
 
 def _begin() -> None:
@@ -355,10 +356,9 @@ def _steps(pages: list[Path]) -> None:
     if _worker() is not None:
         # The worker computes Evaluate's predictions (this thread only waits for each batch) after its own warm-up
         # (queued before it, its listing would hold back a Compare clicked meanwhile); this process imports the
-        # other pages' modules only when the person has been reading for QUIET_HEAVY s after that - Train's reads
-        # the model registry and imports torch (it holds the interpreter lock for ~2 s); every page's model work
-        # is the worker's. Run side by side instead, the server's torch import and its full listing fell on a Compare
-        # clicked straight after Home (its listing took 2.2 s instead of 0.3 s).
+        # other pages' modules (no torch: every page's model work is the worker's) only when the person has been
+        # reading for QUIET_HEAVY s after that. (Until Train read torch-free configs, that import was torch's,
+        # 3.1-3.5 s of this interpreter landing on whatever was clicked next.)
         for t in list(_WORKER_WARM):
             t.join()
         try:
@@ -372,7 +372,7 @@ def _steps(pages: list[Path]) -> None:
         if not _give_way():
             return
         # Without the worker, this process does the model work: torch, the full listing and Captum first.
-        import textcls.inference  # noqa: F401  (torch, the registry, every model)
+        import textcls.inference  # noqa: F401  (torch and the registry; the listing below imports the models)
         import torch.utils._device  # noqa: F401  (`with torch.device("meta")`: the full checkpoint validation)
         if not _give_way():
             return
@@ -383,7 +383,7 @@ def _steps(pages: list[Path]) -> None:
             return
         import textcls.interpret.attributions  # noqa: F401  (Captum; textcls.interpret itself resolves lazily)
         import textcls.interpret.faithfulness  # noqa: F401
-    for page in pages:                      # what the other pages import at their top (Train: the registry, torch)
+    for page in pages:                      # what the other pages import at their top (Train: the registry)
         if not _give_way():
             return
         _import_page_modules(page)

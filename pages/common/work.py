@@ -1,5 +1,5 @@
 """The cached model work of Attribute, Evaluate's data-set views (through `cache.model_job`), Explore, the Lab,
-Benchmarks and the lessons: each a `textcls.serve.work` job run where
+Benchmarks, Train's parameter count and the lessons: each a `textcls.serve.work` job run where
 `cache.model_job` decides (the model worker when it is on, so the server's interpreter never imports torch for
 these pages), cached with st.cache_data per (checkpoint folder, its stamp, text or texts, settings) so a revisit,
 in this session or another, is instant and a checkpoint saved again is recomputed. Settings a method ignores are
@@ -337,8 +337,14 @@ def lesson_step(lesson_id: str, step: int, value: float | None = None):
     return _lesson_step(lesson_id, step, value, tuple((i.name, str(i.path), stamp(i.path)) for i in valid))
 
 
+def parameter_count(family: str, preset: str | None, variant: str | None, overrides: dict) -> int:
+    """Train's check before a run: the parameters of the configured model, counted where the model work runs (the
+    model worker when it is on: this process never imports torch for it). Not cached: the form's values vary."""
+    return model_job("parameter_count", family, preset, variant, dict(overrides))
+
+
 __all__ = ["SliceJob", "activation_names", "activation_statistics", "agcnn_gates", "attention_tests", "bench_models",
            "compare_edit", "corpus_support", "erasure", "erasure_curves", "explanation", "explanation_seconds",
            "flip_report", "hcan_branches", "intervention", "lab_reading", "lab_source", "lama_f4", "lesson_step",
-           "negation_demo", "projection", "random_erasure", "reading", "representations", "run_bench", "sanity",
-           "slice_run", "time_checkpoints", "untrained_source"]
+           "negation_demo", "parameter_count", "projection", "random_erasure", "reading", "representations",
+           "run_bench", "sanity", "slice_run", "time_checkpoints", "untrained_source"]

@@ -314,7 +314,8 @@ def validate_checkpoint(path: str | Path, limits=None) -> Validated:
 
 def _validate(path: Path, limits) -> Validated:
     from textcls.runtime.limits import LimitError
-    from textcls.runtime.sizing import check_parameters, meta_model
+    from textcls.runtime.limits import check_parameters
+    from textcls.runtime.sizing import meta_model
     from textcls.data.text import Tokenizer, TokenizerConfig, Vocab
 
     cfg = read_config(path)

@@ -114,7 +114,7 @@ def _check_input(args):
     from textcls.train.pipeline import tokenizer_config_for
     from textcls.models.registry import check_config, get_entry, make_config
     from textcls.data.text import TokenizerConfig
-    from textcls.train.fit import TrainConfig
+    from textcls.train.config import TrainConfig
 
     try:
         entry = get_entry(args.model)

@@ -11,30 +11,18 @@ past the sentence's end are zeroed):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from textcls.models.outputs import InterventionSpec, MapSpec
-from textcls.models.base import BaseConfig, Probe, TextClassifier, param
+from textcls.models.base import Probe, TextClassifier
 from textcls.models.layers import WordEmbedding, masked_max, rezero, to_length, window_mask
-from textcls.models.registration import register_model
+from textcls.models.configs.kim_cnn import KimCNNConfig
+from textcls.models.registration import model_class
 
 
-@dataclass
-class KimCNNConfig(BaseConfig):
-    windows: tuple[int, ...] = param((3, 4, 5), "h: convolution window sizes")
-    n_filters: int = param(100, "filters per window size")
-    dropout: float = param(0.5, "dropout on the penultimate layer")
-
-
-
-@register_model("kim_cnn", KimCNNConfig, description="Kim (2014) CNN: windows 3/4/5 x 100 filters, max-pool",
-                presets={"small": dict(embed_dim=16, n_filters=8, windows=(2, 3))},
-                variants={"rand": dict(embedding_mode="rand"), "static": dict(embedding_mode="static"),
-                          "multichannel": dict(embedding_mode="multichannel")})
+@model_class('kim_cnn')
 class KimCNN(TextClassifier):
     def __init__(self, config: KimCNNConfig, embeddings=None):
         super().__init__(config)

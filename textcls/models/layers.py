@@ -19,7 +19,8 @@ import torch.nn.functional as F
 
 from textcls.models.outputs import MapSpec
 from textcls.data.text import PAD_ID
-from textcls.models.base import EMBEDDING_MODES, Probe
+from textcls.models.base import Probe
+from textcls.models.configs.base import EMBEDDING_MODES
 
 
 # ---------------------------------------------------------------- masking helpers
@@ -59,7 +60,8 @@ def nlrelu(x: torch.Tensor) -> torch.Tensor:
     return torch.log1p(torch.relu(x))
 
 
-# Activations the papers compare (AGCNN Table 5). `make_activation(name)` returns a callable.
+# Activations the papers compare (AGCNN Table 5), under configs.base.ACTIVATION_NAMES (the configs' choices, no
+# torch there). `make_activation(name)` returns a callable.
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "nlrelu": nlrelu,
     "relu": F.relu,

@@ -103,7 +103,8 @@ def check_config(name: str, config, limits=None) -> int:
     number, a whole number, a non-empty list, ...), the model built on torch's meta device (shapes only; a
     negative size or an empty window list fails here), and its parameter count against `limits.max_parameters`.
     Raises ValueError (LimitError for the limit) naming the field; returns the parameter count."""
-    from textcls.runtime.sizing import check_parameters, meta_model
+    from textcls.runtime.limits import check_parameters
+    from textcls.runtime.sizing import meta_model
 
     entry = get_entry(name)
     problem = config_problem(config)

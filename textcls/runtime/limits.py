@@ -131,9 +131,19 @@ def describe(limits: Limits | None = None) -> list[tuple[str, int, str]]:
     return [(f.name, getattr(limits, f.name), f.metadata["help"]) for f in fields(limits)]
 
 
+def check_parameters(n: int, limits: Limits | None = None, what: str = "the model") -> None:
+    """Raise LimitError when `n` parameters exceed `limits.max_parameters`."""
+    limits = limits or current()
+    if n > limits.max_parameters:
+        raise LimitError(f"{what} would have {n:,} parameters ({fmt_mb(4 * n)} of weights), over the limit of "
+                         f"{limits.max_parameters:,} parameters; make it smaller (fewer filters, heads, layers or "
+                         "a smaller vocabulary), or raise the limit on the command line (--max-parameters) "
+                         "or with env TEXTCLS_MAX_PARAMETERS")
+
+
 def fmt_mb(n_bytes: float) -> str:
     return f"{n_bytes / 2**20:,.0f} MB"
 
 
-__all__ = ["COUNTS", "Limits", "LimitError", "MAX_JSON_BYTES", "check_count", "count_problem", "current", "describe",
-           "fmt_mb"]
+__all__ = ["COUNTS", "Limits", "LimitError", "MAX_JSON_BYTES", "check_count", "check_parameters", "count_problem",
+           "current", "describe", "fmt_mb"]

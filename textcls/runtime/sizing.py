@@ -1,6 +1,7 @@
 """How big a model and its training run are, found before they cost anything: parameters counted on torch's
 "meta" device (shapes only, no memory, milliseconds even for a billion parameters) and training memory
-measured on a small probe. `check_parameters` and `check_training` compare them with `textcls.runtime.limits`.
+measured on a small probe. `check_training` and `textcls.runtime.limits.check_parameters` compare them with
+the limits.
 
 The training estimate is weights + gradients + two Adam moments (4 x 4 bytes per parameter) plus the
 activations autograd saves for one batch of the longest texts. Those are measured, not guessed: one forward
@@ -83,16 +84,6 @@ def count_parameters(cls, config) -> int:
     return sum(p.numel() for p in meta_model(cls, config).parameters())
 
 
-def check_parameters(n: int, limits: Limits | None = None, what: str = "the model") -> None:
-    """Raise LimitError when `n` parameters exceed `limits.max_parameters`."""
-    limits = limits or current()
-    if n > limits.max_parameters:
-        raise LimitError(f"{what} would have {n:,} parameters ({fmt_mb(4 * n)} of weights), over the limit of "
-                         f"{limits.max_parameters:,} parameters; make it smaller (fewer filters, heads, layers or "
-                         "a smaller vocabulary), or raise the limit on the command line (--max-parameters) "
-                         "or with env TEXTCLS_MAX_PARAMETERS")
-
-
 def _saved_bytes(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor) -> int:
     """Bytes autograd saves for the backward pass of model(ids, mask) (each storage counted once)."""
     seen: dict[Any, int] = {}
@@ -166,5 +157,5 @@ def check_training(estimate: dict[str, int], limits: Limits | None = None, cap_m
             f"the limit {where}")
 
 
-__all__ = ["BYTES_PER_TRAINED_PARAMETER", "activation_bytes", "check_parameters", "check_training",
+__all__ = ["BYTES_PER_TRAINED_PARAMETER", "activation_bytes", "check_training",
            "count_parameters", "meta_model", "training_bytes"]

@@ -15,7 +15,7 @@ so the page shows progress and can stop it); Evaluate's data-set views (`corpus_
 `filter_ngrams`: passes over a split that report their progress); Explore's `representations`, `projection`,
 `flip_report`; the Lab's demos (`activation_statistics`, `negation_demo`, `hcan_branches`, `agcnn_gates`, on a
 checkpoint or an untrained small model); Benchmarks' `lama_f4`, `time_checkpoints` and `run_bench` (the
-re-measure, reporting its progress); the lessons' `lesson_step`.
+re-measure, reporting its progress); Train's `parameter_count`; the lessons' `lesson_step`.
 """
 from __future__ import annotations
 
@@ -380,6 +380,17 @@ def run_bench(load, options: dict, progress=None) -> dict:
     return bench.run_bench(**options, progress=progress)
 
 
+# ---------------------------------------------------------------- Train
+
+def parameter_count(load, family: str, preset: str | None, variant: str | None, overrides: dict) -> int:
+    """The parameters of `family` built from its paper defaults, `preset`, `variant` and `overrides`, counted on
+    torch's meta device (shapes only: no memory, no values). Raises ValueError (or what the model's constructor
+    raises) for settings that do not make a model."""
+    from textcls.models.registry import get_entry, make_config
+    from textcls.runtime.sizing import count_parameters
+    return count_parameters(get_entry(family).cls, make_config(family, preset=preset, variant=variant, **overrides))
+
+
 # ---------------------------------------------------------------- lessons
 
 def lesson_step(load, lesson_id: str, step: int, value: float | None, infos: list, stamps: dict[str, float]):
@@ -394,7 +405,8 @@ JOBS = ("facts", "reading", "pieces", "attention_verdict", "side_by_side", "expl
         "erasure_flip", "random_erasure", "attention_tests", "sanity", "intervention", "compare_edit", "slice_start",
         "slice_step", "slice_report", "corpus_support", "token_weights", "filter_ngrams", "representations",
         "projection", "flip_report", "activation_names", "activation_statistics", "negation_demo", "lab_reading",
-        "hcan_branches", "agcnn_gates", "bench_models", "lama_f4", "time_checkpoints", "run_bench", "lesson_step")
+        "hcan_branches", "agcnn_gates", "bench_models", "lama_f4", "time_checkpoints", "run_bench", "parameter_count",
+        "lesson_step")
 
 # over many texts: these choose their own thread scope (batch work); every other job runs as interactive work
 OWN_SCOPE = frozenset({"slice_start", "slice_step", "slice_report", "token_weights", "filter_ngrams",

@@ -24,13 +24,14 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable
-
-import torch
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from textcls.checkpoint import HFError, base_folder, check_base_files, install_command, is_hf_folder
 from textcls.records import History
 from textcls.runtime.limits import COUNTS, count_problem
+
+if TYPE_CHECKING:
+    import torch      # imported where a run needs it: the Train page checks its settings here without torch
 
 # Bases installed as Python packages (offline): name -> where the save_pretrained folder lies and what installs it.
 BASES: dict[str, dict[str, str]] = {
@@ -180,6 +181,7 @@ def display_name(spec: str) -> str:
 
 
 def _load_base(where, labels: list[str], max_len: int, seed: int):
+    import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -210,6 +212,7 @@ def _load_base(where, labels: list[str], max_len: int, seed: int):
 def adamw(params, config) -> torch.optim.Optimizer:
     """The recipe's optimiser (a `fit` optimiser factory): AdamW at `config.lr`, weight decay
     `config.weight_decay` on the weight matrices only (not on biases and LayerNorm gains)."""
+    import torch
     params = list(params)
     return torch.optim.AdamW([{"params": [p for p in params if p.dim() > 1], "weight_decay": config.weight_decay},
                               {"params": [p for p in params if p.dim() <= 1], "weight_decay": 0.0}], lr=config.lr)
@@ -230,7 +233,8 @@ def finetune(model, tokenizer, train, dev=None, *, epochs: float = 1.0, lr: floa
     The loop is `textcls.train.fit.fit`: this sets its optimiser (`adamw`), schedule (linear warm-up and decay),
     frozen word embeddings, clipping and batches grouped by word pieces."""
     from textcls.data.batching import encode_split, model_device
-    from textcls.train.fit import TrainConfig, fit, linear_schedule
+    from textcls.train.config import TrainConfig
+    from textcls.train.fit import fit, linear_schedule
     enc = encode_split(tokenizer, train)
     # batches are grouped by the word pieces a text gives the encoder (what a batch is padded to), not its words
     enc.lengths = [sum(len(model.table.pieces(w)) for w in ids[mask].tolist()) for ids, mask in zip(enc.ids, enc.masks)]

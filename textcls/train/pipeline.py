@@ -28,7 +28,8 @@ from textcls.data.batching import encode_split, predict_sharded
 from textcls.runtime.limits import Limits
 from textcls.records import History
 from textcls.runtime.sizing import check_training, training_bytes
-from textcls.train.fit import PAPER_TRAINING, Callback, TrainConfig, fit
+from textcls.train.config import PAPER_TRAINING, TrainConfig
+from textcls.train.fit import Callback, fit
 
 
 EMBEDDING_SOURCES = ("glove", "random")
