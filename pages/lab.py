@@ -87,24 +87,24 @@ tab_act, tab_neg, tab_hcan, tab_gate = st.tabs(
 with tab_act:
     read_aloud("activations")
     c1, c2 = st.columns([3, 1])
-    with w.or_one_line("Listing the activations"):
+    with w.or_one_line("Listing the activations", stop=False):        # each tab on its own: the others still draw
         names = work.activation_names()
-    acts = c1.multiselect("Activations", names, default=["relu", "nlrelu", "selu", "tanh"],
-                          key="lab_acts")
-    seed = c2.number_input("Seed", 0, 10_000, 0, key="lab_seed")
-    if not acts:
-        st.info("Pick at least one activation.")
-    else:
-        with w.or_one_line("The activation statistics"):
-            rows = work.activation_statistics(tuple(acts), int(seed))
-        st.caption("AGCNN paper, Fig. 2: a dense network of 10 layers x 100 units, a batch of 100 inputs from "
-                   "N(0, 1), biases 0.1, weights from N(0, 1) or N(0, 1.5) (read as variance 1.5).")
-        for weights in ("N(0, 1)", "N(0, 1.5)"):
-            c1, c2 = st.columns(2)
-            with c1:
-                w.show_figure(F.activation_figure(rows, weights, "mean"), f"lab_mean_{weights}")
-            with c2:
-                w.show_figure(F.activation_figure(rows, weights, "variance"), f"lab_var_{weights}")
+        acts = c1.multiselect("Activations", names, default=["relu", "nlrelu", "selu", "tanh"],
+                              key="lab_acts")
+        seed = c2.number_input("Seed", 0, 10_000, 0, key="lab_seed")
+        if not acts:
+            st.info("Pick at least one activation.")
+        else:
+            with w.or_one_line("The activation statistics", stop=False):
+                rows = work.activation_statistics(tuple(acts), int(seed))
+                st.caption("AGCNN paper, Fig. 2: a dense network of 10 layers x 100 units, a batch of 100 inputs "
+                           "from N(0, 1), biases 0.1, weights from N(0, 1) or N(0, 1.5) (read as variance 1.5).")
+                for weights in ("N(0, 1)", "N(0, 1.5)"):
+                    c1, c2 = st.columns(2)
+                    with c1:
+                        w.show_figure(F.activation_figure(rows, weights, "mean"), f"lab_mean_{weights}")
+                    with c2:
+                        w.show_figure(F.activation_figure(rows, weights, "variance"), f"lab_var_{weights}")
 
 # ---------------------------------------------------------------- negation
 
@@ -128,14 +128,14 @@ with tab_neg:
             st.caption(f"{len(all_lines)} inputs; the first {MAX_LINES} are shown.")
         sources = {n: by[n].path for n in chosen if w.facts(by[n]) is not None}     # a refused one: its line
         if sents and sources:
-            with w.or_one_line("The negation demo"):
+            with w.or_one_line("The negation demo", stop=False):
                 rows = work.negation_demo(sources, sents)
-            w.show_figure(F.negation_figure(rows), "lab_negation")
-            with st.expander("Where each model looks (its own attention)"):
-                for r in rows:
-                    if r["importance"] is not None and r["tokens"]:
-                        shaded(r["tokens"], r["importance"],
-                                     label=f"{r['model']}: {r['sentence']} -> p(positive) {r['p_positive']:.2f}")
+                w.show_figure(F.negation_figure(rows), "lab_negation")
+                with st.expander("Where each model looks (its own attention)"):
+                    for r in rows:
+                        if r["importance"] is not None and r["tokens"]:
+                            shaded(r["tokens"], r["importance"],
+                                   label=f"{r['model']}: {r['sentence']} -> p(positive) {r['p_positive']:.2f}")
         elif not sents:
             st.info("Type at least one input.")
 
@@ -154,17 +154,18 @@ with tab_hcan:
         else:
             word = st.selectbox("Word whose attention rows to show", list(range(n_tok)), key="lab_hcan_word",
                                 format_func=lambda i, toks=toks: f"{i + 1}: {toks[i]}")
-            try:
-                res = work.hcan_branches(src, text, int(word))
-                w.show_figure(F.branches_figure(res, window=long_text_window(n_tok, "lab_hcan_win")),
-                              "lab_branches")
-                w.show_figure(F.branch_rows_figure(res), "lab_branch_rows")
-                st.dataframe(pd.DataFrame({"token": toks, "branch b flips the sign (share of channels)":
-                                           res["sign_flip_share"], "mean |H_b|": res["gate_b"]}), hide_index=True)
-            except ValueError as e:
-                st.warning(str(e))
-            except Exception as e:  # noqa: BLE001 - the worker could not answer: one line
-                st.error(f"HCAN's branches failed: {type(e).__name__}: {w.md_escape(e)}")
+            with w.or_one_line("HCAN's branches", stop=False):
+                try:
+                    res = work.hcan_branches(src, text, int(word))
+                except ValueError as e:                 # what this model cannot show for this text
+                    st.warning(str(e))
+                else:
+                    w.show_figure(F.branches_figure(res, window=long_text_window(n_tok, "lab_hcan_win")),
+                                  "lab_branches")
+                    w.show_figure(F.branch_rows_figure(res), "lab_branch_rows")
+                    st.dataframe(pd.DataFrame({"token": toks, "branch b flips the sign (share of channels)":
+                                               res["sign_flip_share"], "mean |H_b|": res["gate_b"]}),
+                                 hide_index=True)
 
 # ---------------------------------------------------------------- AGCNN gates
 
@@ -180,26 +181,26 @@ with tab_gate:
         if read[1] == 0:
             no_tokens_warning()
             st.stop()
-        try:
-            closures, res = work.agcnn_gates(src, text)
-            for line in lab.gate_closure_lines(closures):
-                st.markdown(w.md_escape(line))
-            w.show_figure(F.gate_closure_figure(closures), "lab_gate_closures")
-            labels = closures["labels"] or [str(i) for i in range(len(res["probs"]))]
-            st.markdown(f"Forcing **every** gate to 1 (a plain CNN) moves the prediction by "
-                        f"{res['tvd_gates_open']:.3f}; closing them all (0) by {res['tvd_gates_closed']:.3f} - "
-                        f"{w.md_escape(lab.TVD_WORDS)}.")
-            w.show_figure(F.probability_shift(labels, res["probs"], res["probs_gates_open"],
-                                              "Gated (as trained) vs all gates open",
-                                              names=("gated", "gates = 1")), "lab_gate_probs")
-            n_pos = max((len(v) for v in res["profile"].values()), default=0)
-            w.show_figure(F.gate_profile_figure(res, window=long_text_window(n_pos, "lab_gate_win")),
-                          "lab_gate_profile")
-            table = pd.DataFrame(res["rows"]).assign(map=lambda d: d["map"].map(lab.gate_title)).rename(columns={
-                "map": "gate", "mean_gate": "mean gate", "suppressed": "share < 1", "closed": "share = 0",
-                "kept_mass": "feature mass kept", "picks_moved": "max-pool picks moved"})
-            st.dataframe(table, hide_index=True)
-        except ValueError as e:
-            st.warning(str(e))
-        except Exception as e:  # noqa: BLE001 - the worker could not answer: one line
-            st.error(f"AGCNN's gates failed: {type(e).__name__}: {w.md_escape(e)}")
+        with w.or_one_line("AGCNN's gates", stop=False):
+            try:
+                closures, res = work.agcnn_gates(src, text)
+            except ValueError as e:                     # what this model cannot show for this text
+                st.warning(str(e))
+            else:
+                for line in lab.gate_closure_lines(closures):
+                    st.markdown(w.md_escape(line))
+                w.show_figure(F.gate_closure_figure(closures), "lab_gate_closures")
+                labels = closures["labels"] or [str(i) for i in range(len(res["probs"]))]
+                st.markdown(f"Forcing **every** gate to 1 (a plain CNN) moves the prediction by "
+                            f"{res['tvd_gates_open']:.3f}; closing them all (0) by {res['tvd_gates_closed']:.3f} - "
+                            f"{w.md_escape(lab.TVD_WORDS)}.")
+                w.show_figure(F.probability_shift(labels, res["probs"], res["probs_gates_open"],
+                                                  "Gated (as trained) vs all gates open",
+                                                  names=("gated", "gates = 1")), "lab_gate_probs")
+                n_pos = max((len(v) for v in res["profile"].values()), default=0)
+                w.show_figure(F.gate_profile_figure(res, window=long_text_window(n_pos, "lab_gate_win")),
+                              "lab_gate_profile")
+                table = pd.DataFrame(res["rows"]).assign(map=lambda d: d["map"].map(lab.gate_title)).rename(columns={
+                    "map": "gate", "mean_gate": "mean gate", "suppressed": "share < 1", "closed": "share = 0",
+                    "kept_mass": "feature mass kept", "picks_moved": "max-pool picks moved"})
+                st.dataframe(table, hide_index=True)

@@ -60,6 +60,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from textcls.experiments import background  # noqa: E402  (no torch; after the path set-up)
 from textcls.experiments.background import BusyLoad  # noqa: E402
+from textcls.runtime.memory import rss_mb  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -193,6 +194,14 @@ def cpu_seconds(pid: int | None = None, comm: str | None = None) -> float:
             if comm is not None:
                 total += int(rest[13]) + int(rest[14])        # cutime, cstime: children already reaped
     return total / tick
+
+
+def loaded_torch(pid: int) -> bool | None:
+    """Whether process `pid` has torch's library mapped (it imported torch); None when it cannot be read."""
+    try:
+        return "libtorch" in Path(f"/proc/{pid}/maps").read_text(errors="replace")
+    except OSError:
+        return None
 
 
 def cpu_by_role(server_pid: int | None, load_pids: list[int]) -> dict[str, float]:
@@ -474,9 +483,9 @@ def run(args) -> dict:
 
     def figure(key: str, seconds: float, target: float) -> None:
         out["figures"][key] = {"seconds": round(seconds, 3), "target_s": target, "ok": seconds <= target}
-        cpu_mark(key)
+        cpu_mark(key, seconds)
 
-    def cpu_mark(key: str) -> None:         # CPU seconds each role has used since the start, and when
+    def cpu_mark(key: str, seconds: float) -> None:     # CPU seconds each role has used since the start, and when
         now = cpu_by_role(server.pid if server is not None else None, load.pids)
         if now:
             out["cpu"].append({"after": key, "at_s": round(time.time() - t0, 3),
@@ -555,6 +564,8 @@ def run(args) -> dict:
             browser.close()
     finally:
         if server is not None:
+            out["server_loaded_torch"] = loaded_torch(server.pid)
+            out["server_rss_mb"] = round(rss_mb(server.pid) or 0.0, 1)
             kids = family(server.pid)[1:]           # the model worker (textcls.serve): it stops with the server
             out["server_pid_stopped"] = stop([server])[0]
             end = time.time() + 5
@@ -613,6 +624,9 @@ def report(out: dict) -> str:
         lines.append("  timeline (--trace; seconds from the start: FIGURE = click to shown, server.page-run = a "
                      "script run, worker.X = a call to the model worker, in-worker.X = work inside it):")
         lines += [f"    {a:7.2f} {b_:7.2f} {b_ - a:6.2f}  {what}" for what, a, b_ in out["timeline"]]
+    if "server_loaded_torch" in out:
+        lines.append(f"  the server's process at the end: torch imported {out['server_loaded_torch']}, resident memory "
+                     f"{out.get('server_rss_mb')} MB")
     bad = {k: v for k, v in out["exceptions"].items() if v}
     lines.append(f"  exceptions shown: {bad or 'none'}")
     lines.append(f"  requests to other hosts: {out['outside_requests'] or 'none'} (of {d.get('requests', 0)})")

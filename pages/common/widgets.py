@@ -171,14 +171,17 @@ def reading(info: CheckpointInfo, text: str):
 
 
 @contextmanager
-def or_one_line(what: str):
-    """Model work a page cannot go on without: what it raises (the model worker restarted or timed out, a model
-    that fails) is one error line naming `what`, never a traceback, and the page stops there."""
+def or_one_line(what: str, stop: bool = True):
+    """Model work: what it raises (the model worker restarted or timed out, a model that fails) is one error line
+    naming `what`, never a traceback. With `stop` (work the page cannot go on without) the page stops there;
+    without (one of several independent parts, e.g. a tab), the rest of the `with` block is skipped and the page
+    goes on after it."""
     try:
         yield
     except Exception as e:  # noqa: BLE001 - shown to the user (Streamlit's own stop and rerun are BaseException)
         st.error(f"{md_escape(what)} failed: {type(e).__name__}: {md_escape(e)}", icon=":material/error:")
-        st.stop()
+        if stop:
+            st.stop()
 
 
 def needs_entities(info: CheckpointInfo) -> bool:
