@@ -25,6 +25,23 @@ def open_page(page: str | None = None, *, params: dict | None = None, timeout: f
     return at
 
 
+def user_folders(monkeypatch, tmp_path: Path, checkpoints: Path, *, data: Path | None = None) -> Path:
+    """One test's folders, as a user has them: the shipped checkpoints `checkpoints`, the user's own folder
+    ($TEXTCLS_HOME; its checkpoints/ made and returned: where Train saves) and the cache, both under tmp_path.
+    With `data`: the data folder, the hub switched off and Streamlit's data cache cleared (a page computes anew)."""
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(checkpoints))
+    monkeypatch.setenv("TEXTCLS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("TEXTCLS_CACHE", str(tmp_path / "cache"))
+    own = tmp_path / "home" / "checkpoints"
+    own.mkdir(parents=True, exist_ok=True)
+    if data is not None:
+        import streamlit as st
+        monkeypatch.setenv("TEXTCLS_DATA", str(data))
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+        st.cache_data.clear()
+    return own
+
+
 def page_text(at: AppTest, *, unescape: bool = False) -> str:
     """Markdown, captions, text and every message on the page, one per line; `unescape` drops markdown escapes."""
     parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [t.value for t in at.text]

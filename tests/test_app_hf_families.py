@@ -11,7 +11,7 @@ pytest.importorskip("transformers")
 
 from hf_toys import family_folder  # noqa: E402
 
-from app_pages import open_page, page_text  # noqa: E402
+from app_pages import open_page, page_text, user_folders  # noqa: E402
 from test_app_home_compare_inspect import build_checkpoints  # noqa: E402
 
 
@@ -24,9 +24,7 @@ def ckpts(tmp_path_factory):
 
 @pytest.fixture
 def app(ckpts, monkeypatch, tmp_path):
-    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(ckpts[0]))
-    monkeypatch.setenv("TEXTCLS_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("TEXTCLS_CACHE", str(tmp_path / "cache"))
+    user_folders(monkeypatch, tmp_path, ckpts[0])
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     return open_page
 

@@ -14,7 +14,7 @@ from textcls.data.datasets import load_data
 from textcls.analysis.metrics import evaluate
 from textcls.train.pipeline import train_from_spec
 
-from app_pages import metric, open_page, texts_of, wait_for
+from app_pages import metric, open_page, texts_of, user_folders, wait_for
 
 RANDOM = "random"
 
@@ -24,15 +24,7 @@ def env(tmp_path, monkeypatch, bundled_data):
     """The user's checkpoint folder ($TEXTCLS_HOME/checkpoints), where the Train page saves; the shipped folder
     (TEXTCLS_CHECKPOINTS) is an empty tmp_path/shipped that must stay empty."""
     (tmp_path / "shipped").mkdir()
-    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(tmp_path / "shipped"))
-    monkeypatch.setenv("TEXTCLS_HOME", str(tmp_path / "home"))
-    ck = tmp_path / "home" / "checkpoints"
-    ck.mkdir(parents=True)
-    monkeypatch.setenv("TEXTCLS_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("TEXTCLS_DATA", str(bundled_data))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    st.cache_data.clear()
-    return ck
+    return user_folders(monkeypatch, tmp_path, tmp_path / "shipped", data=bundled_data)
 
 
 def app(page: str) -> AppTest:

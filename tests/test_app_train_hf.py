@@ -7,12 +7,11 @@ import json
 import shutil
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 pytest.importorskip("transformers")
 
-from app_pages import metric, open_page, texts_of, wait_for  # noqa: E402
+from app_pages import metric, open_page, texts_of, user_folders, wait_for  # noqa: E402
 from hf_toys import tiny_folder  # noqa: E402
 
 import textcls  # noqa: E402
@@ -29,15 +28,7 @@ def env(tmp_path, monkeypatch, bundled_data):
     """The user's folder in tmp ($TEXTCLS_HOME/checkpoints, where runs are saved), an empty shipped folder, the
     bundled data, the hub switched off."""
     (tmp_path / "shipped").mkdir()
-    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(tmp_path / "shipped"))
-    monkeypatch.setenv("TEXTCLS_HOME", str(tmp_path / "home"))
-    ck = tmp_path / "home" / "checkpoints"
-    ck.mkdir(parents=True)
-    monkeypatch.setenv("TEXTCLS_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("TEXTCLS_DATA", str(bundled_data))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    st.cache_data.clear()
-    return ck
+    return user_folders(monkeypatch, tmp_path, tmp_path / "shipped", data=bundled_data)
 
 
 @pytest.fixture(scope="module")
