@@ -102,6 +102,23 @@ def test_compare_one_sentence_one_card_per_checkpoint(app, ckpt_dir):
         [b.label for b in at.get("download_button")][:4] == ["PNG (via HTML)", "SVG (via HTML)", "CSV", "JSON"]
 
 
+def test_compare_never_builds_the_plotly_twins_of_what_it_shows_as_html(app, monkeypatch):
+    """The probability bars and the shaded words are HTML; their Plotly twins (what PNG/SVG exports render) are
+    built only when an export is made, never on the page's runs (each took 30-50 ms of the server per submit)."""
+    from textcls.viz import paper_views, reports
+    built = []
+    real_rows, real_bars = paper_views.token_highlight_rows, reports._probabilities_plotly
+    monkeypatch.setattr(paper_views, "token_highlight_rows", lambda *a, **k: built.append("rows") or real_rows(*a, **k))
+    monkeypatch.setattr(reports, "_probabilities_plotly", lambda *a, **k: built.append("bars") or real_bars(*a, **k))
+    at = app("pages/compare.py")
+    at.text_area(key="cmp_text").input(SENTENCE)
+    at.button[0].click().run()
+    assert not at.exception and len(at.get("html")) == 3                # cards, bars, shaded words
+    labels = {b.label for b in at.get("download_button")}               # the exports are offered all the same
+    assert {"PNG", "SVG"} <= labels or {"PNG (via HTML)", "SVG (via HTML)"} <= labels
+    assert built == []
+
+
 def test_compare_batch_table_with_per_row_disagreement(app, ckpt_dir):
     at = app("pages/compare.py")
     at.radio(key="cmp_mode").set_value("Many sentences (one per line)").run()
