@@ -1,5 +1,5 @@
-"""Training: `fit(model, train, dev, config, callbacks, stop_event)` on encoded splits, and its `TrainConfig`
-(`pipeline.train_from_spec` is the high-level entry point). The one training loop: the textcls models and the
+"""Training: `fit(model, train, dev, config, callbacks, stop_event)` on encoded splits; `config` is a `TrainConfig`
+(textcls.train.config, no torch; `pipeline.train_from_spec` is the high-level entry point). The one training loop: the textcls models and the
 fine-tuned Hugging Face encoders (textcls.train.hf, a recipe of optimiser and schedule factories and frozen
 parameters) both train here, and a torchrun job runs the same loop.
 
