@@ -1,5 +1,6 @@
-"""What every model is: the base config, the TextClassifier base class, and the Probe. Shared blocks (masking,
-activations, embeddings, attention pieces) are in `layers`.
+"""What every model is: the TextClassifier base class and the Probe (the base config, `BaseConfig` and `param`, is
+textcls.models.configs.base, without torch, re-exported here). Shared blocks (masking, activations, embeddings,
+attention pieces) are in `layers`.
 
 The Probe is how a model exposes its internals. A model writes `t = probe("name", t, layer=i)` at each
 interpretable tensor and goes on with the returned value. With `return_maps=True` the probe records it

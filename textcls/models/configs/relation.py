@@ -16,7 +16,8 @@ class RelationConfig(BaseConfig):
                                      "instead of absolute positions; needs the <e1>..</e2> marker tokens in the input")
     rel_window: int = param(50, "relative positions are clipped to [-rel_window, rel_window]")
     markers_as_words: bool = param(True, "on: the <e1> </e1> <e2> </e2> tags are tokens the model reads; off: they "
-                                   "only mark the spans (masked out of the model; relative positions count the other tokens)")
+                                   "only mark the spans (masked out of the model; relative positions count the "
+                                   "other tokens)")
     e1_start_id: int = param(-1, "vocabulary id of <e1> (set from the vocabulary when training; -1: none)")
     e1_end_id: int = param(-1, "vocabulary id of </e1>")
     e2_start_id: int = param(-1, "vocabulary id of <e2>")
