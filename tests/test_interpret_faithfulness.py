@@ -281,6 +281,24 @@ def test_versus_random_is_one_rule_counted_against_chance():
         versus_random({"aopc_comprehensiveness": 0.5}, [])
 
 
+@pytest.mark.parametrize("removal", ["delete", "pad", "unk"])
+def test_random_orders_scored_together_equal_one_curve_per_order(removal):
+    """random_orders_curves scores every order's variants in one pass of the model; each curve is what
+    erasure_curves gives for the same seeded ranking (a model whose padding never changes its output)."""
+    from textcls.interpret.faithfulness import random_orders_curves
+    model = ToyLinear().eval()
+    inst = inst_of(*SENT)
+    rng = np.random.default_rng(3)
+    want = [erasure_curves(model, inst, rng.random(inst.n), removal=removal) for _ in range(7)]
+    got = random_orders_curves(model, inst, 7, removal=removal, seed=3)
+    assert len(got) == 7
+    for g, w in zip(got, want):
+        assert g.keys() == w.keys() and g["k_tokens"] == w["k_tokens"]
+        for key in ("comprehensiveness", "sufficiency", "aopc_comprehensiveness", "aopc_sufficiency"):
+            np.testing.assert_allclose(g[key], w[key], atol=1e-9)
+    assert len({round(g["aopc_comprehensiveness"], 9) for g in got}) > 1          # the orders differ
+
+
 def test_one_verdict_for_one_text_on_every_consumer():
     """The lesson step says the verdict versus_random gives with the default random orders, as the pages do
     (Inspect's line and Attribute's badge call versus_random on cache.random_erasure = random_orders_curves)."""

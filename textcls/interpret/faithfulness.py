@@ -62,25 +62,36 @@ def _base_probs(fn, inst: Instance, target: int | None) -> tuple[np.ndarray, int
 
 # ---------------------------------------------------------------- ERASER
 
-@interactive_work
-def erasure_curves(model, inst: Instance, importance, bins: Sequence[float] = BINS, removal: str = "delete",
-                   target: int | None = None) -> dict[str, Any]:
-    """Comprehensiveness and sufficiency at each bin (plus the empty set), and their AOPCs."""
-    _check_removal(removal)
-    fn = prob_fn(model)
+def _erasure_variants(inst: Instance, importance, bins: Sequence[float], removal: str) -> tuple[list, list]:
+    """(the tokens kept or removed per bin, the variants to score): the top-k removed per bin, the top-k kept per
+    bin, then nothing kept."""
     imp = as_vector(importance, inst.n)
-    p, j = _base_probs(fn, inst, target)
     ks = [n_tokens(inst.n, b) for b in bins]
     tops = [top_indices(imp, k) for k in ks]
     variants = [inst.remove(t, removal) for t in tops] + [inst.keep_only(t, removal) for t in tops]
     variants.append(inst.keep_only([], removal))                      # nothing kept
-    q = score(fn, variants)[:, j]
+    return ks, variants
+
+
+def _curves(bins: Sequence[float], ks: list, p: np.ndarray, j: int, q: np.ndarray, removal: str) -> dict[str, Any]:
+    """The curves' dict from the target's probability on the whole text (p[j]) and on `_erasure_variants` (q)."""
     nb = len(bins)
     comp = [0.0] + [float(p[j] - x) for x in q[:nb]]
     suff = [float(p[j] - q[-1])] + [float(p[j] - x) for x in q[nb:2 * nb]]
     return {"bins": [0.0] + [float(b) for b in bins], "k_tokens": [0] + ks, "comprehensiveness": comp,
             "sufficiency": suff, "aopc_comprehensiveness": float(np.mean(comp)),
             "aopc_sufficiency": float(np.mean(suff)), "target": j, "p_target": float(p[j]), "removal": removal}
+
+
+@interactive_work
+def erasure_curves(model, inst: Instance, importance, bins: Sequence[float] = BINS, removal: str = "delete",
+                   target: int | None = None) -> dict[str, Any]:
+    """Comprehensiveness and sufficiency at each bin (plus the empty set), and their AOPCs."""
+    _check_removal(removal)
+    fn = prob_fn(model)
+    p, j = _base_probs(fn, inst, target)
+    ks, variants = _erasure_variants(inst, importance, bins, removal)
+    return _curves(bins, ks, p, j, score(fn, variants)[:, j], removal)
 
 
 @interactive_work
@@ -289,11 +300,20 @@ def explanation_report(model, inst: Instance, importance, removal: str = "delete
     return out
 
 
+@interactive_work
 def random_orders_curves(model, inst: Instance, n: int = N_RANDOM, removal: str = "delete", seed: int = 0,
-                         target: int | None = None) -> list[dict[str, Any]]:
-    """`erasure_curves` of `n` seeded random rankings of the text's words: the chance an explanation must beat."""
+                         target: int | None = None, bins: Sequence[float] = BINS) -> list[dict[str, Any]]:
+    """`erasure_curves` of `n` seeded random rankings of the text's words: the chance an explanation must beat.
+    The whole text is scored once and every ranking's variants go through the model together (one
+    `erasure_curves` per ranking scored it n times, in 2n calls of the model: 0.2-0.5 s for a small model)."""
+    _check_removal(removal)
     rng = np.random.default_rng(seed)
-    return [erasure_curves(model, inst, rng.random(inst.n), removal=removal, target=target) for _ in range(n)]
+    fn = prob_fn(model)
+    p, j = _base_probs(fn, inst, target)
+    made = [_erasure_variants(inst, rng.random(inst.n), bins, removal) for _ in range(n)]
+    q = score(fn, [v for _, variants in made for v in variants])[:, j]
+    size = 2 * len(bins) + 1                                          # variants per ranking
+    return [_curves(bins, ks, p, j, q[k * size:(k + 1) * size], removal) for k, (ks, _) in enumerate(made)]
 
 
 __all__ = ["BINS", "n_tokens", "erasure_curves", "comprehensiveness", "sufficiency", "leave_one_out",
