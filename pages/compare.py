@@ -280,6 +280,8 @@ if mode == "One sentence":
     text = w.clean_text(text, what="sentence")
     if text is not None:
         per_task(single, text)
+        # Its links open Inspect, whose views are Plotly charts: the browser loads that code while the answers are read
+        w.prefetch_plotly()
 elif mode.startswith("Many"):
     with st.form("cmp_many"):
         raw = st.text_area("One text per line", height=180, key="cmp_lines",

@@ -51,6 +51,19 @@ def page_text(at: AppTest, *, unescape: bool = False) -> str:
     return text.replace("\\", "") if unescape else text
 
 
+def shown_html(at: AppTest) -> list[str]:
+    """The bodies of the page's HTML elements a person sees: not the style that hides the one-point Plotly chart a
+    page adds so the browser loads Plotly's code ahead (`widgets.prefetch_plotly`)."""
+    from pages.common.widgets import PLOTLY_PREFETCH
+    return [h.proto.body for h in at.get("html") if PLOTLY_PREFETCH not in h.proto.body]
+
+
+def shown_charts(at: AppTest) -> list:
+    """The page's Plotly charts, less the hidden one-point chart of `widgets.prefetch_plotly`."""
+    from pages.common.widgets import PLOTLY_PREFETCH
+    return [c for c in at.get("plotly_chart") if PLOTLY_PREFETCH not in c.proto.id]
+
+
 def texts_of(elements) -> str:
     """The values of a page's elements (errors, infos, ...) as one line, for assertions and their messages."""
     return " | ".join(str(e.value) for e in elements).replace("\\", "")

@@ -11,7 +11,7 @@ pytest.importorskip("transformers")
 
 from hf_toys import tiny_folder  # noqa: E402
 
-from app_pages import open_page, page_text, user_folders  # noqa: E402
+from app_pages import open_page, page_text, shown_html, user_folders  # noqa: E402
 from test_app_home_compare_inspect import SENTENCE, build_checkpoints  # noqa: E402
 
 
@@ -54,7 +54,7 @@ def test_compare_shows_it_beside_the_others_word_by_word(app, ckpts):
     at.text_area(key="cmp_text").input("the food was unbelievable")
     at.button(key="FormSubmitter:cmp_one-Compare").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    cards, probs, reasons = [html.unescape(h.proto.body) for h in at.get("html")]
+    cards, probs, reasons = [html.unescape(h) for h in shown_html(at)]
     for name in ckpts[1]:
         assert f">{name}<" in cards and f"{name} → " in reasons
     assert "unbelievable" in reasons and "##" not in reasons            # words, not word pieces

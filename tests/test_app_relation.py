@@ -12,7 +12,7 @@ from textcls.checkpoint import save_checkpoint
 from textcls.models.relation import marker_overrides
 from textcls.data.text import Tokenizer, TokenizerConfig
 
-from app_pages import open_page, page_text as all_text
+from app_pages import open_page, page_text as all_text, shown_html
 
 CORPUS = ["the <e1>burst</e1> has been caused by water hammer <e2>pressure</e2> .",
           "a <e2>red wine</e2> was poured into the <e1>glass</e1> ."]
@@ -45,7 +45,7 @@ def test_compare_explains_markers_and_marks_the_entities(app):
     assert "<e1>" in at.text_area(key="cmp_text").value                 # a relation example sentence
     at.button[0].click().run()
     assert not at.exception and not at.error
-    html = [h.proto.body for h in at.get("html")][-1]                   # the shaded words (after cards, bars)
+    html = shown_html(at)[-1]                   # the shaded words (after cards, bars)
     assert "outline:2px solid" in html                                  # the entities outlined
     assert "Entity 1 outlined blue" in all_text(at)
 

@@ -14,7 +14,7 @@ import textcls
 from textcls.checkpoint import save_checkpoint
 from textcls.data.text import Tokenizer, TokenizerConfig
 
-from app_pages import REPO, open_page, page_text
+from app_pages import REPO, open_page, page_text, shown_html
 from test_app_home_compare_inspect import CORPUS, SENTENCE
 
 DOC = REPO / "docs" / "your_model.md"
@@ -74,7 +74,7 @@ def test_its_checkpoint_opens_on_compare_and_inspect(installed, tmp_path, monkey
     at.text_area(key="cmp_text").input(SENTENCE)
     at.button[0].click().run()
     assert not at.exception, [e.value for e in at.exception]
-    cards, _, reasons = [h.proto.body for h in at.get("html")]
+    cards, _, reasons = shown_html(at)
     assert "bagpool" in cards.replace("&#95;", "_") and "bagpool&#95;tiny →" in reasons
     at = open_page("pages/inspect.py")
     assert not at.exception and not at.error
