@@ -10,6 +10,11 @@ runs two scenarios with one browser and one context (its own Streamlit session) 
               many epochs, so they run throughout), then --beside users (default 4) work beside them: half
               submit new sentences on Compare, half switch views in Inspect. Target: p95 under 5 s for each.
 
+--clients socket runs the crowd scenario without browsers: each session speaks Streamlit's protocol over the
+app's websocket (scripts/st_client.py) and times each submit until the server's run of it is over. That is the
+server's side of a class whose browsers are on the students' machines, not on the server's cores (here eight
+Chromium sessions take 85-90 % of the two cores). --sessions 30 is a class.
+
 --floor runs the crowd scenario on a bare Streamlit app instead (written to a temporary folder, this repository's
 .streamlit/config.toml): its Compare page draws the same widgets and, for each submitted sentence, six cards of
 "confidence" and the sentence's words shaded one by one (HTML, as Compare draws its answers) - no model, no torch.
@@ -143,17 +148,18 @@ class CpuMeter:
         self.server_pid = server_pid
         self.last = self._now()
 
-    def _now(self) -> tuple[float, float, float, float]:
+    def _now(self) -> tuple[float, float, float, float, float]:
         workers = [p for p in family(self.server_pid) if p != self.server_pid]
         return (time.time(), cpu_seconds(self.server_pid), cpu_seconds(comm="chrom"),
-                sum(cpu_seconds(p) for p in workers))
+                sum(cpu_seconds(p) for p in workers), cpu_seconds(os.getpid()))
 
     def mark(self) -> dict:
         now, last = self._now(), self.last
         self.last = now
         wall = max(now[0] - last[0], 1e-9)
         return {"server_cpu_s": round(now[1] - last[1], 1), "browser_cpu_s": round(now[2] - last[2], 1),
-                "worker_cpu_s": round(max(0.0, now[3] - last[3]), 1), "wall_s": round(wall, 1)}
+                "worker_cpu_s": round(max(0.0, now[3] - last[3]), 1), "clients_cpu_s": round(now[4] - last[4], 1),
+                "wall_s": round(wall, 1)}
 
 
 class User:
@@ -275,8 +281,8 @@ class Log:
         return out
 
 
-async def scenario_crowd(browser, url, args, errors: list[str]) -> Log:
-    users = [User(browser, url, args.timeout, args.quiet) for _ in range(args.sessions)]
+async def scenario_crowd(make_user, args, errors: list[str]) -> Log:
+    users = [make_user() for _ in range(args.sessions)]
     await asyncio.gather(*(u.open("compare") for u in users))
     log = Log()
 
@@ -321,19 +327,24 @@ async def scenario_training(browser, url, args, errors: list[str]) -> Log:
 
 
 async def run_async(args, url: str, rss: RssSampler, out: dict, cpu: "CpuMeter") -> None:
+    if args.clients == "socket":
+        from st_client import SocketUser
+
+        await warm_up(lambda: SocketUser(url, args.timeout), rss, cpu)
+        t = time.time()
+        log = await scenario_crowd(lambda: SocketUser(url, args.timeout), args, out["errors"])
+        out["scenarios"]["crowd"] = {"users": args.sessions, "compare": log.summary("compare"),
+                                     "seconds": round(time.time() - t, 1), "peak_rss_mb": rss.mark(),
+                                     "cpu": cpu.mark()}
+        return
     from playwright.async_api import async_playwright
 
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        warm = User(browser, url, args.timeout, args.quiet)      # load the models once before timing
-        await warm.open("compare")
-        await warm.compare(sentence(999_999))
-        await warm.close()
-        rss.mark()
-        cpu.mark()
+        await warm_up(lambda: User(browser, url, args.timeout, args.quiet), rss, cpu)
         if "crowd" in args.scenarios:
             t = time.time()
-            log = await scenario_crowd(browser, url, args, out["errors"])
+            log = await scenario_crowd(lambda: User(browser, url, args.timeout, args.quiet), args, out["errors"])
             out["scenarios"]["crowd"] = {"users": args.sessions, "compare": log.summary("compare"),
                                          "seconds": round(time.time() - t, 1), "peak_rss_mb": rss.mark(),
                                          "cpu": cpu.mark()}
@@ -346,8 +357,20 @@ async def run_async(args, url: str, rss: RssSampler, out: dict, cpu: "CpuMeter")
         await browser.close()
 
 
+async def warm_up(make_user, rss: RssSampler, cpu: "CpuMeter") -> None:
+    """One session answers once before timing (the models loaded), then the meters start."""
+    warm = make_user()
+    await warm.open("compare")
+    await warm.compare(sentence(999_999))
+    await warm.close()
+    rss.mark()
+    cpu.mark()
+
+
 def report(out: dict) -> str:
-    lines = [f"{'a bare Streamlit app (--floor)' if out.get('floor') else 'textcls app'}, many sessions at once: {out['load']} busy background process(es), {out['cpus']} CPUs"]
+    clients = "sessions over websockets, no browser" if out.get("clients") == "socket" else "browser sessions"
+    lines = [f"{'a bare Streamlit app (--floor)' if out.get('floor') else 'textcls app'}, many {clients} at once: "
+             f"{out['load']} busy background process(es), {out['cpus']} CPUs"]
     for name, sc in out["scenarios"].items():
         lines.append(f"  {name}: {sc['users']} users" + (f" beside {sc['trainings']} trainings" if "trainings" in sc
                                                          else "") + f", {sc['seconds']} s")
@@ -365,8 +388,9 @@ def report(out: dict) -> str:
                      f"(target < {TARGETS['memory_mb']:,} MB)")
         c = sc["cpu"]
         lines.append(f"    CPU seconds over {c['wall_s']:g} s: server {c['server_cpu_s']:g}, model worker "
-                     f"{c.get('worker_cpu_s', 0):g}, browsers "
-                     f"{c['browser_cpu_s']:g} (of {out['cpus'] * c['wall_s']:g} available)")
+                     f"{c.get('worker_cpu_s', 0):g}, browsers {c['browser_cpu_s']:g}"
+                     + (f", the websocket clients {c['clients_cpu_s']:g}" if out.get("clients") == "socket" else "")
+                     + f" (of {out['cpus'] * c['wall_s']:g} available)")
     lines.append(f"  server memory at start {out['start_rss_mb']:,.0f} MB; errors: {out['errors'] or 'none'}")
     return "\n".join(lines)
 
@@ -384,13 +408,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--floor", action="store_true",
                     help="the crowd scenario on a bare Streamlit app (Compare's widgets and answer HTML, no model)")
+    ap.add_argument("--clients", choices=["browser", "socket"], default="browser",
+                    help="browser: headless Chromium sessions; socket: the crowd scenario's sessions over Streamlit's "
+                         "websocket protocol, no browser (the server's side of a class on its own machines)")
     args = ap.parse_args(argv)
-    if not Path(CHROMIUM).exists():
+    if args.clients == "socket":
+        args.scenarios = "crowd"
+    elif not Path(CHROMIUM).exists():
         print(f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)", file=sys.stderr)
         return 2
     if args.floor:
         args.scenarios = "crowd"
-    out: dict = {"load": args.load, "cpus": os.cpu_count(), "floor": args.floor, "scenarios": {}, "errors": []}
+    out: dict = {"load": args.load, "cpus": os.cpu_count(), "floor": args.floor, "clients": args.clients,
+                 "scenarios": {}, "errors": []}
     tmp = tempfile.TemporaryDirectory(prefix="textcls-crowd-")
     log_path = Path(tmp.name) / "streamlit.log"
     load = BusyLoad(args.load)
