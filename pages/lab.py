@@ -8,6 +8,7 @@ import streamlit as st
 
 from pages.common import inside_app, widgets as w, work
 from textcls import viz
+from textcls.models.configs.base import ACTIVATION_NAMES
 from textcls.viz import explanations as F
 from textcls.interpret import lab_texts as lab
 
@@ -87,24 +88,21 @@ tab_act, tab_neg, tab_hcan, tab_gate = st.tabs(
 with tab_act:
     read_aloud("activations")
     c1, c2 = st.columns([3, 1])
-    with w.or_one_line("Listing the activations", stop=False):        # each tab on its own: the others still draw
-        names = work.activation_names()
-        acts = c1.multiselect("Activations", names, default=["relu", "nlrelu", "selu", "tanh"],
-                              key="lab_acts")
-        seed = c2.number_input("Seed", 0, 10_000, 0, key="lab_seed")
-        if not acts:
-            st.info("Pick at least one activation.")
-        else:
-            with w.or_one_line("The activation statistics", stop=False):
-                rows = work.activation_statistics(tuple(acts), int(seed))
-                st.caption("AGCNN paper, Fig. 2: a dense network of 10 layers x 100 units, a batch of 100 inputs "
-                           "from N(0, 1), biases 0.1, weights from N(0, 1) or N(0, 1.5) (read as variance 1.5).")
-                for weights in ("N(0, 1)", "N(0, 1.5)"):
-                    c1, c2 = st.columns(2)
-                    with c1:
-                        w.show_figure(F.activation_figure(rows, weights, "mean"), f"lab_mean_{weights}")
-                    with c2:
-                        w.show_figure(F.activation_figure(rows, weights, "variance"), f"lab_var_{weights}")
+    acts = c1.multiselect("Activations", ACTIVATION_NAMES, default=["relu", "nlrelu", "selu", "tanh"], key="lab_acts")
+    seed = c2.number_input("Seed", 0, 10_000, 0, key="lab_seed")
+    if not acts:
+        st.info("Pick at least one activation.")
+    else:
+        with w.or_one_line("The activation statistics", stop=False):    # each tab on its own: the others still draw
+            rows = work.activation_statistics(tuple(acts), int(seed))
+            st.caption("AGCNN paper, Fig. 2: a dense network of 10 layers x 100 units, a batch of 100 inputs "
+                       "from N(0, 1), biases 0.1, weights from N(0, 1) or N(0, 1.5) (read as variance 1.5).")
+            for weights in ("N(0, 1)", "N(0, 1.5)"):
+                c1, c2 = st.columns(2)
+                with c1:
+                    w.show_figure(F.activation_figure(rows, weights, "mean"), f"lab_mean_{weights}")
+                with c2:
+                    w.show_figure(F.activation_figure(rows, weights, "variance"), f"lab_var_{weights}")
 
 # ---------------------------------------------------------------- negation
 

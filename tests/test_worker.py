@@ -348,7 +348,7 @@ def test_every_other_page_answers_without_torch_in_the_servers_interpreter():
     assert {"reading", "explanation", "erasure_curves", "erasure_flip", "random_erasure", "attention_tests",
             "intervention", "compare_edit", "slice_start", "slice_step", "slice_report", "projection",
             "representations", "flip_report", "lesson_step", "corpus_support", "token_weights",
-            "activation_names", "activation_statistics", "negation_demo", "lab_reading", "hcan_branches",
+            "activation_statistics", "negation_demo", "lab_reading", "hcan_branches",
             "agcnn_gates", "bench_models", "lama_f4"} <= set(lines["asked"].split(","))
 
 
@@ -412,7 +412,7 @@ def _threads_outside_requests() -> int:
 @pytest.mark.parametrize("page, lines", [
     ("pages/lessons.py", ["This step failed: WorkerTimeout"]),
     # the Lab's tabs are independent: each says what failed in its own line, and none stops the others
-    ("pages/lab.py", ["Listing the activations failed: WorkerTimeout", "The negation demo failed: WorkerTimeout",
+    ("pages/lab.py", ["The activation statistics failed: WorkerTimeout", "The negation demo failed: WorkerTimeout",
                       *["The model cannot read this input: WorkerTimeout"] * 2]),          # HCAN's tab, AGCNN's
 ])
 def test_a_job_the_worker_cannot_answer_is_one_line_on_the_page(monkeypatch, page, lines):

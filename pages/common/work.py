@@ -257,12 +257,6 @@ def untrained_source(family: str, texts) -> tuple:
     return ("untrained", family, tuple(texts))
 
 
-@st.cache_data(show_spinner=False, max_entries=1)
-def activation_names() -> list[str]:
-    """The activations a model family may use."""
-    return model_job("activation_names")
-
-
 @st.cache_data(show_spinner=False, max_entries=64)
 def activation_statistics(activations: tuple[str, ...], seed: int) -> list[dict]:
     """AGCNN Fig. 2's rows (textcls.interpret.lab.activation_statistics), cached per (activations, seed)."""
@@ -343,7 +337,7 @@ def parameter_count(family: str, preset: str | None, variant: str | None, overri
     return model_job("parameter_count", family, preset, variant, dict(overrides))
 
 
-__all__ = ["SliceJob", "activation_names", "activation_statistics", "agcnn_gates", "attention_tests", "bench_models",
+__all__ = ["SliceJob", "activation_statistics", "agcnn_gates", "attention_tests", "bench_models",
            "compare_edit", "corpus_support", "erasure", "erasure_curves", "explanation", "explanation_seconds",
            "flip_report", "hcan_branches", "intervention", "lab_reading", "lab_source", "lama_f4", "lesson_step",
            "negation_demo", "parameter_count", "projection", "random_erasure", "reading", "representations",

@@ -290,12 +290,6 @@ def flip_report(load, path: str, stamp: float, texts: tuple[str, ...], generator
 # A demo's model is a checkpoint - ("checkpoint", path, stamp) - or, when none is here, an untrained small model
 # built on the demo's texts - ("untrained", family, texts): random weights that show the mechanics only.
 
-def activation_names(load) -> list[str]:
-    """The activations a model family may use (textcls.models.layers.ACTIVATIONS)."""
-    from textcls.models.layers import ACTIVATIONS
-    return list(ACTIVATIONS)
-
-
 def activation_statistics(load, activations: tuple[str, ...], seed: int) -> list[dict]:
     """AGCNN Fig. 2: the activations' mean and variance through 10 random dense layers (textcls.interpret.lab)."""
     from textcls.interpret import lab
@@ -404,7 +398,7 @@ def lesson_step(load, lesson_id: str, step: int, value: float | None, infos: lis
 JOBS = ("facts", "reading", "pieces", "attention_verdict", "side_by_side", "explanation", "erasure_curves",
         "erasure_flip", "random_erasure", "attention_tests", "sanity", "intervention", "compare_edit", "slice_start",
         "slice_step", "slice_report", "corpus_support", "token_weights", "filter_ngrams", "representations",
-        "projection", "flip_report", "activation_names", "activation_statistics", "negation_demo", "lab_reading",
+        "projection", "flip_report", "activation_statistics", "negation_demo", "lab_reading",
         "hcan_branches", "agcnn_gates", "bench_models", "lama_f4", "time_checkpoints", "run_bench", "parameter_count",
         "lesson_step")
 
