@@ -299,6 +299,28 @@ def test_random_orders_scored_together_equal_one_curve_per_order(removal):
     assert len({round(g["aopc_comprehensiveness"], 9) for g in got}) > 1          # the orders differ
 
 
+def test_random_orders_of_a_long_text_go_in_bounded_batches():
+    """Every order's variants of a 900-token text: no forward pass over TOKENS_PER_BATCH padded positions (a
+    pretrained encoder's attention grows with the square of the length), and the same curves as one by one."""
+    from textcls.interpret.buckets import TOKENS_PER_BATCH
+    from textcls.interpret.faithfulness import random_orders_curves
+    passes = []
+
+    def probs(ids, mask):
+        passes.append(tuple(ids.shape))
+        return counting_probs(ids, mask)
+
+    inst = inst_of(*(SENT * 90))
+    got = random_orders_curves(probs, inst, 5, seed=1)
+    assert passes and max(r * n for r, n in passes) <= TOKENS_PER_BATCH
+    assert len(passes) < 5 * 2                          # fewer passes than one base and one batch per order
+    rng = np.random.default_rng(1)
+    for g in got:
+        w = erasure_curves(counting_probs, inst, rng.random(inst.n))
+        np.testing.assert_allclose(g["comprehensiveness"], w["comprehensiveness"], atol=1e-12)
+        np.testing.assert_allclose(g["sufficiency"], w["sufficiency"], atol=1e-12)
+
+
 def test_one_verdict_for_one_text_on_every_consumer():
     """The lesson step says the verdict versus_random gives with the default random orders, as the pages do
     (Inspect's line and Attribute's badge call versus_random on cache.random_erasure = random_orders_curves)."""

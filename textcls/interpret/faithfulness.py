@@ -39,6 +39,7 @@ from captum.metrics import sensitivity_max as _captum_sensitivity_max
 
 from textcls.runtime.threads import interactive_work
 from textcls.interpret.attention_edits import permute_rows, uniform_like
+from textcls.interpret.buckets import buckets
 from textcls.interpret.embedding_forward import EmbeddingForward
 from textcls.interpret.instances import REMOVALS, Instance
 from textcls.interpret.probabilities import check_model, prob_fn, score, tvd
@@ -304,14 +305,18 @@ def explanation_report(model, inst: Instance, importance, removal: str = "delete
 def random_orders_curves(model, inst: Instance, n: int = N_RANDOM, removal: str = "delete", seed: int = 0,
                          target: int | None = None, bins: Sequence[float] = BINS) -> list[dict[str, Any]]:
     """`erasure_curves` of `n` seeded random rankings of the text's words: the chance an explanation must beat.
-    The whole text is scored once and every ranking's variants go through the model together (one
-    `erasure_curves` per ranking scored it n times, in 2n calls of the model: 0.2-0.5 s for a small model)."""
+    The whole text is scored once and every ranking's variants go through the model together, in batches of
+    near length of at most TOKENS_PER_BATCH positions (`buckets`, as the data-set path batches them); one
+    `erasure_curves` per ranking scored the text n times, in 2n calls of the model: 0.2-0.5 s for a small model."""
     _check_removal(removal)
     rng = np.random.default_rng(seed)
     fn = prob_fn(model)
     p, j = _base_probs(fn, inst, target)
     made = [_erasure_variants(inst, rng.random(inst.n), bins, removal) for _ in range(n)]
-    q = score(fn, [v for _, variants in made for v in variants])[:, j]
+    variants = [v for _, vs in made for v in vs]
+    q = np.empty(len(variants))                                       # (n x variants per ranking,)
+    for group in buckets([tuple(v.ids.shape) for v in variants]):
+        q[group] = score(fn, [variants[g] for g in group], batch_size=len(group))[:, j]
     size = 2 * len(bins) + 1                                          # variants per ranking
     return [_curves(bins, ks, p, j, q[k * size:(k + 1) * size], removal) for k, (ks, _) in enumerate(made)]
 
