@@ -87,8 +87,8 @@ def test_home_lists_checkpoints_with_accuracy_and_classifies_a_sentence(app, ckp
 
 def test_compare_one_sentence_one_card_per_checkpoint(app, ckpt_dir):
     at = app("pages/compare.py")
-    # its first answers end with a hidden one-point chart: the browser loads Plotly's code for Inspect (each
-    # answer's link) while they are read; once per session (a tab keeps that code)
+    # its answers end with a hidden one-point chart: the browser loads Plotly's code for Inspect (each answer's
+    # link) while they are read, until the session has drawn a Plotly chart
     assert not shown_charts(at) and len(charts(at)) == 1
     at.text_area(key="cmp_text").input(SENTENCE)
     at.button[0].click().run()
@@ -100,7 +100,7 @@ def test_compare_one_sentence_one_card_per_checkpoint(app, ckpt_dir):
     for name in ckpt_dir[1]:
         assert f">{name}<" in cards and f">{name}<" in probs, name
         assert f"{name} → " in reasons                                  # what each model looked at
-    assert not charts(at)                                               # no Plotly chart to draw: HTML only
+    assert not shown_charts(at) and len(charts(at)) == 1                # no Plotly chart to draw: HTML only
     assert [b.label for b in at.get("download_button")][:4] == ["PNG", "SVG", "CSV", "JSON"] or \
         [b.label for b in at.get("download_button")][:4] == ["PNG (via HTML)", "SVG (via HTML)", "CSV", "JSON"]
 
@@ -370,7 +370,7 @@ def test_inspect_loads_plotly_code_ahead_only_when_it_drew_no_plotly_chart(app):
     assert w.PLOTLY_PREFETCH in pre.proto.id and json.loads(pre.proto.spec)["data"][0]["x"] == [0]
     at.selectbox(key="insp_ckpt").set_value("transformer_tiny").run()
     assert len(charts(at)) == 1 and not any(w.PLOTLY_PREFETCH in c.proto.id for c in charts(at))
-    at.selectbox(key="insp_ckpt").set_value("act_tiny").run()        # this tab has Plotly's code now: once only
+    at.selectbox(key="insp_ckpt").set_value("act_tiny").run()        # this tab has drawn a Plotly chart: no more
     assert not charts(at) and at.get("html")
 
 
