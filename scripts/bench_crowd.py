@@ -331,11 +331,7 @@ async def run_async(args, url: str, rss: RssSampler, out: dict, cpu: "CpuMeter")
         from st_client import SocketUser
 
         await warm_up(lambda: SocketUser(url, args.timeout), rss, cpu)
-        t = time.time()
-        log = await scenario_crowd(lambda: SocketUser(url, args.timeout), args, out["errors"])
-        out["scenarios"]["crowd"] = {"users": args.sessions, "compare": log.summary("compare"),
-                                     "seconds": round(time.time() - t, 1), "peak_rss_mb": rss.mark(),
-                                     "cpu": cpu.mark()}
+        await crowd(lambda: SocketUser(url, args.timeout), args, rss, out, cpu)
         return
     from playwright.async_api import async_playwright
 
@@ -343,11 +339,7 @@ async def run_async(args, url: str, rss: RssSampler, out: dict, cpu: "CpuMeter")
         browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         await warm_up(lambda: User(browser, url, args.timeout, args.quiet), rss, cpu)
         if "crowd" in args.scenarios:
-            t = time.time()
-            log = await scenario_crowd(lambda: User(browser, url, args.timeout, args.quiet), args, out["errors"])
-            out["scenarios"]["crowd"] = {"users": args.sessions, "compare": log.summary("compare"),
-                                         "seconds": round(time.time() - t, 1), "peak_rss_mb": rss.mark(),
-                                         "cpu": cpu.mark()}
+            await crowd(lambda: User(browser, url, args.timeout, args.quiet), args, rss, out, cpu)
         if "training" in args.scenarios:
             t = time.time()
             log = await scenario_training(browser, url, args, out["errors"])
@@ -365,6 +357,14 @@ async def warm_up(make_user, rss: RssSampler, cpu: "CpuMeter") -> None:
     await warm.close()
     rss.mark()
     cpu.mark()
+
+
+async def crowd(make_user, args, rss: RssSampler, out: dict, cpu: "CpuMeter") -> None:
+    """The crowd scenario with sessions from `make_user()`: its figures into out["scenarios"]["crowd"]."""
+    t = time.time()
+    log = await scenario_crowd(make_user, args, out["errors"])
+    out["scenarios"]["crowd"] = {"users": args.sessions, "compare": log.summary("compare"),
+                                 "seconds": round(time.time() - t, 1), "peak_rss_mb": rss.mark(), "cpu": cpu.mark()}
 
 
 def report(out: dict) -> str:
