@@ -20,6 +20,12 @@ TEXTS = ["a warm , funny and moving film .", "dull , tedious and far too long ."
 failed: list[str] = []
 
 
+def stamp(path: Path) -> float:
+    """What the pages pass as a checkpoint's stamp (pages.common.cache.stamp, which needs Streamlit): the newest
+    modification time of its config and weights."""
+    return max(f.stat().st_mtime for f in (path / "config.json", path / "model.safetensors") if f.exists())
+
+
 def check(name: str, ok: bool, detail: str) -> None:
     print(f"{'ok  ' if ok else 'FAIL'} {name}: {detail}", flush=True)
     if not ok:
@@ -43,14 +49,14 @@ def main() -> int:
         names = ["act-sst2", "agcnn-sst2", "hcan-sst2", "kim_cnn-sst2", "lama-sst2", "transformer-sst2"]
         for name in names:
             path = str(ROOT / "checkpoints" / name)
-            stamp = os.path.getmtime(Path(path) / "model.safetensors")
+            saved = stamp(Path(path))
             t = time.perf_counter()
-            got = w.predict(path, stamp, TEXTS)
+            got = w.predict(path, saved, TEXTS)
             first = time.perf_counter() - t
             t = time.perf_counter()
-            got = w.predict(path, stamp, TEXTS)
+            got = w.predict(path, saved, TEXTS)
             again = time.perf_counter() - t
-            maps = w.predict(path, stamp, TEXTS[:1], maps=True)
+            maps = w.predict(path, saved, TEXTS[:1], maps=True)
             ref = textcls.load_checkpoint(path, device="cpu").predict(TEXTS)
             diff = max(abs(a.probabilities[k] - b.probabilities[k]) for a, b in zip(got, ref) for k in a.probabilities)
             same = [a.label for a in got] == [b.label for b in ref]
@@ -58,11 +64,11 @@ def main() -> int:
                   f"labels {'=' if same else '!='} CPU, max |p - p_cpu| {diff:.1e}, first {first:.2f} s, "
                   f"again {again * 1000:.0f} ms, {len(maps[0].maps)} maps on the CPU")
         path = str(ROOT / "checkpoints" / "act-sst2")
-        stamp = os.path.getmtime(Path(path) / "model.safetensors")
+        saved = stamp(Path(path))
         out: dict = {}
 
         def session(k: int) -> None:
-            out[k] = w.predict(path, stamp, [f"{TEXTS[k % 4]} take {k}"])
+            out[k] = w.predict(path, saved, [f"{TEXTS[k % 4]} take {k}"])
 
         threads = [threading.Thread(target=session, args=(k,)) for k in range(8)]
         t = time.perf_counter()
@@ -76,7 +82,7 @@ def main() -> int:
         bundle = load_bundled(ROOT / "textcls" / "data" / "bundled" / "sst2")
         texts = list(bundle.splits["test"].texts)
         t = time.perf_counter()
-        w.call_env(worker.prefetch_start, "k", path, stamp, texts, 64)
+        w.call_env(worker.prefetch_start, "k", path, saved, texts, 64)
         n = 0
         while (item := w.call(worker.prefetch_next, "k")) is not None:
             n += len(item[1])
@@ -87,8 +93,7 @@ def main() -> int:
         if enc.is_dir():
             t = time.perf_counter()
             try:
-                stamp_e = max(f.stat().st_mtime for f in (enc / "config.json", enc / "model.safetensors") if f.exists())
-                got = w.predict(str(enc), stamp_e, TEXTS)
+                got = w.predict(str(enc), stamp(enc), TEXTS)
                 check("pretrained encoder", [p.label for p in got][:2] == ["positive", "negative"],
                       f"{[p.label for p in got]} in {time.perf_counter() - t:.2f} s (transformers' import and load)")
             except Exception as e:  # noqa: BLE001 - reported, the other checks go on
@@ -98,7 +103,7 @@ def main() -> int:
         killer.start()
         t = time.perf_counter()
         try:
-            got = w.predict(path, stamp, TEXTS * 200)
+            got = w.predict(path, saved, TEXTS * 200)
             check("killed mid-request", len(got) == 800 and w.pid() != pid,
                   f"answered after a restart in {time.perf_counter() - t:.2f} s (pid {pid} -> {w.pid()})")
         except Exception as e:  # noqa: BLE001

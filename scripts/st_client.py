@@ -51,7 +51,7 @@ class SocketUser:
             fm = ForwardMsg()
             fm.ParseFromString(first)
             if fm.WhichOneof("type") == "new_session":
-                await self.read(time.time(), None, first)
+                await self.read(time.time(), None, fm)
 
     async def run(self, msg: BackMsg, mark: str | None = None) -> float:
         """Send one back message and read the forward messages until the run it starts is over: the seconds it
@@ -60,14 +60,15 @@ class SocketUser:
         await self.ws.send(msg.SerializeToString())
         return await self.read(t, mark)
 
-    async def read(self, t: float, mark: str | None, first: bytes | None = None) -> float:
-        """Read forward messages until a run that started after `t` (a new_session message opens each run) is over;
-        one stopped for a rerun goes on to the next."""
+    async def read(self, t: float, mark: str | None, first: ForwardMsg | None = None) -> float:
+        """Read forward messages (from `first`, already read) until a run that started after `t` (a new_session
+        message opens each run) is over; one stopped for a rerun goes on to the next."""
         seen, started = mark is None, False
         while True:
-            fm = ForwardMsg()
-            fm.ParseFromString(first if first is not None else await asyncio.wait_for(self.ws.recv(), self.timeout))
-            first = None
+            fm, first = first, None
+            if fm is None:
+                fm = ForwardMsg()
+                fm.ParseFromString(await asyncio.wait_for(self.ws.recv(), self.timeout))
             kind = fm.WhichOneof("type")
             if kind == "new_session":
                 started = True

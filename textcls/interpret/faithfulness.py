@@ -317,8 +317,11 @@ def random_orders_curves(model, inst: Instance, n: int = N_RANDOM, removal: str 
     q = np.empty(len(variants))                                       # (n x variants per ranking,)
     for group in buckets([tuple(v.ids.shape) for v in variants]):
         q[group] = score(fn, [variants[g] for g in group], batch_size=len(group))[:, j]
-    size = 2 * len(bins) + 1                                          # variants per ranking
-    return [_curves(bins, ks, p, j, q[k * size:(k + 1) * size], removal) for k, (ks, _) in enumerate(made)]
+    out, at = [], 0
+    for ks, vs in made:                                               # each ranking's share of q, in order
+        out.append(_curves(bins, ks, p, j, q[at:at + len(vs)], removal))
+        at += len(vs)
+    return out
 
 
 __all__ = ["BINS", "n_tokens", "erasure_curves", "comprehensiveness", "sufficiency", "leave_one_out",
