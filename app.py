@@ -17,6 +17,7 @@ PAGES = [
     ("pages/compare.py", "Compare", ":material/compare_arrows:"),
     ("pages/inspect.py", "Inspect", ":material/visibility:"),
     ("pages/attribute.py", "Attribute", ":material/highlight:"),
+    ("pages/patch.py", "Patch", ":material/call_split:"),
     ("pages/train.py", "Train", ":material/model_training:"),
     ("pages/evaluate.py", "Evaluate", ":material/fact_check:"),
     ("pages/explore.py", "Explore", ":material/scatter_plot:"),

@@ -25,8 +25,8 @@ from pages.common import widgets as w
 from textcls import viz
 from textcls.interpret import records as R
 from textcls.interpret.plausibility import evidence_labels, plausibility
-from textcls.interpret.rankings import (FLAG_RHO, N_RANDOM, ONE_TEXT_NOTE, VERDICT_RULE, agreement, kendall_tau,
-                                        versus_random)
+from textcls.interpret.rankings import (FLAG_RHO, N_RANDOM, ONE_TEXT_NOTE, VERDICT_RULE, WORSE, agreement,
+                                        kendall_tau, versus_random)
 from textcls.viz import explanations as F
 
 inside_app(__file__)
@@ -63,8 +63,6 @@ def shaded(tokens, weights, label: str | None = None, window: tuple[int, int] | 
     st.html(viz.token_highlight_html(list(tokens), weights, label=label, window=window))
 
 
-if any(w.needs_entities(i) for i in valid):
-    w.marker_help()
 shared.seed_text("attr_text", w.RELATION_EXAMPLE if RELATION_ONLY else SENTENCE,
                  fits=lambda t: w.has_markers(t) == RELATION_ONLY)
 shared.seed_choice("attr_ckpts", names, DEFAULT_CKPTS)
@@ -88,6 +86,8 @@ with st.form("attr_form"):
 
 shared.keep_text(text)
 shared.keep_choice("attr_ckpts", chosen)
+if any(w.needs_entities(by_name[n]) for n in chosen):      # the <e1> tagging only where a relation model is chosen
+    w.marker_help()
 text = w.clean_text(text, what="sentence")
 if text is None:
     st.stop()
@@ -257,8 +257,10 @@ def faithfulness(row: Row, expl: dict, prog: w.Progress):
     for m in expl:
         with prog.step(f"{name}: removing the words {LABELS[m]} ranks first…"):
             out[m] = work.erasure(path, text, m, baseline=baseline, steps=steps, removal=removal)
-    with prog.step(f"{name}: random rankings and leave-one-out…"):
-        rand = work.random_erasure(path, text, removal=removal)
+    with prog.step(f"{name}: word orders drawn at random, the best and the worst, and leave-one-out…"):
+        seen = ([ec["aopc_comprehensiveness"] for ec, _ in out.values()],
+                [ec["aopc_sufficiency"] for ec, _ in out.values()])
+        rand = work.random_erasure(path, text, removal=removal, observed=seen)
         loo = scores_of(work.explanation(path, text, "leave_one_out", removal=removal))
     with prog.step(f"{name}: permuted and uniform attention…"):
         extra = work.attention_tests(path, text)
@@ -359,8 +361,11 @@ if tab_faith.open:
         st.caption(f"m(x) = probability of the predicted class; removing a word = {REMOVAL_TEXT[removal]}. "
                    "Comprehensiveness: drop in m when the top-k % words are removed (higher = the explanation "
                    "found what the model needs). Sufficiency: drop when only they are kept (lower = they suffice). "
-                   f"AOPC = the mean over k in {{0, 1, 5, 10, 20, 50}} %. Random: the mean of {N_RANDOM} random "
-                   "rankings. Plausibility: how well the ranking finds the words people label with the predicted "
+                   "AOPC = the mean over k in {0, 1, 5, 10, 20, 50} %. NAOPC (Edin et al. 2025) puts it between "
+                   "the worst (0) and the best (1) word order this text allows: raw AOPC's range depends on the "
+                   "model and the text, so compare models by NAOPC. Random: word orders drawn for this text (all of "
+                   f"them on a text of at most 8 words; else {N_RANDOM}, or 99 when {N_RANDOM} cannot settle it), the "
+                   "same draws on every page. Plausibility: how well the ranking finds the words people label with the predicted "
                    "sentiment (SST's word labels; average precision and token F1, as ferret defines them).")
         check_sanity = st.toggle("Randomisation sanity check (slower)", key="attr_sanity", persist_state="page",
                                  help="Re-initialise the model's layers from the top down, in a copy, and recompute "
@@ -384,8 +389,9 @@ if tab_faith.open:
                 st.error(f"{w.md_escape(info.name)}: faithfulness failed: {type(e).__name__}: {w.md_escape(e)}")
                 continue
             curves_of[info.name] = {LABELS[m]: ec for m, (ec, _) in out.items()}
-            r_comp = float(np.mean([r["aopc_comprehensiveness"] for r in rand]))
-            r_suff = float(np.mean([r["aopc_sufficiency"] for r in rand]))
+            r_comp = float(np.mean(rand["aopc_comprehensiveness"]))
+            r_suff = float(np.mean(rand["aopc_sufficiency"]))
+            r_what = (f"all {rand['n_orders']} orders" if rand["exact"] else f"{rand['n_orders']} random orders")
             badges = []
             probs = w.safe_predict(info, [text])
             polar = evidence_labels(read.labels) is None and probs and read.tokens
@@ -401,12 +407,15 @@ if tab_faith.open:
                             st.caption(f"{w.md_escape(info.name)} · {LABELS[m]}: no sanity check: "
                                        f"{w.md_escape(e)}")
                 v = versus_random(ec, rand)
-                color = ["gray", "orange", "green"][v["level"]] if v["verdict"] != "worse than random" else "red"
+                color = ["gray", "orange", "green"][v["level"]] if v["verdict"] != WORSE else "red"
                 badges.append(f":{color}-badge[{w.md_escape(LABELS[m])}: {v['verdict']}]")
                 table_rows.append({"checkpoint": info.name, "explanation": LABELS[m],
                                    "AOPC comprehensiveness": ec["aopc_comprehensiveness"],
                                    "AOPC sufficiency": ec["aopc_sufficiency"],
-                                   "random: comp. / suff.": f"{r_comp:.3f} / {r_suff:.3f}",
+                                   "NAOPC comprehensiveness": v["naopc_comprehensiveness"],
+                                   "NAOPC sufficiency": v["naopc_sufficiency"],
+                                   "random: comp. / suff.": f"{r_comp:.3f} / {r_suff:.3f} ({r_what})",
+                                   "p comp. / suff.": f"{v['p_comprehensiveness']:.3f} / {v['p_sufficiency']:.3f}",
                                    "verdict on this text": v["verdict"],
                                    "top word removed flips": ef["top_flip"],
                                    "share removed to flip": ef["fraction_to_flip"],
@@ -428,7 +437,10 @@ if tab_faith.open:
                 if v is None or not np.isfinite(v):
                     return ""
                 return "0" if abs(v) < 5e-5 and fmt == ".4f" else format(v, fmt)
+            iqr = perm.get("tvd_iqr") if perm else None
             mr.update({"perm. median TVD": num(perm["median_tvd"]) if perm else "",
+                       "perm. TVD middle half": (f"{iqr[0]:.3f}-{iqr[1]:.3f} ({perm['n_permutations']} random draws)"
+                                                 if iqr else ""),
                        "perm. flip rate": num(perm["flip_rate"], ".2f") if perm else "",
                        "uniform TVD": num(unif["tvd"]) if unif else "",
                        "uniform flips": ("yes" if unif["flipped"] else "no") if unif else ""})
@@ -439,13 +451,15 @@ if tab_faith.open:
         prog.close()
         if table_rows:
             st.markdown("**Per explanation** (this sentence)")
-            first = ["checkpoint", "explanation", "AOPC comprehensiveness", "AOPC sufficiency", "verdict on this text",
+            first = ["checkpoint", "explanation", "NAOPC comprehensiveness", "NAOPC sufficiency", "AOPC comprehensiveness",
+                     "AOPC sufficiency", "verdict on this text", "p comp. / suff.",
                      "plausibility AUPRC", "plausibility token F1", "rank corr. after randomisation", "sanity",
                      "seconds (when computed)"]                    # the trust columns before the details
             frame = pd.DataFrame(table_rows)
             frame = frame[[c for c in first if c in frame.columns] + [c for c in frame.columns if c not in first]]
             st.dataframe(frame, hide_index=True, width="stretch", column_config={
                 c: st.column_config.NumberColumn(format="%.3f") for c in (
+                    "NAOPC comprehensiveness", "NAOPC sufficiency",
                     "AOPC comprehensiveness", "AOPC sufficiency", "share removed to flip",
                     "Kendall tau vs leave-one-out", "plausibility AUPRC", "plausibility token F1",
                     "rank corr. after randomisation", "seconds (when computed)")})

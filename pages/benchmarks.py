@@ -23,7 +23,7 @@ from textcls.experiments.results import TARGET_POINTS, accuracy_targets, load_re
 from textcls.experiments.study_results import shipped_summary
 from textcls.experiments.tradeoffs import attention_faithfulness, explanation_rows, pareto_front, reading
 from textcls.viz import (accuracy_figure, act_t5_figure, explanation_tradeoff_figure, lama_f4_figure, models_figure,
-    tradeoff_figure)
+    shortcut_facts, shortcut_figure, tradeoff_figure)
 
 inside_app(__file__)
 
@@ -39,6 +39,7 @@ RESULTS = _path("TEXTCLS_RESULTS_FILE", "docs/results.json")
 BENCH = _path("TEXTCLS_BENCH_FILE", "docs/bench.json")
 FAITH = sorted((REPO / "docs").glob("faithfulness*.json"))   # scripts/faithfulness_table.py: whole test splits
 EXPLAIN = sorted((REPO / "docs" / "results_context_mixing").glob("*.jsonl"))   # `faithfulness --json`, every method
+SHORTCUTS = sorted((REPO / "docs" / "results_shortcuts").glob("*.jsonl"))       # `shortcuts --results`: a known answer
 
 
 def _read_bench(path: Path) -> dict | None:
@@ -253,6 +254,29 @@ def _which_explanation() -> None:
                   f"bench_explain_{pick}")
 
 
+def _planted_shortcuts() -> None:
+    """The planted-shortcut test's results (docs/results_shortcuts/*.jsonl, `python -m textcls shortcuts`):
+    which explanation finds a word known to decide the label."""
+    from textcls.interpret.methods import labels
+    from textcls.interpret.shortcuts import load_results
+    st.subheader("Which explanation finds a known shortcut")
+    rows = []
+    for f in SHORTCUTS:
+        try:
+            rows += load_results(f)
+        except (OSError, ValueError) as e:
+            st.caption(f"{w.md_escape(f.name)}: not read ({w.md_escape(e)})")
+    if not rows:
+        st.info("No planted-shortcut results yet. Make them with `python -m textcls shortcuts --model kim_cnn "
+                "--results docs/results_shortcuts/sst2.jsonl`.")
+        return
+    w.show_figure(shortcut_figure(rows, labels(), "The planted word ranked first, per method and model (sst2)"),
+                  "bench_shortcuts")
+    st.dataframe(shortcut_facts(rows), hide_index=True, width="stretch", column_config={
+        c: st.column_config.NumberColumn(format="%.3f") for c in (
+            "words per text", "chance of ranking it first", "accuracy with the token", "accuracy without it")})
+
+
 def _which_model(ck: dict | None) -> None:
     """Per task: test accuracy against latency of every shipped and user checkpoint, the Pareto front, a reading."""
     valid, _ = cache.checkpoints()
@@ -305,6 +329,7 @@ with t_speed:
                "we chose for a laptop (about 1-2 M parameters).")
     _which_model(stored.get("checkpoints") if stored else None)
     _which_explanation()
+    _planted_shortcuts()
     if stored is not None:
         _env_caption(stored)
         if "checkpoints" in stored:

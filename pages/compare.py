@@ -13,7 +13,7 @@ import streamlit as st
 
 from pages.common import cache, inside_app, shared, urlstate, widgets as w
 from textcls import viz
-from textcls.analysis.lengths import length_note
+from textcls.analysis.lengths import length_notes
 from textcls.analysis.metrics import agreement, agreement_rows
 from textcls.records import SpecRecord
 
@@ -27,14 +27,27 @@ valid = w.require_checkpoints()
 by_name = {i.name: i for i in valid}
 # Models are compared on one task at a time, by default the main one (w.tasks)
 tasks = w.tasks(valid)
-# A link (?ckpt=A,B&text=...) opens its checkpoints, on their task when they share one.
+# A link (?ckpt=A,B&text=...) opens its checkpoints, on their task when they share one. Its text is read up to
+# URL_TEXT_MAX characters (a link carries a sentence or a paragraph; the server itself refuses a request line past
+# about 100 kB, with a connection reset, before any page runs).
+URL_TEXT_MAX = 10_000
 if urlstate.restore("compare", {"text": "cmp_text"}):
+    linked_text = st.session_state.get("cmp_text")
+    if isinstance(linked_text, str) and len(linked_text) > URL_TEXT_MAX:
+        st.session_state["cmp_text"] = linked_text[:URL_TEXT_MAX]
+        st.warning(f"The link's text has {len(linked_text):,} characters; only the first {URL_TEXT_MAX:,} were "
+                   "read (paste a longer text into the box below).", icon=":material/content_cut:")
     linked = [n for n in st.query_params.get("ckpt", "").split(",") if n in by_name]
     if linked:
         data = {by_name[n].data for n in linked}
         st.session_state["cmp_task"] = data.pop() if len(data) == 1 else "all"
         st.session_state[f"cmp_ckpts_{st.session_state['cmp_task']}"] = linked
-task = st.segmented_control("Task", tasks + ["all"], default=tasks[0] if tasks else "all", key="cmp_task",
+# The task's value is set one way only - through its session key (a link's task above, else the first task) and
+# never also as the widget's default: both logged Streamlit's "default value but also set via Session State"
+# warning with a stack trace on the server.
+if "cmp_task" not in st.session_state or st.session_state["cmp_task"] not in [*tasks, "all", None]:
+    st.session_state["cmp_task"] = tasks[0] if tasks else "all"
+task = st.segmented_control("Task", tasks + ["all"], key="cmp_task",
                             help="Checkpoints trained on the same data set share their labels.") or "all"
 shown = [n for n, i in by_name.items() if task == "all" or i.data == task]
 # The pretrained encoders (MiniLM) are one click away rather than in the first selection: loading one takes
@@ -124,10 +137,8 @@ def single(text: str, infos: list, tag: str = "") -> None:
                           conf=p.probabilities[p.label], agrees=None if len(groups) == 1 else p.label == major,
                           notes=notes))
     st.html(viz.label_cards_html(cards))
-    for n in preds:
-        short_text = length_note(by_name[n], len(text.split()), valid)
-        if short_text:
-            st.caption(":material/short_text: " + w.md_escape(short_text))
+    for short_text in length_notes([by_name[n] for n in preds], len(text.split()), valid):   # one per data set
+        st.caption(":material/short_text: " + w.md_escape(short_text))
     item = viz.probabilities_figure([(n, p.probabilities) for n, p in preds.items()],
                                     title="Probability of each label")
     w.show_figure(item, f"cmp_probs{tag}")

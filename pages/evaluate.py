@@ -207,11 +207,19 @@ with tab_m:
         for col, name in zip(cols, names_run[start:start + per_row]):
             with col:
                 r = runs[name]
+                if r["report"].get("confusion") is None:        # too many classes for a matrix: its top mistakes
+                    st.markdown(f"**{w.md_escape(name)}**")
+                    st.caption(w.md_escape(r["report"].get("confusion_note") or "No confusion matrix."))
+                    st.dataframe(pd.DataFrame(r["report"].get("confusions") or [],
+                                              columns=["true", "predicted", "count"]),
+                                 hide_index=True, width="stretch", height=300)
+                    continue
                 item = viz.confusion_figure(r["report"]["confusion"], r["labels"], title=name, normalize=norm,
                                             key=f"confusion_{name}_{bundle.name}_{split_name}")
                 items.append(item)
                 w.show_figure(item, f"eval_cm_{name}")
-    w.zip_button(items, f"confusion_{bundle.name}_{split_name}", label="All confusion matrices (ZIP)")
+    if items:
+        w.zip_button(items, f"confusion_{bundle.name}_{split_name}", label="All confusion matrices (ZIP)")
 
 # ---------------------------------------------------------------- mistakes and disagreements
 with tab_e:

@@ -50,6 +50,7 @@ main = [n for n in names if by_name[n].data == first_data]                      
 default_ckpts = [n for n in main if not w.is_pretrained(by_name[n])] or main or names[:2]  # but the slow encoders
 st.session_state.setdefault("exp_ckpts", default_ckpts)
 st.session_state.setdefault("exp_view", "Slices")
+st.session_state.setdefault("exp_text", SENTENCE)   # the text box's value one way only: a link's, else this
 chosen = st.multiselect("Checkpoints", names, key="exp_ckpts",        # the whole width: every chip shows
                         format_func=lambda n: w.ckpt_label(by_name[n]))
 if heavy := [n for n in main if n not in default_ckpts and n not in chosen]:
@@ -317,7 +318,7 @@ elif view == "Projector":
 # ---------------------------------------------------------------- Neighbours
 elif view == "Neighbours":
     from textcls.analysis import representations as rp
-    text = w.clean_text(st.text_input("Text", value=SENTENCE, key="exp_text"))
+    text = w.clean_text(st.text_input("Text", key="exp_text"))
     if text is None:
         st.stop()
     pool_split = "train" if "train" in bundle.splits else split_name
@@ -340,10 +341,10 @@ elif view == "Neighbours":
         idx, sims = rp.nearest_neighbours(q, X, k)
         with cols[j]:
             st.markdown(f"**{w.md_escape(ck)}**")
-            st.dataframe(pd.DataFrame({"similarity": sims, "text": [readable(pool.texts[i]) for i in idx],
-                                       "label": [bundle.labels[pool.labels[i]] for i in idx]}),
-                         hide_index=True, width="stretch",
-                         column_config={"similarity": st.column_config.NumberColumn(format="%.3f")})
+            # a static table: each text whole, wrapped in its cell (a data grid cut them mid-sentence)
+            st.table(pd.DataFrame({"similarity": [f"{x:.3f}" for x in sims],
+                                   "text": [readable(pool.texts[i]) for i in idx],
+                                   "label": [bundle.labels[pool.labels[i]] for i in idx]}), hide_index=True)
     bar.empty()
     open_buttons(text, "exp_nn_open", models)
 
@@ -352,7 +353,7 @@ elif view == "Counterfactuals":
     from textcls.analysis import counterfactuals as cf
     src = st.radio("Edit", ["one text", "the rows of the slice"], horizontal=True, key="exp_cf_src")
     if src == "one text":
-        text = w.clean_text(st.text_input("Text", value=SENTENCE, key="exp_text"))
+        text = w.clean_text(st.text_input("Text", key="exp_text"))
         if text is None:
             st.stop()
         items = [text]

@@ -21,6 +21,8 @@ LINKS = [
     ("pages/inspect.py", "Inspect", ":material/visibility:",
      "a model's internals drawn the way its paper draws them: attention, feature maps, gates"),
     ("pages/attribute.py", "Attribute", ":material/highlight:", "gradient attributions and how faithful they are"),
+    ("pages/patch.py", "Patch", ":material/call_split:",
+     "where inside a model a decision is made: patch a minimal pair layer by layer, head by head"),
     ("pages/train.py", "Train", ":material/model_training:", "train a model on a data set with live curves"),
     ("pages/evaluate.py", "Evaluate", ":material/fact_check:", "metrics and confusion matrices on a data set"),
     ("pages/explore.py", "Explore", ":material/scatter_plot:",
@@ -31,6 +33,16 @@ LINKS = [
      "rerun a paper's sweep (many short trainings) and see whether its trend holds here"),
     ("pages/benchmarks.py", "Benchmarks", ":material/speed:", "parameters, speed and accuracy against the papers"),
 ]
+
+def unknown_cell(facts, unknown: int | None) -> str:
+    """The "unknown words" cell: a count, or why there is none (an encoder reading word pieces has no unknown
+    words: it splits an unseen word into pieces it knows) - never "None"."""
+    if unknown is not None:
+        return str(unknown)
+    if facts is not None and getattr(facts, "word_pieces", False):
+        return "- (word pieces: no unknown words)"
+    return "-"
+
 
 st.title("textcls")
 st.markdown("Small, interpretable text classifiers - Kim CNN, AGCNN, ACT, a Transformer encoder, HCAN and LAMA - "
@@ -100,7 +112,10 @@ else:
                 if i in skip:
                     continue
                 preds = w.safe_predict(i, [text])
-                if preds:
+                if preds and not preds[0].tokens:          # nothing left after its tokenizer: no verdict to give
+                    st.info(f"{w.md_escape(i.name)} reads no words in this text (nothing is left after its "
+                            "tokenizer), so it gives no prediction.")
+                elif preds:
                     p = preds[0]
                     pred = w.facts(i)          # its vocabulary (the model itself stays in the worker)
                     unk = None if pred is None else w.count_unknown(pred, p.tokens)
@@ -108,11 +123,13 @@ else:
                     words[i.name] = None if pred is None else w.unknown_words(pred, p.tokens)
                     out.append({"checkpoint": i.name, "model": viz.model_title(i.model), "data set": i.data or "—",
                                 "prediction": p.label, "confidence": 100 * p.probabilities[p.label],
-                                "tokens": len(p.tokens), "unknown words": unk, "truncated": p.truncated})
+                                "tokens": len(p.tokens), "unknown words": unknown_cell(pred, unk),
+                                "truncated": p.truncated})
             if out:
                 df = pd.DataFrame(out)
-                st.caption(f"Predicted on {w.md_escape(cache.describe_predict_device())} "
-                           "(the GPU when there is one; TEXTCLS\\_DEVICE chooses).")
+                st.caption(f"Predicted on {w.md_escape(cache.describe_predict_device())}. The app predicts on a "
+                           "GPU when there is one; set the environment variable TEXTCLS\\_DEVICE (auto, cpu, cuda, "
+                           "mps) before starting it to choose.")
                 meaningless = w.unknown_warning(counts, words)
                 # One verdict per data set: checkpoints of different tasks have different labels.
                 for data, part in df.groupby("data set", sort=False):
@@ -134,8 +151,9 @@ else:
                 st.dataframe(df, hide_index=True, width="stretch",
                              column_config={"confidence": st.column_config.ProgressColumn(
                                  format="%.1f %%", min_value=0, max_value=100),
-                                 "unknown words": st.column_config.NumberColumn(
-                                     help="tokens not in the checkpoint's vocabulary (read as unknown)")})
+                                 "unknown words": st.column_config.TextColumn(width=240,
+                                     help="tokens not in the checkpoint's vocabulary (read as unknown); an encoder "
+                                          "that reads word pieces splits an unseen word into known pieces")})
 
 # Model packages (entry-point plugins) that failed to load: skipped, never breaking the app. Home imports no torch,
 # so this reads the plugin loader only once another page (or the warm-up) has loaded it.

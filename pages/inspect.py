@@ -25,7 +25,7 @@ from textcls import viz
 from textcls.analysis.lengths import length_note
 
 TABS_FROM = 3                   # a view of this many figures shows them in tabs, only the open one drawn
-VERDICT_PASSES = "About 220"    # faithfulness.N_RANDOM + 1 erasure curves of 11 variants each (BINS x 2 + 1)
+VERDICT_PASSES = "200 to 1,500"  # interpret.chance: every order up to 8 words, 19-99 random orders of 11 variants beyond, and the NAOPC bounds
 
 inside_app(__file__)
 
@@ -56,7 +56,11 @@ shared.keep_value("insp_two", two)
 slots = [first]
 if two and len(names) > 1:
     rest = [n for n in names if n != first]
-    shared.seed_value("insp_ckpt2", rest[0], options=rest)
+    # the second checkpoint starts on the first one's task (its data set, else its labels): never a relation model
+    # beside a sentiment one
+    same = ([n for n in rest if by_name[n].data == by_name[first].data]
+            or [n for n in rest if list(by_name[n].labels) == list(by_name[first].labels)] or rest)
+    shared.seed_value("insp_ckpt2", same[0], options=rest)
     slots.append(c2.selectbox("Second checkpoint", rest, key="insp_ckpt2",
                               format_func=lambda n: w.ckpt_label(by_name[n])))
     shared.keep_value("insp_ckpt2", slots[-1])
@@ -141,8 +145,12 @@ def control_widget(c: viz.Control, key: str):
 
 @st.fragment
 def render(slot: int, info, pred, r, specs) -> None:
-    p = r.probabilities[r.label]
     st.markdown(f"#### {w.md_escape(info.name)}")
+    if not r.tokens:                                  # nothing left after its tokenizer: no verdict, nothing to draw
+        st.info("This model reads no words in the text (nothing is left after its tokenizer), so it gives no "
+                "prediction and there is nothing to draw.")
+        return
+    p = r.probabilities[r.label]
     st.markdown(f"{w.md_escape(viz.model_title(info.model))} · {w.md_escape(info.data or 'unknown data')} · predicts "
                 f"**{w.md_escape(r.label)}** ({100 * p:.1f} %)")
     unk = w.count_unknown(pred, r.tokens)
@@ -165,9 +173,6 @@ def render(slot: int, info, pred, r, specs) -> None:
         st.info(w.md_escape(note))
         if not specs:
             return
-    if not r.tokens:
-        st.info("This model read no tokens from the text; nothing to draw.")
-        return
     # the column's room: a side-by-side column is about 470 px (44 shaded words' characters, 52 title characters)
     opts: dict = {"window": window, "chars_per_line": 90 if len(loaded) == 1 else 44,
                   "max_width": 900 if len(loaded) == 1 else 470}
@@ -213,6 +218,8 @@ def render(slot: int, info, pred, r, specs) -> None:
         for k, item in drawn:
             w.show_figure(item, f"{slot}_{info.name}_{item.key}_{k}", filename=f"{info.name}_{item.key}",
                           title_chars=title_chars)
+    if any("off" in f.meta for f in figs):                 # AGCNN's gates: which are off, what opening them changes
+        gate_lines(info, text, opts)
     if any("concentration" in f.meta for f in figs):       # an attention view: how far to trust it on this text
         faithfulness_line(slot, info, text)
     w.zip_button(figs, f"{info.name}_{vid}", label="All figures of this view (ZIP)")
@@ -267,6 +274,37 @@ def piece_panel(slot: int, info, text: str, opts: dict, title_chars: int) -> boo
     st.caption(w.md_escape(WORD_RULE))
     w.zip_button(figs, f"{info.name}_pieces", label="All figures of this view (ZIP)")
     return any(f.html is None for f in figs)
+
+
+def gate_lines(info, text: str, opts: dict) -> None:
+    """Under AGCNN's gate maps: how many of each shown map's gates are off (closed, exactly 0) on this text and how
+    far forcing them open moves the prediction, then the one closed gate whose opening moves it most - the Lab's
+    numbers (`interpret.lab.gate_closures`, computed by the model worker, cached)."""
+    from pages.common import work
+    from textcls.interpret import lab_texts as lab
+    try:
+        with st.spinner("Opening the closed gates, one map at a time…"):
+            closures, _ = work.agcnn_gates(work.lab_source(info.path), text)
+    except Exception as e:  # noqa: BLE001 - extra information; the figures stand without it
+        st.caption(f"What the closed gates change could not be computed: {w.md_escape(type(e).__name__)}.")
+        return
+    labels, j, p = closures["labels"], closures["label"], closures["probs"]
+    h, k = opts.get("h"), int(opts.get("k", 0) or 0)
+    shown = [row for row in closures["maps"] if row["h"] == h and (not k or f"_k{k}_" in row["map"] + "_")]
+    lines = []
+    for row in shown:
+        closed = row["closed"]
+        if closed != closed or closed == 0:                 # NaN: no n-gram fits; 0: nothing off
+            lines.append(f"The {row['title']}: no gate is off on this text.")
+            continue
+        lines.append(f"The {row['title']}: {100 * closed:.0f} % of its gates are off on this text (closed: those "
+                     f"features never reach the max-pool). Opening them all (gate = 1) moves {labels[j]} from "
+                     f"{100 * p[j]:.1f} % to {100 * row['probs_open'][j]:.1f} %.")
+    said = lab.gate_closure_lines(closures)              # the Lab's: the map that matters most, the one gate
+    top = max(closures["maps"], key=lambda row: row["tvd_open"])["map"]
+    lines += said[1:] if top in [row["map"] for row in shown] else said   # its first line: the shown map's, above
+    st.markdown(":material/toggle_off: **Gates that are off, and what opening them changes** (as on the Lab)\n\n"
+                + "\n".join(f"- {w.md_escape(x)}" for x in lines))
 
 
 def faithfulness_line(slot: int, info, text: str) -> None:

@@ -86,9 +86,35 @@ def bundle_summary(bundle, limit: int | None = None) -> None:
                + (f" · training uses a seeded sample of at most {limit:,} rows per split" if limit else ""))
 
 
+def _equal(a, b) -> bool:
+    try:
+        return a is b or bool(a == b)
+    except Exception:  # noqa: BLE001 - values that do not compare (arrays) are taken as different
+        return False
+
+
+def same_run(spec: dict) -> str | None:
+    """The checkpoint name of this session's run that is still training with exactly these settings (all but the
+    folder it writes), else None."""
+    for j in jobs:
+        job = REGISTRY.get(j)
+        if job is None or not job.is_alive():
+            continue
+        if all(_equal(job.kwargs.get(k), v) for k, v in spec.items() if k != "out"):
+            return Path(str(job.kwargs.get("out"))).name
+    return None
+
+
 def submit(**spec) -> None:
     """Start a training job (textcls.train.jobs) for this session and make it the run shown below; a refusal
-    (too many runs, the same folder being written) is shown as one error."""
+    (too many runs, the same folder being written, a run with the same settings still training in this session:
+    Enter in a box and then the button gave two identical runs) is shown as one message."""
+    twin = same_run(spec)
+    if twin is not None:
+        st.warning(f"A run with exactly these settings is already training ({say(twin)}, below), so no second "
+                   "one was started. Change a setting to train another, or stop that run first.",
+                   icon=":material/content_copy:")
+        return
     try:
         jid = REGISTRY.submit(owner=SESSION, **spec)
     except JobError as e:
@@ -215,7 +241,7 @@ if kind == PRETRAINED:
                            f"{hf_info['hidden']} · " + (f"{n / 1e6:.1f} M" if n >= 1e6 else f"{n:,}") + " parameters")
 
     hf_short = hf_train.display_name(hf_spec)[3:] if hf_spec else "hf"
-    with st.form("tr_hf_form"):
+    with st.form("tr_hf_form", enter_to_submit=False):
         st.markdown("**Fine-tuning**")
         t1, t2, t3, t4 = st.columns(4)
         hf_epochs = t1.number_input("Epochs", min_value=hf_train.EPOCHS_MIN, max_value=float(COUNTS["epochs"][1]),
@@ -324,7 +350,7 @@ else:
     fields = config_fields(model, preset, variant)
     fkey = f"{model}_{preset}_{variant}"
     values: dict = {}
-    with st.form("tr_form"):
+    with st.form("tr_form", enter_to_submit=False):
         with st.expander(f"Model hyper-parameters ({len(fields)}) · {preset_label}"
                          f"{'' if variant is None else ', ' + variant}", expanded=False):
             st.caption("Defaults: the paper's values with the preset and variant applied; the paper's own value is in "

@@ -21,9 +21,10 @@ failed: list[str] = []
 
 
 def stamp(path: Path) -> float:
-    """What the pages pass as a checkpoint's stamp (pages.common.cache.stamp, which needs Streamlit): the newest
-    modification time of its config and weights."""
-    return max(f.stat().st_mtime for f in (path / "config.json", path / "model.safetensors") if f.exists())
+    """What the pages pass as a checkpoint's stamp (pages.common.cache.stamp, which needs Streamlit): a digest of
+    every file the checkpoint reads (textcls.checkpoint.files.checkpoint_stamp)."""
+    from textcls.checkpoint.stamp import checkpoint_stamp
+    return checkpoint_stamp(path)
 
 
 def check(name: str, ok: bool, detail: str) -> None:

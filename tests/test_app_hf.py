@@ -71,10 +71,10 @@ def test_inspect_draws_layer_and_head_attention_with_the_rule(app, ckpts):
     assert views and views[0].value == "TR-ATT"                          # layer x head, head view, all-heads grid
     assert "a key word sums its pieces' weights" in text                # the aggregation rule is stated
     assert "Turn on the test above" in text                             # an encoder's test waits to be asked
-    assert not [c for c in at.caption if "random orders lower it by" in c.value]
+    assert not [c for c in at.caption if "lower it by" in c.value]
     next(t for t in at.toggle if (t.key or "").startswith("insp_verdict_")).set_value(True).run()
     assert not at.exception, [e.value for e in at.exception]
-    assert [c for c in at.caption if "Faithful on this text?" in c.value and "random orders lower it by" in c.value]
+    assert [c for c in at.caption if "Faithful on this text?" in c.value and "lower it by" in c.value]
     assert len(at.get("plotly_chart")) == 1                             # the open tab's figure only
     assert {"head view, layer 2", "all layers x heads", "cls row"} <= {t.label for t in at.tabs}
 

@@ -112,8 +112,9 @@ def test_inspect_states_the_one_verdict_rule_where_it_gives_the_verdict(tiny_app
     at = open_page("pages/inspect.py", params={"ckpt": "act_tiny", "text": SENTENCE})
     text = page_text(at, unescape=True)
     assert "Faithful on this text?" in text
-    assert f"compared with {N_RANDOM} random word orders" in text and "cannot show that the explanation is faithful " \
-                                                                      "in general" in text
+    assert f"else {N_RANDOM} random orders" in text and "cannot show that the explanation is faithful " \
+                                                      "in general" in text
+    assert "p = " in text and "NAOPC" in text
 
 
 # ---------------------------------------------------------------- item 8: words a class can read

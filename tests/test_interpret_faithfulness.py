@@ -264,19 +264,19 @@ def test_versus_random_is_one_rule_counted_against_chance():
     rand = [{"aopc_comprehensiveness": c, "aopc_sufficiency": s} for c, s in zip(comp, suff)]
     v = versus_random({"aopc_comprehensiveness": 0.586, "aopc_sufficiency": 0.1}, rand)
     assert v["verdict"] == "better than random" and v["level"] == 2
-    assert v["p_comprehensiveness"] == pytest.approx(1 / (N_RANDOM + 1)) and "beats 19 of them (on sufficiency, 19 of them)" in v["line"]
+    assert v["p_comprehensiveness"] == pytest.approx(1 / (N_RANDOM + 1)) and "beats 100% of them (sufficiency: 100%)" in v["line"]
     # only one of the two beats chance
     assert versus_random({"aopc_comprehensiveness": 0.586, "aopc_sufficiency": 0.3}, rand)["level"] == 1
     assert versus_random({"aopc_comprehensiveness": 0.586, "aopc_sufficiency": 0.3},
-                         rand)["verdict"] == "partly better than random"
+                         rand)["verdict"] == "partly better than random (on comprehensiveness)"
     # as good as the best random order: chance does as well, so no verdict of better
     top = float(comp.max())
     assert versus_random({"aopc_comprehensiveness": top, "aopc_sufficiency": 0.3}, rand)["level"] == 0
     assert versus_random({"aopc_comprehensiveness": -0.5, "aopc_sufficiency": 0.9},
                          rand)["verdict"] == "worse than random"
-    # five random orders can never show better than random at 5 %: 1/6 > 0.05
+    # five random orders can never show better than random at 5 %: 1/6 > 0.05 - no verdict, not "no better"
     few = versus_random({"aopc_comprehensiveness": 9, "aopc_sufficiency": -9}, rand[:5])
-    assert few["level"] == 0 and few["verdict"] == "no better than random"
+    assert few["level"] == 0 and few["verdict"] == "no verdict possible"
     with pytest.raises(ValueError):
         versus_random({"aopc_comprehensiveness": 0.5}, [])
 
@@ -322,10 +322,10 @@ def test_random_orders_of_a_long_text_go_in_bounded_batches():
 
 
 def test_one_verdict_for_one_text_on_every_consumer():
-    """The lesson step says the verdict versus_random gives with the default random orders, as the pages do
-    (Inspect's line and Attribute's badge call versus_random on cache.random_erasure = random_orders_curves)."""
+    """The lesson step says the verdict versus_random gives against the text's word orders, as the pages do
+    (Inspect's line and Attribute's badge call versus_random on chance.text_chance, seeded by the text)."""
     from textcls.interpret import as_source
-    from textcls.interpret.faithfulness import erasure_curves, random_orders_curves, versus_random
+    from textcls.interpret.faithfulness import erasure_curves, versus_random
     from textcls.interpret.methods import explanation
     from textcls.teach import lessons, steps
     step = next(s for les in lessons.LESSONS for s in les.steps if s.kind == "erasure"
@@ -337,6 +337,9 @@ def test_one_verdict_for_one_text_on_every_consumer():
     (inst,) = src.instances([step.input["text"]])
     e = explanation(src.model, inst, "attention", labels=src.labels)
     imp = np.asarray(getattr(e, "scores", e), dtype=float)
-    want = versus_random(erasure_curves(src.model, inst, imp), random_orders_curves(src.model, inst))
+    from textcls.interpret.chance import text_chance
+    curves = erasure_curves(src.model, inst, imp)
+    want = versus_random(curves, text_chance(src.model, inst, observed=([curves["aopc_comprehensiveness"]],
+                                                                        [curves["aopc_sufficiency"]])))
     res = steps.run_step(step, lib)
     assert any(want["verdict"] + " on this text" in n and f"{want['aopc']:.3f}" in n for n in res.notes), res.notes

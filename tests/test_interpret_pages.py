@@ -242,8 +242,11 @@ def test_attribute_page_data_set_panel_runs_a_whole_split_and_stops(run_page, tm
     assert any("permuted attention" in c for d in at.dataframe for c in d.value.columns)
     # issue 27.9: each interval beside its mean (not off-screen at the end), no "None" cell, no snake_case header
     cols = list(frame.columns)
-    assert cols[2:6] == [COMP, "comprehensiveness 95% CI", "AOPC sufficiency (lower = faithful)",
-                         "sufficiency 95% CI"], cols
+    assert cols[2:6] == ["NAOPC comprehensiveness (0 worst - 1 best order; compares models)",
+                         "NAOPC comprehensiveness 95% CI", "NAOPC sufficiency (0 worst - 1 best order)",
+                         "NAOPC sufficiency 95% CI"], cols           # NAOPC first: the column that compares models
+    assert cols[6:10] == [COMP, "comprehensiveness 95% CI", "AOPC sufficiency (lower = faithful)",
+                          "sufficiency 95% CI"], cols
     for d in at.dataframe:
         t = d.value
         assert not any("_" in c for c in t.columns), list(t.columns)

@@ -121,7 +121,39 @@ def test_nan_loss_ends_the_run_as_failed_with_a_reason(tiny, tmp_path):
     s = finish(reg, reg.submit(**spec(tiny, tmp_path / "n", epochs=2,
                                       train_overrides={"optimizer": "sgd", "lr": 1e30, "momentum": 0.0})))
     assert s.status == "failed" and "diverged" in s.error and "non-finite" in s.error
-    p = load_checkpoint(tmp_path / "n")                          # saved with the weights before the bad update
+    # it diverged in its first epoch: nothing trained, so nothing saved (issue 55: it was saved, listed and served)
+    assert s.path is None and "Nothing was saved" in s.message and "first epoch" in s.message
+    assert not (tmp_path / "n").exists()
+
+
+def test_a_run_that_diverges_after_an_epoch_keeps_that_epoch(tiny, tmp_path):
+    """A divergence after a completed epoch (here: NaN weights once epoch 1 is done) keeps that epoch's weights."""
+    reg = JobRegistry()
+
+    def nan_in_epoch_two(event):
+        if isinstance(event, EpochEvent) and event.epoch == 1:
+            import torch
+            with torch.no_grad():                                # the next step's loss is NaN
+                for prm in holder["model"].parameters():
+                    prm.fill_(float("nan"))
+    holder: dict = {}
+
+    def runner(callbacks, stop_event, **kw):
+        from textcls.train import pipeline
+        real = pipeline.fit
+
+        def fit(net, *a, **k):
+            holder["model"] = net
+            return real(net, *a, **k)
+        pipeline.fit = fit
+        try:
+            return pipeline.train_from_spec(callbacks=callbacks, stop_event=stop_event, **kw)
+        finally:
+            pipeline.fit = real
+    s = finish(reg, reg.submit(runner=runner, callbacks=[nan_in_epoch_two], **spec(tiny, tmp_path / "e", epochs=3)))
+    assert s.status == "failed" and "diverged" in s.error and s.path == str(tmp_path / "e"), (s.error, s.message)
+    assert "Saved the weights of epoch 1" in s.message
+    p = load_checkpoint(tmp_path / "e")                          # the weights of the completed epoch, all finite
     for t in p.model.state_dict().values():
         assert np.isfinite(t.float().numpy()).all()
 

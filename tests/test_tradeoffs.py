@@ -2,6 +2,8 @@
 derived from the numbers, and the Benchmarks page that shows them per task apart from the papers' configurations."""
 from __future__ import annotations
 
+import pytest
+
 from textcls.experiments.tradeoffs import pareto_front, reading
 
 ROWS = [{"name": "big", "accuracy": 84.0, "ms": 10.0, "parameters": 3_000_000},
@@ -47,8 +49,9 @@ def test_reading_and_rows_carry_own_attention_faithfulness(tmp_path):
     from types import SimpleNamespace as NS
     from textcls.experiments.tradeoffs import attention_faithfulness
     row = lambda name, created, aopc: {"checkpoint": name, "created": created, "n": 10, "methods": {  # noqa: E731
-        "attention": {"aopc_comprehensiveness": aopc, "aopc_comprehensiveness_ci": [aopc - 0.01, aopc + 0.01]},
-        "random": {"aopc_comprehensiveness": 0.04}}}
+        "attention": {"aopc_comprehensiveness": aopc, "aopc_comprehensiveness_ci": [aopc - 0.01, aopc + 0.01],
+                      "naopc_comprehensiveness": aopc + 0.4},
+        "random": {"aopc_comprehensiveness": 0.04, "naopc_comprehensiveness": 0.3}}}
     f = tmp_path / "faithfulness.json"
     f.write_text(json.dumps([row("quick", "t1", 0.2), row("tiny", "old", 0.3), row("gone", "t1", 0.5)]))
     (tmp_path / "broken.json").write_text("{not json")
@@ -57,12 +60,17 @@ def test_reading_and_rows_carry_own_attention_faithfulness(tmp_path):
     assert set(faith) == {"quick"}                       # tiny was retrained since; gone is not listed
     assert faith["quick"]["aopc"] == 0.2 and faith["quick"]["random"] == 0.04
     rows = [dict(r, faith=faith.get(r["name"])) for r in ROWS]
-    assert "most faithful own attention within 1 point: quick (AOPC 0.200 against 0.040" in reading(rows)
+    assert "most faithful own attention within 1 point: quick (NAOPC 0.600 against 0.300" in reading(rows)
+    # raw AOPC alone never ranks models: its range depends on the model (Edin et al. 2025)
+    raw = [dict(r, faith={k: v for k, v in faith["quick"].items() if k not in ("naopc", "random_naopc")})
+           if r["name"] == "quick" else r for r in rows]
+    assert "most faithful" not in reading(raw)
     from textcls.viz import tradeoff_figure
     fig = tradeoff_figure(rows, pareto_front(rows), "t")
     colours = [t for t in fig.fig.data if t.marker is not None and t.marker.showscale]
     assert len(colours) == 1 and list(colours[0].text) == ["quick"]
     assert fig.table.set_index("name").loc["quick", "own attention AOPC"] == 0.2
+    assert fig.table.set_index("name").loc["quick", "own attention NAOPC"] == pytest.approx(0.6)
 
 
 def test_benchmarks_page_colours_the_shipped_sst2_points_by_faithfulness(monkeypatch):
@@ -108,3 +116,22 @@ def test_benchmarks_page_shows_which_explanation_to_trust(monkeypatch):
     measured = [t for t in fig["data"] if t.get("name") == "plausibility measured"]
     assert measured and all(0 <= c <= 1 for c in measured[0]["marker"]["color"])
     assert any("random ranking" in (a.get("text") or "") for a in fig["layout"].get("annotations", []))
+
+
+def test_naopc_from_a_second_file_joins_the_same_split_only(tmp_path):
+    """scripts/naopc_table.py writes NAOPC beside faithfulness.json: it joins a checkpoint's row only when it was
+    measured over the same number of texts (the same split), else the row keeps no NAOPC."""
+    import json
+    from types import SimpleNamespace as NS
+    from textcls.experiments.tradeoffs import attention_faithfulness
+    base = lambda name, n: {"checkpoint": name, "created": "t", "n": n, "methods": {  # noqa: E731
+        "attention": {"aopc_comprehensiveness": 0.2}, "random": {"aopc_comprehensiveness": 0.04}}}
+    norm = lambda name, n: {"checkpoint": name, "created": "t", "n": n, "methods": {  # noqa: E731
+        "attention": {"aopc_comprehensiveness": 0.2, "naopc_comprehensiveness": 0.7},
+        "random": {"aopc_comprehensiveness": 0.04, "naopc_comprehensiveness": 0.25}}}
+    (tmp_path / "faithfulness.json").write_text(json.dumps([base("a", 100), base("b", 100)]))
+    (tmp_path / "faithfulness_naopc.json").write_text(json.dumps([norm("a", 100), norm("b", 50)]))
+    faith = attention_faithfulness(sorted(tmp_path.glob("faithfulness*.json")),
+                                   [NS(name="a", created="t"), NS(name="b", created="t")])
+    assert faith["a"]["naopc"] == 0.7 and faith["a"]["random_naopc"] == 0.25 and faith["a"]["n"] == 100
+    assert faith["b"]["naopc"] is None and faith["b"]["n"] == 100

@@ -43,25 +43,34 @@ def _gone(pid: int, within: float = 10.0) -> bool:
 
 @pytest.fixture
 def light():
+    client.take_notes()                          # what an earlier test's calls met in this thread is not this one's
     w = ModelWorker(imports=False, timeout=30)
     yield w
     w.stop()
+    client.take_notes()
 
 
 def test_killed_mid_request_restarts_and_the_request_is_sent_again(light):
     first = light.pid()
     out = {}
-    t = threading.Thread(target=lambda: out.setdefault("r", light.call(time.sleep, 1.0)))
+
+    def ask():
+        out["r"] = light.call(time.sleep, 1.0)
+        out["notes"] = client.take_notes()       # what this caller's request met
+    t = threading.Thread(target=ask)
     t.start()
     time.sleep(0.4)                              # the request is running in the worker
     os.kill(first, signal.SIGKILL)
     t.join(20)
-    assert not t.is_alive() and out == {"r": None}       # answered by the new process, not an exception
+    assert not t.is_alive() and out["r"] is None         # answered by the new process, not an exception
     assert light.restarts == 1
     second = light.pid()
     assert second != first and _alive(second)
-    note = light.notice()
-    assert note and "\n" not in note and "restarted" in note and "sent again" in note
+    [(restart, how)] = out["notes"]
+    assert how == "resent" and restart.number == 1 and not restart.stuck
+    note = client.untold(out["notes"])
+    assert note and "\n" not in note and "restarted" in note and "sent to the new one" in note
+    assert client.take_notes() == []             # this thread's request met nothing: nothing to tell it
     # the exit code ("signal 9") is named when the pool has collected it by then; that is a race, not a contract
 
 
@@ -92,8 +101,11 @@ def test_a_job_reports_its_progress_and_one_killed_midway_is_started_again():
         assert all(n == len(texts) for _, n in seen)
         done = [d for d, _ in seen]
         drops = [k for k in range(1, len(done)) if done[k] < done[k - 1]]
-        assert len(drops) == 1                                 # started again from 0 once, after the kill
-        assert done[:drops[0]] == sorted(done[:drops[0]]) and done[drops[0]:] == sorted(done[drops[0]:])
+        # started again from 0 once, after the kill - or, when the kill landed after the first attempt had finished
+        # and written its disk cache (a race under a loaded machine), the retry answered whole from that cache
+        assert len(drops) == 1 or (not drops and seen[-1] == (len(texts), len(texts)))
+        cut = drops[0] if drops else len(done)
+        assert done[:cut] == sorted(done[:cut]) and done[cut:] == sorted(done[cut:])
     finally:
         w.stop()
 
@@ -318,7 +330,7 @@ def test_every_other_page_answers_without_torch_in_the_servers_interpreter():
         at.segmented_control(key="exp_view").set_value("Projector").run()
         print("projector", len(at.get("plotly_chart")) >= 1, problems(at))
         at.segmented_control(key="exp_view").set_value("Neighbours").run()
-        print("neighbours", len(at.dataframe) >= 1, problems(at))
+        print("neighbours", len(at.dataframe) + len(at.table) >= 1, problems(at))
         at.segmented_control(key="exp_view").set_value("Counterfactuals").run()
         print("counterfactuals", len(at.dataframe) >= 1, problems(at))
         at.switch_page("pages/lessons.py").run()
@@ -433,11 +445,14 @@ def test_a_job_the_worker_cannot_answer_is_one_line_on_the_page(monkeypatch, pag
     assert len(errors) == len(lines) and all(x in e and "\n" not in e for x, e in zip(lines, errors)), errors
 
 
-def test_a_killed_worker_is_reported_in_one_line_and_the_page_still_answers():
+def test_a_killed_worker_is_replaced_and_the_page_still_answers_without_a_false_alarm():
     sys.path.insert(0, str(ROOT / "tests"))
     from app_pages import APP, open_page, page_text
     from streamlit.testing.v1 import AppTest
+    from pages.common import warmup
     at = open_page("pages/compare.py")
+    for t in list(warmup._WARM_UP) + list(warmup._WORKER_WARM):     # the background work done: only the page asks
+        t.join(180)
     w = client.shared()
     before = w.restarts
     os.kill(w.pid(), signal.SIGKILL)
@@ -445,11 +460,113 @@ def test_a_killed_worker_is_reported_in_one_line_and_the_page_still_answers():
     at.button[0].click().run()                   # a new sentence: the killed worker is asked, and replaced
     assert not at.exception, [e.value for e in at.exception]
     assert "agree" in page_text(at) and w.restarts == before + 1
+    # it died while idle: the page's requests went to the new process, nothing of the page was lost, so nothing is
+    # said - no error, no toast (a request the kill did interrupt is sent again and said once in a toast:
+    # test_a_restart_is_told_only_to_the_session_it_touched)
+    assert not at.error and not at.toast, [e.value for e in at.error] + [t.value for t in at.toast]
     home = AppTest.from_file(APP, default_timeout=120)
-    home.run()                                   # app.py's run says so, in one line (a toast), not a traceback
-    toasts = [t.value for t in home.toast]
-    assert len(toasts) == 1 and "restarted" in toasts[0] and "\n" not in toasts[0], toasts
-    assert not home.exception
+    home.run()                                   # a session opened after the restart is told nothing either
+    assert not home.exception and not home.toast, [t.value for t in home.toast]
+
+
+def test_every_request_waiting_on_a_stuck_worker_ends_in_the_same_one_line_timeout():
+    """Issue 55, item 6: a hung worker (SIGSTOP) with several requests waiting on it. Each ends with the same
+    WorkerTimeout of the same restart - none with a bare CancelledError (a request another thread's restart dropped)
+    - and none says a request was "sent again"; the stuck process is killed and a new one answers."""
+    w = ModelWorker(imports=False, timeout=2)
+    out: dict = {}
+
+    def ask(k):
+        try:
+            w.call(sum, [k])
+            out[k] = "answered"
+        except BaseException as e:  # noqa: BLE001 - what each caller gets is the test
+            out[k] = e
+        out[("notes", k)] = client.take_notes()
+    try:
+        stuck = w.pid()
+        os.kill(stuck, signal.SIGSTOP)
+        threads = []
+        for k in range(5):                       # staggered: the later ones are still waiting when the first times out
+            threads.append(threading.Thread(target=ask, args=(k,)))
+            threads[-1].start()
+            time.sleep(0.3)
+        for t in threads:
+            t.join(30)
+        errors = [out[k] for k in range(5)]
+        assert all(isinstance(e, WorkerTimeout) for e in errors), [f"{type(e).__name__}: {e}" for e in errors]
+        [restart] = {e.restart for e in errors}
+        assert restart.stuck and restart.number == 1 and w.restarts == 1
+        assert all(str(e) == str(errors[0]) and "\n" not in str(e) and "sent" not in str(e) for e in errors)
+        assert "did not answer within 2 s and was restarted; try again" in str(errors[0])
+        assert all(out[("notes", k)] == [(restart, "failed")] for k in range(5))
+        assert _gone(stuck) and w.call(sum, [1, 2]) == 3
+    finally:
+        w.stop()
+
+
+def test_a_restart_is_told_only_to_the_session_it_touched(light, monkeypatch):
+    """Issue 55, item 6: after the worker restarts, the page run whose request it touched says so once, and a
+    session that asked nothing meanwhile - a new one, minutes later - hears nothing (the last-seen generation
+    defaulted to 1: every new session was told "stopped unexpectedly")."""
+    from pages.common import warmup
+    monkeypatch.setenv("TEXTCLS_WORKER", "1")
+    monkeypatch.setattr(client, "shared", lambda start=True: light)
+    first = light.pid()
+    said: dict = {}
+
+    def touched():                               # one session's run: its request meets the kill
+        light.call(time.sleep, 1.0)
+        said["touched"] = warmup.worker_notice({})
+        said["touched again"] = warmup.worker_notice({})
+    t = threading.Thread(target=touched)
+    t.start()
+    time.sleep(0.4)
+    os.kill(first, signal.SIGKILL)
+    t.join(20)
+    assert light.restarts == 1
+    note = said["touched"]
+    assert note and "\n" not in note and "stopped unexpectedly" in note and "sent to the new one" in note
+    assert said["touched again"] is None
+    other = threading.Thread(target=lambda: said.setdefault("other", warmup.worker_notice({})))
+    other.start()
+    other.join(10)
+    assert said["other"] is None
+
+
+def test_a_stuck_worker_is_one_message_on_compare(monkeypatch):
+    """Issue 55, item 6: Compare asks every checkpoint at once; with the worker stuck, every one of them times out
+    on the same restart: one error line says so (not three WorkerTimeout and three bare CancelledError), the other
+    checkpoints a quiet caption, and no toast repeats it."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from app_pages import open_page
+    from pages.common import warmup
+    at = open_page("pages/compare.py")
+    for t in list(warmup._WARM_UP) + list(warmup._WORKER_WARM):     # the background work done: only the page asks
+        t.join(180)
+    w = client.shared()
+    at.run()                                     # the page's listing and facts cached: its first requests are the maps
+    n_checkpoints = len(next(m for m in at.multiselect if (m.key or "").startswith("cmp_ckpts_")).value)
+    before = w.restarts
+    monkeypatch.setattr(w, "timeout", 3.0)
+    stuck = w.pid()
+    os.kill(stuck, signal.SIGSTOP)
+    try:
+        at.text_area(key="cmp_text").input("one stuck worker and the six checkpoints that waited on it")
+        next(b for b in at.button if b.label == "Compare").click().run()
+    finally:
+        try:
+            os.kill(stuck, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and "did not answer within" in errors[0] and "CancelledError" not in errors[0], errors
+    quiet = [c.value for c in at.caption if "no answer" in c.value]
+    from app_pages import page_text
+    assert n_checkpoints >= 3 and len(quiet) == n_checkpoints - 1, page_text(at)
+    assert not at.toast, [t.value for t in at.toast]
+    assert w.restarts == before + 1
 
 
 def test_a_worker_killed_while_idle_is_replaced_before_anyone_asks(light):
@@ -457,9 +574,10 @@ def test_a_worker_killed_while_idle_is_replaced_before_anyone_asks(light):
     os.kill(first, signal.SIGKILL)
     assert _gone(first)
     end = time.monotonic() + 10
-    while light.check() is None and time.monotonic() < end:      # the executor notices the death within moments
+    while (restart := light.check()) is None and time.monotonic() < end:   # the executor notices within moments
         time.sleep(0.05)
-    assert light.restarts == 1 and light.notice() and light.pid() != first
+    assert light.restarts == 1 and restart.reason.startswith("stopped unexpectedly") and light.pid() != first
+    assert client.take_notes() == []             # no request was lost: nobody is told
 
 
 def test_the_listing_falls_back_to_the_server_when_the_worker_cannot_answer(monkeypatch):

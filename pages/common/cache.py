@@ -1,8 +1,8 @@
 """The only st.cache_* wrappers of the app: checkpoint listing, models, predictions.
 
 Models are loaded once per process (st.cache_resource) and shared read-only by every session: nothing here
-or in the pages trains, edits or switches a cached model to training mode. A checkpoint replaced on disk is
-reloaded because its files' modification time is part of the cache key.
+or in the pages trains, edits or switches a cached model to training mode. A checkpoint changed on disk is
+reloaded because the identity of every file it reads is part of the cache key (`stamp`).
 
 The model worker (textcls.serve.client, on unless TEXTCLS_WORKER=0): the checkpoint listing, plain
 predictions, one text's maps, the facts the pages need of a model (`facts`), the device's description and
@@ -29,6 +29,7 @@ import streamlit as st
 
 from textcls.runtime import paths
 from textcls.checkpoint import CheckpointError, CheckpointInfo, list_all_checkpoints, load_checkpoint
+from textcls.checkpoint.stamp import checkpoint_stamp
 
 
 def checkpoint_roots() -> list[Path]:
@@ -42,10 +43,12 @@ def user_checkpoints() -> Path:
 
 
 def stamp(path: str | Path) -> float:
-    """Modification time of a checkpoint's files (a new save changes it)."""
-    p = Path(path)
-    return max((f.stat().st_mtime for f in (p / "config.json", p / "model.safetensors") if f.exists()),
-               default=0.0)
+    """What every cache here (and the model worker's models) is keyed on besides the folder: a digest of every
+    file the checkpoint reads - each entry of its folder (weights, config, vocabulary, tokenizer.json, vocab.txt,
+    special tokens, tokenizer config, textcls.json, ...) and a delta's installed base folder - by name, inode,
+    size and modification time (`textcls.checkpoint.files.checkpoint_stamp`). A new save, or one replaced
+    tokenizer file, changes it."""
+    return checkpoint_stamp(path)
 
 
 def remote():
@@ -89,7 +92,8 @@ def _checkpoints(roots: tuple[str, ...], deep: bool, from_files: bool = False) \
         from textcls.serve import client, worker
         try:
             infos = w.call_env(worker.listing, LISTING_DEEP)
-        except client.WorkerError:          # it cannot answer now: the listing is done here instead
+        except client.WorkerError as e:     # it cannot answer now: the listing is done here instead
+            client.handled(e)               # (nothing lost: no message for it)
             infos = None
     if infos is None:
         infos = list_all_checkpoints(include_invalid=True, deep=LISTING_DEEP if deep else False)
@@ -129,8 +133,8 @@ def _device_description() -> str:
         from textcls.serve import client, worker
         try:
             return w.call_env(worker.device_description)
-        except client.WorkerError:          # it cannot answer now: asked here instead (imports torch)
-            pass
+        except client.WorkerError as e:     # it cannot answer now: asked here instead (imports torch)
+            client.handled(e)
     from textcls.runtime.devices import describe_device
     return describe_device(predict_device())
 
@@ -268,9 +272,13 @@ def ask_maps_together(paths, text: str) -> None:
         return
     from concurrent.futures import ThreadPoolExecutor
 
+    from textcls.serve import client
+    sink = client.notes()                   # a restart these requests meet is this session's (worker_notice)
+
     def ask(key):
         try:
-            return w.predict(key[0], key[1], [text], maps=True)[0]
+            with client.noting_into(sink):
+                return w.predict(key[0], key[1], [text], maps=True)[0]
         except Exception as e:  # noqa: BLE001 - raised by predict_maps, where the page shows it
             return e
     with ThreadPoolExecutor(len(keys), thread_name_prefix="textcls-maps") as pool:

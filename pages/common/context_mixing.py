@@ -24,8 +24,12 @@ def inspect_panel(info, facts, text: str, key: str) -> None:
         try:
             with st.spinner("Tracing the layers…"):
                 s = cache.side_by_side(info.path, text)       # the model worker's, when it is on
-        except ValueError as e:
+        except ValueError as e:                               # no self-attention; over the memory limit
             st.info(str(e))
+            return
+        except (MemoryError, RuntimeError) as e:              # never a traceback: one line of what went wrong
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+            st.warning(f"The context-mixing view could not be computed for this text ({type(e).__name__}: {first}).")
             return
         show_figure(side_by_side_figure(s), f"cm_{key}")
         for m in list(s.weights) + list(s.skipped):

@@ -262,17 +262,17 @@ def lifespan(first_page: str | Path):
     return run
 
 
-def worker_notice(state) -> str | None:
-    """One line for this session when the model worker was restarted since it last said so (killed, crashed or
-    stuck: textcls.serve.client), else None. state: the session's st.session_state."""
+def worker_notice(state=None) -> str | None:
+    """At the end of a page run: one line for what a restart of the model worker (killed, crashed or stuck:
+    textcls.serve.client) meant for this run's requests and the page has not shown yet (an error line it showed
+    is the message), else None. A session whose requests no restart touched is told nothing, however recent the
+    restart. (`state`, the session's st.session_state, is not needed: the run's own calls noted what they met.)"""
     from textcls.serve import client
     if not client.enabled():
         return None
-    w = client.shared(start=False)
-    w.check()                                    # died while idle: replaced now, and said
-    note = w.notice(state.get("_textcls_worker_seen", 1))
-    state["_textcls_worker_seen"] = w.generation
-    return note
+    noted = client.take_notes()                  # this run's: taken even when nothing is said, so none carry over
+    client.shared(start=False).check()           # died while idle: replaced now; no request was lost, none told
+    return client.untold(noted)
 
 
 # ---------------------------------------------------------------- after the first page

@@ -179,9 +179,19 @@ def or_one_line(what: str, stop: bool = True):
     try:
         yield
     except Exception as e:  # noqa: BLE001 - shown to the user (Streamlit's own stop and rerun are BaseException)
-        st.error(f"{md_escape(what)} failed: {type(e).__name__}: {md_escape(e)}", icon=":material/error:")
+        if worker_said(e):
+            st.caption(f"{md_escape(what)}: no answer (the model worker was restarted; see above).")
+        else:
+            st.error(f"{md_escape(what)} failed: {type(e).__name__}: {md_escape(e)}", icon=":material/error:")
         if stop:
             st.stop()
+
+
+def worker_said(e: BaseException) -> bool:
+    """Whether `e` is a model-worker error whose restart this page run has shown already: one message per restart
+    (six checkpoints waiting on one stuck worker), the others a quiet line (textcls.serve.client.first_report)."""
+    from textcls.serve import client
+    return not client.first_report(e)
 
 
 def needs_entities(info: CheckpointInfo) -> bool:
@@ -213,7 +223,14 @@ def _failed(info: CheckpointInfo, e: Exception, loading: bool = False) -> None:
         st.warning(f"{md_escape(info.name)} reads relation sentences, and this one's entity tags are not "
                    f"usable: {md_escape(e)}", icon=":material/info:")
         return
-    if loading or isinstance(e, CheckpointError):
+    from textcls.serve.client import WorkerError
+    if isinstance(e, WorkerError):               # the worker, not the checkpoint: one message per restart
+        if worker_said(e):
+            st.caption(f"{md_escape(info.name)}: no answer (the model worker was restarted; see above).")
+        else:
+            st.error(f"{md_escape(info.name)}: no answer: {type(e).__name__}: {md_escape(e)}",
+                     icon=":material/error:")
+    elif loading or isinstance(e, CheckpointError):
         # one line for the folder: a Hugging Face folder's full check runs when it is first selected (cache.py)
         st.error(f"Could not load {md_escape(info.name)}: {md_escape(e)}", icon=":material/error:")
         if not _is_hf(info):

@@ -1,5 +1,5 @@
 """The cached model work of Attribute, Evaluate's data-set views (through `cache.model_job`), Explore, the Lab,
-Benchmarks, Train's parameter count and the lessons: each a `textcls.serve.work` job run where
+Benchmarks, Train's parameter count, Patch and the lessons: each a `textcls.serve.work` job run where
 `cache.model_job` decides (the model worker when it is on, so the server's interpreter never imports torch for
 these pages), cached with st.cache_data per (checkpoint folder, its stamp, text or texts, settings) so a revisit,
 in this session or another, is instant and a checkpoint saved again is recomputed. Settings a method ignores are
@@ -32,6 +32,20 @@ def reading(path: str | Path, text: str):
     explanation methods and interventions apply. Raises what tokenising raises (EntitySpanError) or loading
     raises (CheckpointError)."""
     return _reading(str(path), stamp(path), text)
+
+
+# ---------------------------------------------------------------- a minimal pair patched (Patch)
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def _patch(path: str, mtime: float, clean: str, corrupt: str, by: str):
+    return model_job("patch", path, mtime, clean, corrupt, by)
+
+
+def patch(path: str | Path, clean: str, corrupt: str, by: str):
+    """`textcls.interpret.patching.patch_pair` of (clean, corrupt) over the grid `by`, attribution patching
+    included: a PatchResult (plain data), cached per (checkpoint, its stamp, pair, grid). Raises PairError (one
+    line) for a pair that does not line up word by word or a grid the model does not have."""
+    return _patch(str(path), stamp(path), clean, corrupt, by)
 
 
 # ---------------------------------------------------------------- explanations and their checks (Attribute)
@@ -111,14 +125,16 @@ def erasure_curves(path: str | Path, text: str, method: str, *, baseline: str = 
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def _random_erasure(path: str, mtime: float, text: str, removal: str, n: int | None):
-    return model_job("random_erasure", path, mtime, text, removal, n)
+def _random_erasure(path: str, mtime: float, text: str, removal: str, observed: tuple):
+    return model_job("random_erasure", path, mtime, text, removal, observed)
 
 
-def random_erasure(path: str | Path, text: str, *, removal: str = "delete", n: int | None = None) -> list[dict]:
-    """Erasure curves of seeded random rankings (faithfulness.random_orders_curves: the chance an explanation
-    must beat; N_RANDOM of them by default), cached."""
-    return _random_erasure(str(path), stamp(path), text, removal, n)
+def random_erasure(path: str | Path, text: str, *, removal: str = "delete", observed=((), ())) -> dict:
+    """What chance, the best and the worst word order do on `text` (textcls.interpret.chance: every order of a
+    short text, seeded random orders beyond, NAOPC's bounds), given the AOPCs (comprehensiveness, sufficiency) of
+    the explanations it will judge; cached."""
+    key = tuple(tuple(round(float(x), 9) for x in part) for part in observed)
+    return _random_erasure(str(path), stamp(path), text, removal, key)
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
@@ -126,7 +142,7 @@ def _attention_tests(path: str, mtime: float, text: str, n_permutations: int):
     return model_job("attention_tests", path, mtime, text, n_permutations)
 
 
-def attention_tests(path: str | Path, text: str, *, n_permutations: int = 30) -> dict:
+def attention_tests(path: str | Path, text: str, *, n_permutations: int = 50) -> dict:
     """{"perm": permutation_test, "unif": uniform_attention_test} of a model with attention weights, {} for a
     model without; cached per (checkpoint, text)."""
     return _attention_tests(str(path), stamp(path), text, n_permutations)
@@ -340,5 +356,5 @@ def parameter_count(family: str, preset: str | None, variant: str | None, overri
 __all__ = ["SliceJob", "activation_statistics", "agcnn_gates", "attention_tests", "bench_models",
            "compare_edit", "corpus_support", "erasure", "erasure_curves", "explanation", "explanation_seconds",
            "flip_report", "hcan_branches", "intervention", "lab_reading", "lab_source", "lama_f4", "lesson_step",
-           "negation_demo", "parameter_count", "projection", "random_erasure", "reading", "representations",
+           "negation_demo", "parameter_count", "patch", "projection", "random_erasure", "reading", "representations",
            "run_bench", "sanity", "slice_run", "time_checkpoints", "untrained_source"]

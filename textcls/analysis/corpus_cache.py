@@ -22,14 +22,15 @@ def default_cache_dir() -> Path:
 
 
 def checkpoint_stamp(path: str | Path) -> list:
-    """[name, mtime_ns, size] of a checkpoint's files: a re-saved checkpoint gets a new cache key."""
-    p = Path(path)
-    out = []
-    for name in ("config.json", "model.safetensors"):
-        f = p / name
-        if f.exists():
-            st = f.stat()
-            out.append([name, st.st_mtime_ns, st.st_size])
+    """[name, mtime_ns, size] of every file the checkpoint reads (each entry of its folder - weights, config,
+    vocabulary, tokenizer files, textcls.json - and "base/NAME" for a delta's installed base folder,
+    `textcls.checkpoint.files.checkpoint_identity`): a re-saved checkpoint, or one replaced tokenizer file, gets
+    a new cache key."""
+    from textcls.checkpoint.stamp import checkpoint_identity
+    own, base = checkpoint_identity(path)
+    out = [[name, mtime, size] for name, _, size, mtime in own]
+    if base is not None:
+        out += [[f"base/{name}", mtime, size] for name, _, size, mtime in base[1]]
     return out
 
 

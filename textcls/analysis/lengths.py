@@ -36,20 +36,54 @@ def typical_words(data: str) -> int | None:
     return None
 
 
+def _shorter_ones(info: Any, typical: int, others: Sequence[Any], exclude: Sequence[str]) -> str:
+    """The tip naming checkpoints among `others` with `info`'s labels whose data's texts are near a short text's
+    length (the same model family first), none of `exclude`; "" when there is none."""
+    better = [o.name for o in sorted(others, key=lambda o: o.model != info.model)
+              if o.name not in exclude and list(o.labels) == list(info.labels)
+              and (typical_words(str(o.data or "")) or 0) and typical_words(str(o.data or "")) < typical / SHORTER]
+    return (f" For a text this short, try {', '.join(better[:3])} (trained on texts of about this length)."
+            if better else "")
+
+
+def _too_short(info: Any, n_words: int) -> int | None:
+    """The median length of `info`'s training texts when a text of `n_words` words is far shorter, else None."""
+    typical = typical_words(str(info.data or ""))
+    if typical is None or n_words <= 0 or n_words * SHORTER > typical:
+        return None
+    return typical
+
+
 def length_note(info: Any, n_words: int, others: Sequence[Any] = ()) -> str | None:
     """One line when a text of `n_words` words is at least SHORTER times shorter than the median text of the
     data set checkpoint `info` (an object with name, model, data, labels) was trained on, naming checkpoints
     among `others` with the same labels whose data's texts are near the text's length (the same model family
     first); None when the length is fine or unknown."""
-    name, data = info.name, str(info.data or "")
-    typical = typical_words(data)
-    if typical is None or n_words <= 0 or n_words * SHORTER > typical:
+    typical = _too_short(info, n_words)
+    if typical is None:
         return None
-    better = [o.name for o in sorted(others, key=lambda o: o.model != info.model)
-              if o.name != name and list(o.labels) == list(info.labels)
-              and (typical_words(str(o.data or "")) or 0) and typical_words(str(o.data or "")) < typical / SHORTER]
-    tip = f" For a text this short, try {', '.join(better[:3])} (trained on texts of about this length)." \
-        if better else ""
-    return (f"This text has {n_words} words; {name} was trained on {data}, whose texts have a median of {typical} "
-            f"words. A model reads a text far shorter than its training texts as a fragment: its prediction and its "
-            f"attention mean less here.{tip}")
+    return (f"This text has {n_words} words; {info.name} was trained on {info.data}, whose texts have a median of "
+            f"{typical} words. A model reads a text far shorter than its training texts as a fragment: its "
+            f"prediction and its attention mean less here.{_shorter_ones(info, typical, others, [info.name])}")
+
+
+def length_notes(infos: Sequence[Any], n_words: int, others: Sequence[Any] = ()) -> list[str]:
+    """`length_note` for several checkpoints shown together (Compare): one line per data set they were trained
+    on, naming every checkpoint it concerns - six sst2 checkpoints on a two-word text get one line, not six."""
+    groups: dict[str, list] = {}
+    for info in infos:
+        if _too_short(info, n_words) is not None:
+            groups.setdefault(str(info.data or ""), []).append(info)
+    out = []
+    for data, part in groups.items():
+        if len(part) == 1:
+            out.append(length_note(part[0], n_words, others))
+            continue
+        typical = _too_short(part[0], n_words)
+        names = [i.name for i in part]
+        listed = ", ".join(names[:-1]) + f" and {names[-1]}"
+        out.append(f"This text has {n_words} words; {listed} were trained on {data}, whose texts have a median of "
+                   f"{typical} words. A model reads a text far shorter than its training texts as a fragment: "
+                   f"their predictions and their attention mean less here."
+                   f"{_shorter_ones(part[0], typical, others, names)}")
+    return out

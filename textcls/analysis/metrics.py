@@ -14,6 +14,12 @@ Conventions (the usual ones, as in scikit-learn with zero_division=0):
   the split lacks: pass `labels` to choose the classes.
 
 `evaluate(predictor_or_model, split)` runs a model over a data split and returns `classification_report`.
+
+Memory is linear in the examples and the classes: the per-class counts come from `np.bincount`, never from a
+dense matrix, and the report's "confusion" is the full matrix only up to MAX_CONFUSION_LABELS classes. Past that
+(10,000 labels would be a 10,000 x 10,000 matrix: 800 MB as int64, several GB as JSON) it is None and
+"confusions" lists the most frequent (true, predicted) pairs instead - so a finished training is never lost to its
+report, and a checkpoint's config.json stays under its size limit.
 """
 from __future__ import annotations
 
@@ -48,33 +54,69 @@ def accuracy(y_true, y_pred) -> float:
     return float((t == p).mean()) if t.size else 0.0
 
 
-def confusion_matrix(y_true, y_pred, num_labels: int) -> np.ndarray:
-    """(num_labels, num_labels) int64 counts, rows = true class, columns = predicted class."""
-    t, p = _check_pair(y_true, y_pred)
+MAX_CONFUSION_LABELS = 200      # the largest label set whose report holds the dense confusion matrix
+TOP_CONFUSIONS = 100            # past it, this many of the most frequent (true, predicted) pairs
+
+
+def _check_range(t: np.ndarray, p: np.ndarray, num_labels: int) -> None:
     for name, a in (("y_true", t), ("y_pred", p)):
         if a.size and (a.min() < 0 or a.max() >= num_labels):
             raise ValueError(f"{name} has class index outside 0..{num_labels - 1}: {int(a.min())}..{int(a.max())}")
+
+
+def confusion_matrix(y_true, y_pred, num_labels: int) -> np.ndarray:
+    """(num_labels, num_labels) int64 counts, rows = true class, columns = predicted class. Dense: for many classes
+    use `class_counts` and `top_confusions`, which stay linear in the classes."""
+    t, p = _check_pair(y_true, y_pred)
+    _check_range(t, p, num_labels)
     cm = np.zeros((num_labels, num_labels), dtype=np.int64)
     np.add.at(cm, (t, p), 1)
     return cm
 
 
-def per_class_scores(cm: np.ndarray) -> dict[str, np.ndarray]:
-    """precision, recall, f1, support (arrays over classes) from a confusion matrix."""
-    cm = np.asarray(cm)
-    tp = np.diag(cm).astype(np.float64)
-    predicted = cm.sum(axis=0).astype(np.float64)
-    support = cm.sum(axis=1)
+def class_counts(y_true, y_pred, num_labels: int) -> dict[str, np.ndarray]:
+    """Per class: "tp" (right predictions), "predicted" (predictions of the class: a confusion matrix's column
+    sums) and "support" (examples of the class: its row sums), without building the matrix (O(n + classes))."""
+    t, p = _check_pair(y_true, y_pred)
+    _check_range(t, p, num_labels)
+    return {"tp": np.bincount(t[t == p], minlength=num_labels).astype(np.int64),
+            "predicted": np.bincount(p, minlength=num_labels).astype(np.int64),
+            "support": np.bincount(t, minlength=num_labels).astype(np.int64)}
+
+
+def top_confusions(y_true, y_pred, k: int = TOP_CONFUSIONS) -> list[tuple[int, int, int]]:
+    """The `k` most frequent mistakes as (true index, predicted index, count), most frequent first (ties: by
+    indices): the sparse summary of a confusion matrix too large to build."""
+    t, p = _check_pair(y_true, y_pred)
+    wrong = t != p
+    if not wrong.any():
+        return []
+    pairs, counts = np.unique(np.stack([t[wrong], p[wrong]], axis=1), axis=0, return_counts=True)
+    order = np.lexsort((pairs[:, 1], pairs[:, 0], -counts))[:k]
+    return [(int(pairs[i, 0]), int(pairs[i, 1]), int(counts[i])) for i in order]
+
+
+def _scores(tp, predicted, support) -> dict[str, np.ndarray]:
+    tp = np.asarray(tp, dtype=np.float64)
+    predicted = np.asarray(predicted, dtype=np.float64)
     precision = np.divide(tp, predicted, out=np.zeros_like(tp), where=predicted > 0)
+    support = np.asarray(support)
     recall = np.divide(tp, support.astype(np.float64), out=np.zeros_like(tp), where=support > 0)
     denom = precision + recall
     f1 = np.divide(2 * precision * recall, denom, out=np.zeros_like(tp), where=denom > 0)
     return {"precision": precision, "recall": recall, "f1": f1, "support": support}
 
 
+def per_class_scores(cm: np.ndarray) -> dict[str, np.ndarray]:
+    """precision, recall, f1, support (arrays over classes) from a confusion matrix."""
+    cm = np.asarray(cm)
+    return _scores(np.diag(cm), cm.sum(axis=0), cm.sum(axis=1))
+
+
 def macro_f1(y_true, y_pred, num_labels: int, ignore: int | Sequence[int] | None = None) -> float:
     """Unweighted mean of per-class F1 over classes 0..num_labels-1 except `ignore` (an index or indices)."""
-    f1 = per_class_scores(confusion_matrix(y_true, y_pred, num_labels))["f1"]
+    c = class_counts(y_true, y_pred, num_labels)
+    f1 = _scores(c["tp"], c["predicted"], c["support"])["f1"]
     keep = np.ones(num_labels, dtype=bool)
     if ignore is not None:
         keep[np.atleast_1d(np.asarray(ignore, dtype=np.int64))] = False
@@ -89,6 +131,8 @@ def classification_report(y_true, y_pred, labels: Sequence[str], ignore_label: s
     `macro_f1` leaves out `ignore_label` (the task's metric, e.g. SemEval without "Other");
     `macro_f1_all` always averages every class. Without `ignore_label` the two are equal. For directed relation
     labels also "per_relation" and "macro_f1_official" (`relation_table`).
+    More than MAX_CONFUSION_LABELS labels: "confusion" is None and "confusions" holds the TOP_CONFUSIONS most
+    frequent mistakes as {"true", "predicted", "count"} (label names), "confusion_note" says so in one line.
     """
     labels = [str(x) for x in labels]
     if not labels:
@@ -96,8 +140,9 @@ def classification_report(y_true, y_pred, labels: Sequence[str], ignore_label: s
     if ignore_label is not None and ignore_label not in labels:
         raise ValueError(f"ignore_label {ignore_label!r} is not one of the labels {labels}")
     t, p = _check_pair(y_true, y_pred)
-    cm = confusion_matrix(t, p, len(labels))
-    scores = per_class_scores(cm)
+    counts = class_counts(t, p, len(labels))
+    scores = _scores(counts["tp"], counts["predicted"], counts["support"])
+    dense = len(labels) <= MAX_CONFUSION_LABELS
     keep = np.array([lab != ignore_label for lab in labels])
     f1 = scores["f1"]
     report = {
@@ -110,12 +155,30 @@ def classification_report(y_true, y_pred, labels: Sequence[str], ignore_label: s
         "per_class": {lab: {"precision": float(scores["precision"][i]), "recall": float(scores["recall"][i]),
                             "f1": float(scores["f1"][i]), "support": int(scores["support"][i])}
                       for i, lab in enumerate(labels)},
-        "confusion": cm.tolist(),
+        "confusion": confusion_matrix(t, p, len(labels)).tolist() if dense else None,
     }
-    relations = relation_table(cm, labels, ignore_label)
+    if not dense:                        # a sparse summary: the matrix would be len(labels)**2 cells
+        report["confusions"] = [{"true": labels[i], "predicted": labels[j], "count": c}
+                                for i, j, c in top_confusions(t, p)]
+        report["confusion_note"] = (f"{len(labels):,} classes: no confusion matrix ({len(labels):,} x "
+                                    f"{len(labels):,} cells); the {TOP_CONFUSIONS} most frequent mistakes instead")
+    relations = _relation_rows(counts, labels, ignore_label)
     if relations is not None:            # relation classification: the official-style per-relation table
         report.update(relations)
     return report
+
+
+def compact_report(report: dict[str, Any], max_classes: int = MAX_CONFUSION_LABELS) -> dict[str, Any]:
+    """A report as a checkpoint's config.json keeps it: whole up to `max_classes` labels; past that without its
+    per-class table and its copy of the label names (config.json has them once, and a limit of
+    `Limits.max_config_bytes`): the headline figures, the sparse confusions and a note saying what was left out."""
+    labels = report.get("labels") or []
+    if len(labels) <= max_classes:
+        return report
+    out = {k: v for k, v in report.items() if k not in ("per_class", "labels")}
+    out["per_class_note"] = (f"{len(labels):,} classes: the per-class table is not kept here; "
+                             "`textcls evaluate` computes it")
+    return out
 
 
 def unknown_labels(gold_names: Sequence[str], labels: Sequence[str]) -> list[str]:
@@ -166,6 +229,14 @@ def relation_table(confusion: Sequence[Sequence[int]], labels: Sequence[str],
     precision divides by the texts predicted as R (either direction), recall by the texts whose gold label is R
     (either direction). Returns {"per_relation": {R: {"precision", "recall", "f1", "support"}},
     "macro_f1_official": mean F1 over the relations (`ignore_label` left out)}."""
+    cm = np.asarray(confusion)
+    return _relation_rows({"tp": np.diag(cm), "predicted": cm.sum(axis=0), "support": cm.sum(axis=1)}, labels,
+                          ignore_label)
+
+
+def _relation_rows(counts: dict[str, np.ndarray], labels: Sequence[str], ignore_label: str | None):
+    """`relation_table` from the per-class counts (`class_counts`): a relation's hits are its directed labels'
+    diagonal cells, its predictions and examples their column and row sums."""
     groups: dict[str, list[int]] = {}
     for i, lab in enumerate(labels):
         m = _DIRECTED.match(lab)
@@ -173,12 +244,11 @@ def relation_table(confusion: Sequence[Sequence[int]], labels: Sequence[str],
             groups.setdefault(m["rel"], []).append(i)
     if not groups:
         return None
-    cm = np.asarray(confusion)
     rows = {}
     for rel, idx in groups.items():
-        tp = float(sum(cm[i, i] for i in idx))
-        predicted = float(cm[:, idx].sum())
-        support = int(cm[idx, :].sum())
+        tp = float(sum(counts["tp"][i] for i in idx))
+        predicted = float(sum(counts["predicted"][i] for i in idx))
+        support = int(sum(counts["support"][i] for i in idx))
         p = tp / predicted if predicted else 0.0
         r = tp / support if support else 0.0
         rows[rel] = {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0, "support": support}

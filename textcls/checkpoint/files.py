@@ -315,6 +315,25 @@ def recover_folder(root: str | Path) -> list[str]:
     return done
 
 
+def nonfinite_tensor(path: Path) -> str | None:
+    """The name of the first floating tensor of a safetensors file holding NaN or infinity (None: all finite).
+    Read through a memory map, tensor by tensor. Not remembered here: its caller, the full validation, is
+    remembered per folder and file identity (native's `_remembered`), so listing the same folders again costs nothing."""
+    import torch
+    from safetensors import safe_open
+
+    os.stat(path)                   # a missing file raises FileNotFoundError, not the CheckpointError below
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            for name in f.keys():
+                t = f.get_tensor(name)
+                if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                    return name
+    except Exception as e:  # noqa: BLE001 - safetensors raises its own error types
+        raise CheckpointError(f"{path}: cannot read model.safetensors: {type(e).__name__}: {e}") from None
+    return None
+
+
 __all__ = ["CheckpointError", "DTYPE_BYTES", "FLOAT_DTYPES", "HEADER_CAP", "HFError", "MAX_TENSORS", "check_file",
-           "file_identity", "file_sha256", "fsync_tree", "open_file", "read_capped", "read_json_file",
+           "file_identity", "file_sha256", "nonfinite_tensor", "fsync_tree", "open_file", "read_capped", "read_json_file",
            "recover_folder", "safe", "safetensors_header", "write_folder"]

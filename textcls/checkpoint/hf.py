@@ -19,6 +19,11 @@ weights only (pytorch_model.bin: safetensors only), a config or tokenizer config
 (auto_map), missing tokenizer files, a safetensors file that is truncated or corrupt, a folder without a
 classification head (a bare encoder such as BertModel: fine-tune it first), a differing base, and everything
 `checkpoint.guard` checks (files, sizes and parameter count on the meta device, weights, tokenizer, labels).
+At load, once built (`wrap_model`): a tokenizer token whose id is past the embedding table (one named only in
+tokenizer_config.json or special_tokens_map.json, which transformers adds), and a folder where textcls would not
+read a text as transformers does (`check_encoding`: a probe text's pieces laid out by textcls against
+`tokenizer(text)`, and the probabilities against `model(**tokenizer(text))`: no post-processor, a template that
+repeats the text or gives it another token type, a normaliser or pre-tokenizer that erases text).
 Every file is read by the package's one reader (`checkpoint.files`), and a folder is written by its one writer
 (`files.write_folder`: fsynced, renamed into place).
 
@@ -172,14 +177,20 @@ def _store_verdict(key: tuple, found: dict | HFError) -> None:
         pass
 
 
+def base_folder_of(path: Path) -> tuple[bool, Path | None]:
+    """(whether config.json is a delta's, the installed base folder it names: None for a full folder, an
+    unreadable config or a base not installed)."""
+    try:
+        cfg = read_json(Path(path) / "config.json")
+    except (OSError, ValueError):
+        return False, None
+    base = cfg.get("base") if cfg.get("format") == DELTA_FORMAT else None
+    return isinstance(base, dict), base_folder(base) if isinstance(base, dict) else None
+
+
 def _base_identity(path: Path) -> tuple | None:
     """The identity of a delta's installed base folder (None for a full folder or a missing base)."""
-    try:
-        cfg = read_json(path / "config.json")
-    except (OSError, ValueError):
-        return None
-    base = cfg.get("base") if cfg.get("format") == DELTA_FORMAT else None
-    folder = base_folder(base) if isinstance(base, dict) else None
+    folder = base_folder_of(path)[1]
     return (str(folder), file_identity(folder)) if folder is not None else None
 
 
@@ -269,6 +280,7 @@ def wrap_model(hf_model, hf_tok, labels, max_len: int | None, info: dict):
     if rows and max(ids) >= rows:
         raise HFError(f"the tokenizer's special tokens have ids up to {max(ids):,}, past the embedding table's "
                       f"{rows:,} rows")
+    _check_tokenizer_ids(hf_tok, rows)
     table = WordTable(pad, unk)
     config = HFConfig(architecture=type(hf_model).__name__, model_type=str(getattr(c, "model_type", "")),
                       num_labels=len(labels), num_layers=int(getattr(c, "num_hidden_layers", 0) or 0),
@@ -279,7 +291,86 @@ def wrap_model(hf_model, hf_tok, labels, max_len: int | None, info: dict):
     except Exception as e:  # noqa: BLE001 - a family textcls cannot run on embeddings: one line, not a traceback
         raise HFError(f"{type(hf_model).__name__}: textcls cannot run it word by word ({type(e).__name__}: "
                       f"{(str(e).splitlines() or [''])[0][:200]})") from None
+    check_encoding(hf_model, model, HFWordTokenizer(hf_tok, table, limit, family.specials))   # the whole table
     return model, HFWordTokenizer(hf_tok, table, max_len, family.specials), labels
+
+
+# A plain text (clean_text leaves it as it is) that every tokenizer textcls accepts cuts into word pieces.
+ENCODING_PROBE = "A good film , not a bad one : the acting is great and the story moves ."
+PROBE_TOLERANCE = 1e-4          # the most two probabilities of the probe text may differ, textcls against transformers
+
+
+def _check_tokenizer_ids(hf_tok, rows: int) -> None:
+    """HFError when the loaded tokenizer has a token whose id is past the embedding table: tokenizer.json is read
+    by the folder checks (checkpoint.guard), but transformers also adds tokens named only in tokenizer_config.json
+    or special_tokens_map.json (an added " " gets the id = the vocabulary's size), which no file check sees."""
+    if not rows:
+        return
+    past = sorted((i, t) for t, i in hf_tok.get_vocab().items() if not 0 <= int(i) < rows)
+    if past:
+        named = ", ".join(f"{t!r} (id {i:,})" for i, t in past[:3]) + (f" and {len(past) - 3} more"
+                                                                       if len(past) > 3 else "")
+        raise HFError(f"the tokenizer gives {len(past)} token(s) an id past the embedding table's {rows:,} rows: "
+                      f"{safe(named, 160)}; refused")
+
+
+def check_encoding(hf_model, model, tokenizer, text: str = ENCODING_PROBE) -> None:
+    """HFError unless textcls reads `text` as transformers does: the pieces textcls lays out (the family's prefix,
+    each word's pieces once, its suffix) equal the tokenizer's own `tokenizer(text)["input_ids"]`, and the wrapped
+    model's probabilities equal `hf_model(**tokenizer(text))`'s within PROBE_TOLERANCE. A tokenizer without a
+    post-processor (textcls would add [CLS]/[SEP] itself), a template that repeats the text or gives it a token
+    type other than 0, or a normaliser / pre-tokenizer that erases the text is refused in one line (at most 200
+    characters: load_hf prefixes the folder)."""
+    import inspect
+
+    import torch
+    hf_tok = tokenizer.hf
+    words, pieces, cut = tokenizer.split([text])[0]
+    if cut and words:                                 # a position table shorter than the probe: the words that fit
+        text = " ".join(words)
+        words, pieces, _ = tokenizer.split([text])[0]
+    if not pieces:
+        raise HFError("the tokenizer turns a probe text into no word pieces (its normaliser or pre-tokenizer erases "
+                      "text): every text would read as the empty text; refused")
+    bare = hf_tok(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+    starts = [a for (a, b), i in zip(bare["offset_mapping"], bare["input_ids"]) if b > a]
+    if any(b < a for a, b in zip(starts, starts[1:])):
+        raise HFError("the tokenizer's template repeats the text (its pieces go back to the start), so textcls's "
+                      "words would not be the text's; refused")
+    family = model.family
+    mine = [*family.prefix, *(p for word in pieces for p in word), *family.suffix]
+    enc = hf_tok(text, add_special_tokens=True, truncation=False, verbose=False)
+    theirs = [int(i) for i in enc["input_ids"]]
+
+    def shown(ids) -> str:
+        toks = [str(t) for t in hf_tok.convert_ids_to_tokens(ids)]
+        return safe(" ".join(toks[:2] + ["..."] + toks[-2:] if len(toks) > 5 else toks), 40)
+    if mine != theirs:
+        if theirs == [p for word in pieces for p in word]:
+            raise HFError("the tokenizer adds no special pieces to a text (no post-processor), where textcls would "
+                          f"add {safe(' / '.join(family.names), 30)}; probabilities would differ from transformers'; "
+                          "refused")
+        raise HFError(f"the tokenizer's template ({shown(theirs)}) is not the layout textcls gives the model "
+                      f"({shown(mine)}); probabilities would differ from transformers'; refused")
+    types = enc.get("token_type_ids")
+    if types is not None and any(int(t) for t in types):
+        raise HFError("the tokenizer's template gives the text a token type other than 0, which textcls does not "
+                      "pass to the model; probabilities would differ from transformers'; refused")
+    accepted = inspect.signature(hf_model.forward).parameters
+    inputs = {k: torch.tensor([list(v)]) for k, v in enc.items() if k in accepted}
+    batch = tokenizer.encode([text])
+    was = hf_model.training
+    hf_model.eval()
+    try:
+        with torch.no_grad():
+            ref = torch.softmax(hf_model(**inputs).logits.float(), -1)[0]
+            got = torch.softmax(model(batch.token_ids, batch.mask).logits.float(), -1)[0]
+    finally:
+        hf_model.train(was)
+    gap = float((ref - got).abs().max()) if ref.shape == got.shape else float("inf")
+    if not gap <= PROBE_TOLERANCE:
+        raise HFError(f"on a probe text textcls gives p = {float(got[0]):.4f} where transformers gives "
+                      f"{float(ref[0]):.4f} (probabilities {gap:.2g} apart, over {PROBE_TOLERANCE:g}); refused")
 
 
 def _position_limit(where, config) -> int:
@@ -490,5 +581,5 @@ def save_delta(path: str | Path, model, labels, base: dict, meta: dict | None = 
     return write_folder(check_hf_target(path), write)     # fsynced, renamed into place (files.write_folder)
 
 
-__all__ = ["DELTA_FORMAT", "TOKENIZER_SETS", "base_folder", "check_hf_target", "check_tokenizer_files", "hf_summary",
-           "is_hf_folder", "load_hf", "refuse_remote_code", "save_delta", "save_hf", "wrap_model"]
+__all__ = ["DELTA_FORMAT", "ENCODING_PROBE", "TOKENIZER_SETS", "base_folder", "base_folder_of", "check_encoding",
+           "check_hf_target", "check_tokenizer_files", "hf_summary", "is_hf_folder", "load_hf", "refuse_remote_code", "save_delta", "save_hf", "wrap_model"]

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textcls.checkpoint.files import (FLOAT_DTYPES, CheckpointError, check_file, read_json_file, recover_folder,
-                                      safetensors_header, write_folder)
+from textcls.checkpoint.files import (FLOAT_DTYPES, CheckpointError, check_file, nonfinite_tensor, read_json_file,
+                                      recover_folder, safetensors_header, write_folder)
 from textcls.checkpoint.hf import hf_summary, is_hf_folder
 from textcls.checkpoint.legacy import config_from_dict
 from textcls.runtime.files import finite_json
@@ -380,27 +380,15 @@ def _validate(path: Path, limits) -> Validated:
     if bad:
         raise CheckpointError(f"{path}: tensor {bad!r} holds NaN or infinite values")
     if (path / "history.json").exists():
-        load_history(path)
+        _check_trained(path, cfg, load_history(path))
     return Validated(cfg, entry, config, tokenizer, shapes)
 
 
-def nonfinite_tensor(path: Path) -> str | None:
-    """The name of the first floating tensor of a safetensors file holding NaN or infinity (None: all finite).
-    Read through a memory map, tensor by tensor. Not remembered here: its caller, the full validation, is
-    remembered per folder and file identity (`_remembered`), so listing the same folders again costs nothing."""
-    import torch
-    from safetensors import safe_open
-
-    os.stat(path)                   # a missing file raises FileNotFoundError, not the CheckpointError below
-    try:
-        with safe_open(str(path), framework="pt") as f:
-            for name in f.keys():
-                t = f.get_tensor(name)
-                if t.is_floating_point() and not bool(torch.isfinite(t).all()):
-                    return name
-    except Exception as e:  # noqa: BLE001 - safetensors raises its own error types
-        raise CheckpointError(f"{path}: cannot read model.safetensors: {type(e).__name__}: {e}") from None
-    return None
+def _check_trained(path: Path, cfg: dict[str, Any], history) -> None:
+    """Refuse a folder an earlier version wrote for a run that diverged before its first epoch (initial weights)."""
+    if isinstance(cfg.get("training"), dict) and cfg["training"].get("diverged") is True and not history.epochs:
+        raise CheckpointError(f"{path}: not a trained checkpoint: its run diverged before the first epoch completed "
+                              "(untrained initial weights); delete it and train again with a smaller learning rate")
 
 
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu", limits=None):
@@ -517,7 +505,7 @@ def _read_checked(path: Path) -> dict[str, Any]:
         cfg = read_config(path)
         safetensors_header(path / "model.safetensors")
         _check_sizes(path, cfg, _read_json(path / "vocab.json", "vocab.json"))
-        load_history(path)
+        _check_trained(path, cfg, load_history(path))
         return cfg
     return copy.deepcopy(_remembered(_READ, _folder_identity(path), read))
 

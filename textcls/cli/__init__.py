@@ -1,4 +1,4 @@
-"""Command line: `python -m textcls {train,evaluate,predict,faithfulness,counterfactuals,list,limits,bench,reproduce,study}`.
+"""Command line: `python -m textcls {train,evaluate,predict,faithfulness,counterfactuals,list,limits,bench,reproduce,study,shortcuts}`.
 Other tools rely on these spellings.
 
     python -m textcls train --model NAME --data DATA --epochs N [--out DIR [--overwrite]]
@@ -10,6 +10,7 @@ Other tools rely on these spellings.
     python -m textcls faithfulness DIR [--data DATA] [--split test] [--methods M,...] [--limit N] [--json]
     python -m textcls counterfactuals DIR [--data DATA] [--split test] --generator NAME [--limit N]
                                       [--rules "good -> bad"] [--json]
+    python -m textcls patch DIR --clean TEXT --corrupt TEXT [--by layer|position|head|gate|filter] [--lens] [--json]
     python -m textcls limits [--json]
     python -m textcls list [--checkpoints ROOT] [--json]
     python -m textcls bench [--quick] [--json OUT]
@@ -17,6 +18,8 @@ Other tools rely on these spellings.
     python -m textcls reproduce [--suite NAME[,NAME]] [--only GLOB] [--runs K] [--epochs N] [--limit N]
                                 [--out docs/results.json] [--list | --dry-run | --report]
     python -m textcls study NAME [--scale quick|full] [--device ...] [--json]   |   study --list
+    python -m textcls shortcuts --model NAME | --checkpoint DIR [--data sst2] [--token zeroa,onea] [--share 0.2]
+                                [--epochs N] [--limit N] [--test-limit N] [--methods M,...] [--results FILE] [--json]
 
 Exit codes: 0 ok, 1 runtime failure (including a training run that diverged), 2 usage or bad input
 (unknown model/data set/option, invalid checkpoint folder). Errors are one line on stderr, no traceback
@@ -37,11 +40,12 @@ import os
 import sys
 from typing import Sequence
 
-from textcls.cli import bench, counterfactuals, evaluate, explain, faithfulness, listing, reproduce, study, train
+from textcls.cli import (bench, counterfactuals, evaluate, explain, faithfulness, listing, patch, reproduce, shortcuts,
+    study, train)
 from textcls.cli.common import (PROG, Parser, UsageError, apply_limit_flags, bad_input_types, check_counts, one_line,
     rank_prefix)
 
-COMMANDS = "{train,evaluate,predict,explain,faithfulness,counterfactuals,list,limits,bench,reproduce,study}"
+COMMANDS = "{train,evaluate,predict,explain,faithfulness,counterfactuals,patch,list,limits,bench,reproduce,study,shortcuts}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,9 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_parsers(sub)                   # list, limits
     explain.add_parser(sub)
     faithfulness.add_parser(sub)
+    patch.add_parser(sub)
     bench.add_parser(sub)
     reproduce.add_parser(sub)
     study.add_parser(sub)
+    shortcuts.add_parser(sub)
     return p
 
 

@@ -319,16 +319,21 @@ def report_result(args, result) -> int:
     """The end of a training run on the terminal: the summary (--json: one object), and exit 1 if it diverged."""
     h = result.history
     test, dev = result.metrics.get("test"), result.metrics.get("dev")
-    summary = {"checkpoint": str(result.path), "model": args.model, "data": result.data_name,
+    summary = {"checkpoint": None if result.path is None else str(result.path), "model": args.model,
+               "data": result.data_name,
                "epochs": len(h.epochs), "steps": h.steps, "seconds": round(h.elapsed, 2),
                "stopped_reason": h.stopped_reason, "diverged": h.diverged,
                "dev_accuracy": dev and dev["accuracy"], "test_accuracy": test and test["accuracy"],
                "test_macro_f1": test and test["macro_f1"], "embedding_coverage": result.embedding_coverage}
     if args.json:
         print(json.dumps(summary, indent=2))
-    else:
+    elif result.path is not None:
         acc = "n/a" if test is None else f"{test['accuracy']:.4f} (macro-F1 {test['macro_f1']:.4f})"
         print(f"saved {result.path}: test accuracy {acc}; {h.stopped_reason}; {h.elapsed:.1f} s")
+    if h.diverged and result.path is None:       # nothing trained: no checkpoint (pipeline.nothing_trained)
+        print(f"{PROG} train: error: training diverged: {h.stopped_reason}; no checkpoint was written (try a "
+              "smaller --lr, or --clip)", file=sys.stderr)
+        return 1
     if h.diverged:
         print(f"{PROG} train: error: training diverged: {h.stopped_reason}", file=sys.stderr)
         return 1

@@ -28,6 +28,12 @@ def format_report(r: dict[str, Any]) -> str:
         for rel, c in r["per_relation"].items():
             lines.append(f"{printable(rel):<{w}}  {c['precision']:9.4f}  {c['recall']:6.4f}  {c['f1']:.4f}  "
                          f"{c['support']:7d}")
+    if r.get("confusion") is None:          # too many classes for a matrix (metrics.MAX_CONFUSION_LABELS)
+        lines += ["", printable(r.get("confusion_note") or "no confusion matrix"),
+                  f"{'true':<{w}}  {'predicted':<{w}}  count"]
+        lines += [f"{printable(c['true']):<{w}}  {printable(c['predicted']):<{w}}  {c['count']:5d}"
+                  for c in r.get("confusions") or []]
+        return "\n".join(lines)
     lines += ["", "confusion (rows: true, columns: predicted, in the order above)"]
     lines += ["  " + " ".join(f"{v:5d}" for v in row) for row in r["confusion"]]
     return "\n".join(lines)
@@ -68,6 +74,12 @@ def cmd_predict(args) -> int:
         raise UsageError("no text to classify")
     predictor = load_checkpoint(args.checkpoint, device=device(args.device))
     preds = predictor.predict(texts, batch_size=args.batch_size)
+    empty = [t for t, p in zip(texts, preds) if t.strip() and not p.tokens]
+    if empty:                      # a text (not a blank line) that its tokenizer leaves nothing of gets no verdict
+        short = empty[0] if len(empty[0]) <= 40 else empty[0][:37] + "..."
+        more = f" (and {len(empty) - 1} more)" if len(empty) > 1 else ""
+        raise UsageError(f"text {printable(short)!r}{more} has no words the model reads (nothing is left after its "
+                         "tokenizer); no prediction")
     if args.json:
         items = [{"text": t, **p.to_dict()} for t, p in zip(texts, preds)]
         print(json.dumps(items[0] if len(items) == 1 else items, indent=2, ensure_ascii=False))

@@ -19,9 +19,10 @@ def _methods(raw: str | None, model) -> list[str]:
 
 
 def explain_texts(predictor, texts: list[str], methods: list[str], *, baseline: str = "pad", n_steps: int = 50,
-                  seed: int = 0) -> list[dict]:
-    """One dict per text: words, predicted label, and per method the weights (one per word) and, for
-    integrated gradients, the convergence delta."""
+                  seed: int = 0, verdicts: bool = True) -> list[dict]:
+    """One dict per text: words, predicted label, and per method the weights (one per word), for integrated
+    gradients the convergence delta, and (verdicts) its faithfulness on the text: AOPC and NAOPC, p-values
+    against the text's word orders, the verdict and its line (the rule of every page)."""
     from textcls.interpret.sources import as_source
     from textcls.interpret.measures import explain_any
     src = as_source(predictor)
@@ -29,7 +30,12 @@ def explain_texts(predictor, texts: list[str], methods: list[str], *, baseline: 
     for text, inst in zip(texts, insts):
         if inst.n == 0:
             raise UsageError(f"text {text!r} has no words the model reads")
-    results = [{"text": t, "words": list(i.tokens or []), "methods": {}} for t, i in zip(texts, insts)]
+    cut = list(getattr(src.encode(list(texts)), "truncated", None) or [False] * len(texts))
+    results = [{"text": t, "words": list(i.tokens or []), "truncated": bool(c), "methods": {}}
+               for t, i, c in zip(texts, insts, cut)]
+    for r, inst in zip(results, insts):
+        if r["truncated"]:
+            r["note"] = truncation_note(predictor, inst.n)
     for m in methods:
         kw = {} if m == "leave_one_out" else {"baseline": baseline, "n_steps": n_steps, "seed": seed,
                                                 "labels": predictor.labels}
@@ -47,7 +53,41 @@ def explain_texts(predictor, texts: list[str], methods: list[str], *, baseline: 
             if getattr(a, "delta", None) is not None:
                 entry.update(delta=float(a.delta), converged=bool(a.converged), n_steps=a.n_steps)
             r["methods"][m] = entry
+    if verdicts:
+        _verdicts(predictor.model, insts, results)
     return results
+
+
+def truncation_note(predictor, n: int) -> str:
+    """The line that says a text was cut before it was explained."""
+    cfg = getattr(getattr(predictor, "tokenizer", None), "config", None)
+    limit = getattr(cfg, "max_len", None)
+    pieces = hasattr(predictor.tokenizer, "pieces_of")                    # a Hugging Face encoder reads pieces
+    unit = "word pieces ([CLS]/[SEP] included)" if pieces else "tokens"
+    most = f" reads at most {int(limit):,} {unit}" if limit else " reads a bounded number of tokens"
+    return f"only the first {n:,} words of this text were explained: the model{most}, and the rest was cut"
+
+
+def _verdicts(model, insts, results: list[dict]) -> None:
+    """Each method's faithfulness on each text, by the one rule of every page (rankings.versus_random against
+    chance.text_chance): AOPCs, NAOPCs, p-values and the verdict line, added to its entry."""
+    import numpy as np
+    from textcls.interpret.chance import text_chance
+    from textcls.interpret.faithfulness import erasure_curves
+    from textcls.interpret.rankings import versus_random
+    for r, inst in zip(results, insts):
+        curves = {m: erasure_curves(model, inst, np.asarray(e["weights"])) for m, e in r["methods"].items()}
+        chance = text_chance(model, inst, observed=([c["aopc_comprehensiveness"] for c in curves.values()],
+                                                    [c["aopc_sufficiency"] for c in curves.values()]))
+        for m, c in curves.items():
+            v = versus_random(c, chance)
+            r["methods"][m].update(aopc_comprehensiveness=v["aopc"], aopc_sufficiency=v["sufficiency"],
+                                   naopc_comprehensiveness=v["naopc_comprehensiveness"],
+                                   naopc_sufficiency=v["naopc_sufficiency"],
+                                   p_comprehensiveness=v["p_comprehensiveness"], p_sufficiency=v["p_sufficiency"],
+                                   verdict=v["verdict"], verdict_line=v["line"])
+        r["chance"] = {"orders": chance["n_orders"], "exact": chance["exact"], "bounds": chance["bounds"],
+                       "bounds_by": chance["bounds_by"], "seed": chance["seed"]}
 
 
 def cmd_explain(args) -> int:
@@ -57,7 +97,8 @@ def cmd_explain(args) -> int:
     texts = list(args.texts)
     if not all(t.strip() for t in texts):
         raise UsageError("an empty text has no words to explain")
-    results = explain_texts(predictor, texts, methods, baseline=args.baseline, n_steps=args.steps, seed=args.seed)
+    results = explain_texts(predictor, texts, methods, baseline=args.baseline, n_steps=args.steps, seed=args.seed,
+                            verdicts=not args.no_verdict)
     if args.json:
         clean = [{k: v for k, v in r.items() if k != "text"} for r in results]
         obj = clean[0] if len(clean) == 1 else clean
@@ -65,12 +106,16 @@ def cmd_explain(args) -> int:
         return 0
     for r in results:
         print(printable(f"{r['text']}  ->  {r.get('label', '?')}"))
+        if r.get("note"):
+            print(printable(f"note: {r['note']}"))
         width = max(8, *(len(w) for w in r["words"]))
         print(f"{'word':<{width}} " + " ".join(f"{m[:13]:>13}" for m in methods))
         for i, w in enumerate(r["words"]):
             print(printable(f"{w:<{width}} ") + " ".join(f"{r['methods'][m]['weights'][i]:>13.3f}" for m in methods))
         for m in methods:
             e = r["methods"][m]
+            if "verdict_line" in e:
+                print(printable(f"{m}: {e['verdict_line']}"))
             if "delta" in e:
                 print(f"{m}: convergence delta {e['delta']:.2e} ({e['n_steps']} steps, "
                       f"{'converged' if e['converged'] else 'NOT converged'})")
@@ -83,11 +128,16 @@ def add_parser(sub) -> None:
                        description="The words of each TEXT and one weight per word for each method. Default "
                                    "methods: every context-mixing method the model supports (norm, globenc, alti, "
                                    "value_zeroing, decompx) and integrated_gradients. --json: {\"words\": [...], "
-                                   "\"label\": ..., \"methods\": {\"norm\": {\"weights\": [...], ...}}} for one "
-                                   "text, a list of them for several.")
+                                   "\"label\": ..., \"truncated\": ..., \"methods\": {\"norm\": {\"weights\": [...], "
+                                   "\"verdict\": ..., \"naopc_comprehensiveness\": ..., ...}}} for one text, a list of "
+                                   "them for several; a text cut to the model's length is explained up to the cut, "
+                                   "and says so (\"note\").")
     add_checkpoint(f)
     f.add_argument("texts", nargs="+", metavar="TEXT", help="texts to explain")
     add_explanation_options(f, "every context-mixing method the model supports, and integrated_gradients")
     add_seed(f)
+    f.add_argument("--no-verdict", action="store_true",
+                   help="weights only: no faithfulness verdict per method (the verdict re-runs the model on word "
+                        "orders of the text: every order up to 8 words, 19 to 99 random orders beyond)")
     f.add_argument("--json", action="store_true", help="JSON on stdout")
     f.set_defaults(func=cmd_explain)

@@ -24,6 +24,45 @@ def _max_rss_mb() -> float | None:
     return round(rss / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
 
 
+def gold_by_name(gold: list, data_labels: list, model_labels) -> list[int] | None:
+    """The data's gold label indices mapped to the checkpoint's labels by name (the app's rule); a gold label the
+    checkpoint does not have is a UsageError (exit 2). None without gold labels or label names."""
+    if not gold or not model_labels:
+        return None
+    index = {str(x).lower(): i for i, x in enumerate(model_labels)}
+    out = []
+    for g in gold:
+        name = str(data_labels[int(g)]) if data_labels and 0 <= int(g) < len(data_labels) else str(g)
+        if name.lower() not in index:
+            raise UsageError(f"the data's label {name!r} is not one of the checkpoint's labels "
+                             f"({', '.join(map(str, model_labels))})")
+        out.append(index[name.lower()])
+    return out
+
+
+def write_lines(path: Path, objs: list[dict]) -> None:
+    """The JSON lines to `path`, replaced whole (a temporary file renamed over it): never half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text("".join(json.dumps(o) + "\n" for o in objs), encoding="utf-8")
+    tmp.replace(path)
+
+
+def _lines(rep, head: dict, extra: dict) -> list[dict]:
+    """The report as JSON-ready objects: one per method, then the summary."""
+    head = {**head, "n_texts": rep.settings["n_texts"], "n_total": rep.settings.get("n_total"),
+            "stopped": rep.settings.get("stopped", False), **extra}
+    lines = [{**head, "kind": "method", **row} for row in rep.rows]
+    summary = {**head, "kind": "summary", "method": None, "seconds": round(rep.seconds, 3),
+               **{k: v for k, v in rep.model_row.items() if k != "seconds"},
+               "attention_tests_seconds": rep.model_row.get("seconds"),
+               "timings": {k: round(v, 3) for k, v in rep.timings.items()}, "max_rss_mb": _max_rss_mb(),
+               **{k: rep.settings.get(k) for k in ("removal", "reference", "baseline", "n_steps", "n_permutations",
+                                                   "random_orders", "flip_orders", "naopc_beam", "variants_scored",
+                                                   "notes")}}
+    return [{k: json_value(v) for k, v in o.items()} for o in lines + [summary]]
+
+
 def cmd_faithfulness(args) -> int:
     from textcls.checkpoint import load_checkpoint
     from textcls.interpret.batched import SliceRun
@@ -38,16 +77,19 @@ def cmd_faithfulness(args) -> int:
     predictor = load_checkpoint(args.checkpoint, device=str(ctx.device))
     bundle = data_of(args, predictor)
     texts = list(bundle.splits[args.split].texts)[: args.limit]
+    gold = gold_by_name(list(bundle.splits[args.split].labels)[: args.limit], list(bundle.labels), predictor.labels)
     reference = "leave_one_out" if "leave_one_out" in methods else methods[0]
     try:
         run = SliceRun(predictor, texts, methods, reference=reference, removal=args.removal, baseline=args.baseline,
                        n_steps=args.steps, n_permutations=args.permutations,
                        attention_tests=not (args.no_attention_tests or args.fast), seed=args.seed,
                        flip_orders=not (args.no_flip_orders or args.fast),
-                       chunk=args.chunk,
+                       chunk=args.chunk, naopc_beam=None if args.no_naopc else args.beam,
                        **({} if args.random_orders is None else {"random_orders": args.random_orders}))
     except ValueError as e:
         raise UsageError(one_line(e)) from None
+    head = {"checkpoint": str(args.checkpoint), "model": predictor.info.get("model"), "data": bundle.name,
+            "split": args.split, "world_size": ctx.world_size}
     bar = None
     if not args.quiet and ctx.is_main:
         from tqdm import tqdm
@@ -57,6 +99,8 @@ def cmd_faithfulness(args) -> int:
     def progress(done: int, total: int) -> None:
         if bar is not None:
             bar.update(done - bar.n)
+        if args.out is not None and ctx.is_main and not ctx.active and 0 < done < total:
+            write_lines(args.out, _lines(run.report(), head, {}))       # what is done so far survives a stop
     try:
         main_rank = run_sharded(run, progress)
     finally:
@@ -65,35 +109,32 @@ def cmd_faithfulness(args) -> int:
     if not main_rank:                            # rank 0 reports for the group
         return 0
     rep = run.report()
+    if args.out is not None:
+        write_lines(args.out, _lines(rep, head, {"sanity": "pending"}))   # scored: kept whatever the checks do
     from textcls.interpret.measures import slice_measures
-    gold = list(bundle.splits[args.split].labels)[: args.limit]
     extra, extra_notes = slice_measures(run, gold, predictor.labels, sanity_texts=args.sanity, seed=args.seed)
     for row in rep.rows:
         row.update(extra.get(row["method"], {}))
     rep.settings["notes"] = list(rep.settings["notes"]) + extra_notes
-    head = {"checkpoint": str(args.checkpoint), "model": predictor.info.get("model"), "data": bundle.name,
-            "split": args.split, "n_texts": rep.settings["n_texts"], "world_size": ctx.world_size}
-    lines = [{**head, "kind": "method", **row} for row in rep.rows]
-    summary = {**head, "kind": "summary", "method": None, "seconds": round(rep.seconds, 3),
-               **{k: v for k, v in rep.model_row.items() if k != "seconds"},
-               "attention_tests_seconds": rep.model_row.get("seconds"),
-               "timings": {k: round(v, 3) for k, v in rep.timings.items()}, "max_rss_mb": _max_rss_mb(),
-               **{k: rep.settings[k] for k in ("removal", "reference", "baseline", "n_steps", "n_permutations",
-                                               "random_orders", "flip_orders", "variants_scored", "notes")}}
+    objs = _lines(rep, head, {})
+    if args.out is not None:
+        write_lines(args.out, objs)
     if args.json:
-        for obj in lines + [summary]:
-            print(json.dumps({k: json_value(v) for k, v in obj.items()}))
+        for obj in objs:
+            print(json.dumps(obj))
         return 0
-    print(printable(f"{head['checkpoint']} ({head['model']}) on {bundle.name}/{args.split}: {head['n_texts']} texts, "
+    print(printable(f"{head['checkpoint']} ({head['model']}) on {bundle.name}/{args.split}: {rep.settings['n_texts']} texts, "
           f"{rep.seconds:.1f} s"))
-    print(f"{'method':<22} {'AOPC comp. [95% CI]':<26} {'AOPC suff. [95% CI]':<26} {'tau vs ref':>10} "
+    print(f"{'method':<22} {'NAOPC c/s':>11} {'AOPC comp. [95% CI]':<26} {'AOPC suff. [95% CI]':<26} {'tau vs ref':>10} "
           f"{'top flip':>9} {'to flip':>8} {'seconds':>8} {'AUPRC':>6} {'tok F1':>6} {'rand rho':>8} {'s/text':>7}")
 
     def ci(row, key):
         lo, hi = row.get(key + "_ci", (float("nan"), float("nan")))
         return f"{row.get(key, float('nan')):.3f} [{lo:.3f}, {hi:.3f}]"
     for row in rep.rows:
-        print(f"{row['method']:<22} {ci(row, 'aopc_comprehensiveness'):<26} {ci(row, 'aopc_sufficiency'):<26} "
+        nc, ns = row.get("naopc_comprehensiveness", float("nan")), row.get("naopc_sufficiency", float("nan"))
+        print(f"{row['method']:<22} {nc:>5.3f}/{ns:<5.3f} {ci(row, 'aopc_comprehensiveness'):<26} "
+              f"{ci(row, 'aopc_sufficiency'):<26} "
               f"{row.get('kendall_tau_ref', float('nan')):>10.3f} {row.get('erasure_top_flip', float('nan')):>9.3f} "
               f"{row.get('erasure_fraction_to_flip', float('nan')):>8.3f} {row['seconds']:>8.1f} "
               f"{row.get('plausibility_auprc', float('nan')):>6.3f} {row.get('plausibility_token_f1', float('nan')):>6.3f} "
@@ -136,15 +177,23 @@ def add_parser(sub) -> None:
     f.add_argument("--no-flip-orders", action="store_true",
                    help="skip the erasure-flip orders (the fraction of words removed before the label flips); the "
                         "single-word flips stay")
-    f.add_argument("--chunk", type=int, default=128,
+    f.add_argument("--chunk", type=count("chunk"), default=128,
                    help="texts per step (default 128); under torchrun rank r scores steps r, r + N, ... and rank 0 "
                         "reports the numbers one process gives with the same --chunk")
     f.add_argument("--device", default="cpu", help="cpu (default), cuda, auto; under torchrun each rank takes its "
                    "local GPU (nccl) or the CPU (gloo)")
-    f.add_argument("--sanity", type=int, default=32, metavar="N",
+    f.add_argument("--sanity", type=count("sanity"), default=32, metavar="N",
                    help="the randomisation sanity check (layers re-initialised top-down, Spearman rho of each "
                         "explanation before / after) on the first N texts (default 32; 0 skips it); a '!' flags "
                         "rho >= 0.5 after the whole model is random")
+    f.add_argument("--beam", type=count("beam"), default=1,
+                   help="NAOPC (Edin et al. 2025): each text's lowest and highest AOPC over word orders, exact up "
+                        "to 8 words, beyond by a beam search of this width (default 1, greedy: about ten times the "
+                        "erasure passes of the curves alone; 0: exact bounds only, NAOPC blank on longer texts)")
+    f.add_argument("--no-naopc", action="store_true", help="no NAOPC (raw AOPC only: the fastest run)")
+    f.add_argument("--out", type=Path, default=None, metavar="FILE",
+                   help="also write the JSON lines to FILE, rewritten after every chunk of texts and again before "
+                        "the randomisation check: a stopped or failed run keeps what it had scored")
     add_seed(f)
     f.add_argument("--json", action="store_true", help="JSON lines on stdout: one object per method, then a summary")
     f.add_argument("--quiet", action="store_true", help="no progress bar")

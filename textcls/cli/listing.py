@@ -47,8 +47,9 @@ def cmd_list(args) -> int:
 
 
 def cmd_limits(args) -> int:
+    from textcls.runtime import timeouts
     from textcls.runtime.limits import current, describe
-    rows = describe(current())
+    rows = describe(current()) + timeouts.describe()
     if args.json:
         print(json.dumps({n: v for n, v, _ in rows}, indent=2))
         return 0

@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import signal
 import sys
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 from textcls.cli.common import (PROG, UsageError, add_batch_size, add_data, add_data_root, add_device, add_limit,
-    add_seed, count, device, join_group, limit_flags, one_line, parse_pairs, report_result)
+    add_seed, count, device, join_group, limit_flags, one_line, parse_pairs, rank_prefix, report_result)
 
 
 class _Progress:
@@ -157,7 +160,41 @@ def _epochs(raw: str):
     return value
 
 
+class Terminated(SystemExit):
+    """SIGTERM (or SIGHUP) during `train`: raised from the signal handler so that every `finally` runs - the claim
+    file beside --out is removed - before the process exits with 128 + the signal's number."""
+
+
+@contextmanager
+def _exit_cleanly_on_term():
+    """While training: SIGTERM and SIGHUP end the command through Python (`Terminated`) instead of killing it outright,
+    so the claim file is removed and a half-written checkpoint folder is never left (saves are atomic anyway). Only in
+    the main thread, where Python delivers signals; the previous handlers are restored after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_signal(signum, _frame):
+        name = signal.Signals(signum).name
+        print(f"{PROG} train: {rank_prefix()}stopped by {name}", file=sys.stderr)
+        raise Terminated(128 + signum)
+    saved = {}
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None:
+            saved[sig] = signal.signal(sig, on_signal)
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
 def cmd_train(args) -> int:
+    with _exit_cleanly_on_term():
+        return _cmd_train(args)
+
+
+def _cmd_train(args) -> int:
     if isinstance(args.epochs, float) and not str(args.model).startswith("hf:"):
         raise UsageError(f"--epochs {args.epochs:g}: a whole number of epochs for {args.model} (a fraction of an "
                          "epoch is for hf: encoders; --max-steps stops a run early)")

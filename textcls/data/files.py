@@ -192,8 +192,10 @@ def split_train_dev_test(data: Split, seed: int = 0, path: Any = "data",
     n_dev = max(1, int(round(fractions[0] * n)))
     n_test = max(1, int(round(fractions[1] * n)))
     if n - n_dev - n_test < 1:
-        raise DataError(f"{path}: {n} rows are too few to split into train/dev/test (need 3; "
-                        f"or load it with as_split='test')")
+        raise DataError(f"{path}: {n} row(s) are too few to split into train/dev/test (need 3); to score every "
+                        f"row, put them in a folder as test.csv beside a dataset.json naming the labels "
+                        f"({{\"labels\": [...]}}) and pass that folder as the data (from Python: "
+                        f"load_data(..., as_split='test'))")
     perm = np.random.default_rng(seed).permutation(n)
     parts = {"train": perm[: n - n_dev - n_test], "dev": perm[n - n_dev - n_test: n - n_test],
              "test": perm[n - n_test:]}

@@ -45,19 +45,21 @@ def reading(rows: Sequence[dict[str, Any]], within: float = 1.0) -> str:
         small = min(sized, key=lambda r: r["parameters"])
         if small is not fast and small is not best:
             out += f"; smallest within {within:g} point: {small['name']} ({small['parameters'] / 1e6:.2f} M parameters)"
-    faith = [r for r in near if r.get("faith")]
-    if faith:
-        top = max(faith, key=lambda r: r["faith"]["aopc"])
+    faith = [r for r in near if r.get("faith") and r["faith"].get("naopc") is not None]
+    if faith:                   # across models only NAOPC compares (raw AOPC's range depends on the model)
+        top = max(faith, key=lambda r: r["faith"]["naopc"])
         f = top["faith"]
-        out += (f"; most faithful own attention within {within:g} point: {top['name']} (AOPC {f['aopc']:.3f}"
-                + (f" against {f['random']:.3f} for a random ranking" if f.get("random") is not None else "") + ")")
+        out += (f"; most faithful own attention within {within:g} point: {top['name']} (NAOPC {f['naopc']:.3f}"
+                + (f" against {f['random_naopc']:.3f} for a random ranking" if f.get("random_naopc") is not None
+                   else "") + ")")
     return out + "."
 
 
 def attention_faithfulness(files: Sequence[str | Path], infos: Sequence[Any]) -> dict[str, dict[str, Any]]:
-    """{checkpoint name: {"aopc", "lo", "hi", "random", "n"}}: the AOPC comprehensiveness of each checkpoint's own
+    """{checkpoint name: {"aopc", "lo", "hi", "random", "n", "naopc", "random_naopc"}}: the AOPC comprehensiveness of each checkpoint's own
     attention (with its bootstrap 95 % interval) and of a random ranking over the whole test split, from the JSON
-    files scripts/faithfulness_table.py writes (docs/faithfulness*.json). A row measured on another version of
+    files scripts/faithfulness_table.py and scripts/naopc_table.py write (docs/faithfulness*.json; a checkpoint's NAOPC
+    over the same texts joins its row, and "naopc" is None where no file has it). A row measured on another version of
     the checkpoint (its `created` differs from the folder's) is left out: it would describe other weights.
     Missing or malformed files give nothing."""
     created = {i.name: getattr(i, "created", None) for i in infos}
@@ -75,8 +77,17 @@ def attention_faithfulness(files: Sequence[str | Path], infos: Sequence[Any]) ->
                     continue
                 lo, hi = att.get("aopc_comprehensiveness_ci") or (None, None)
                 rnd = (methods.get("random") or {}).get("aopc_comprehensiveness")
-                out[name] = {"aopc": float(att["aopc_comprehensiveness"]), "lo": lo, "hi": hi,
-                             "random": None if rnd is None else float(rnd), "n": row.get("n")}
+                nrnd = (methods.get("random") or {}).get("naopc_comprehensiveness")
+                got = {"aopc": float(att["aopc_comprehensiveness"]), "lo": lo, "hi": hi,
+                       "random": None if rnd is None else float(rnd), "n": row.get("n"),
+                       "naopc": (None if att.get("naopc_comprehensiveness") is None
+                                 else float(att["naopc_comprehensiveness"])),
+                       "random_naopc": None if nrnd is None else float(nrnd)}
+                if name in out and got["naopc"] is not None and out[name].get("naopc") is None \
+                        and got["n"] == out[name].get("n"):      # the same split measured again with NAOPC
+                    out[name].update(naopc=got["naopc"], random_naopc=got["random_naopc"])
+                elif name not in out:
+                    out[name] = got
             except (KeyError, TypeError, ValueError):
                 continue
     return out
@@ -84,7 +95,8 @@ def attention_faithfulness(files: Sequence[str | Path], infos: Sequence[Any]) ->
 
 def explanation_rows(files: Sequence[str | Path]) -> list[dict[str, Any]]:
     """Every explanation method's row of the JSON lines `python -m textcls faithfulness --json` writes
-    (docs/results_context_mixing/*.jsonl): {checkpoint, method, n, aopc, lo, hi, sufficiency, seconds_per_text,
+    (docs/results_context_mixing/*.jsonl): {checkpoint, method, n, aopc, lo, hi, naopc, naopc_lo, naopc_hi,
+    naopc_sufficiency (None where the run has no NAOPC), sufficiency, seconds_per_text,
     plausibility, sanity_rho, sanity_flag}. The random floor is kept (it is what every method must beat); a
     checkpoint measured twice for a method keeps the run over more texts. Missing or malformed lines give
     nothing."""
@@ -100,8 +112,11 @@ def explanation_rows(files: Sequence[str | Path]) -> list[dict[str, Any]]:
                 if r.get("kind") != "method":
                     continue
                 lo, hi = r.get("aopc_comprehensiveness_ci") or (None, None)
+                nlo, nhi = r.get("naopc_comprehensiveness_ci") or (None, None)
                 row = {"checkpoint": Path(str(r["checkpoint"])).name, "method": str(r["method"]), "n": int(r["n"]),
                        "aopc": float(r["aopc_comprehensiveness"]), "lo": lo, "hi": hi,
+                       "naopc": r.get("naopc_comprehensiveness"), "naopc_lo": nlo, "naopc_hi": nhi,
+                       "naopc_sufficiency": r.get("naopc_sufficiency"),
                        "sufficiency": r.get("aopc_sufficiency"), "seconds_per_text": r.get("seconds_per_text"),
                        "plausibility": r.get("plausibility_auprc"), "sanity_rho": r.get("sanity_rho"),
                        "sanity_flag": bool(r.get("sanity_flag"))}

@@ -214,6 +214,22 @@ def _target_list(target, n: int) -> list:
     return [int(x) for x in t]
 
 
+def rows_per_pass(model, ids: torch.Tensor, mask: torch.Tensor, most: int) -> int:
+    """Perturbed copies one forward pass of Occlusion, LIME or Shapley sampling runs: `most`, fewer where a copy's
+    activations (its attention maps grow with the square of its positions: about 16 x heads x positions^2 bytes,
+    plus 64 x hidden x positions) would take the pass past the explanation's memory budget
+    (textcls.runtime.limits: explain_max_memory_mb)."""
+    from textcls.runtime.limits import current
+    cfg = getattr(model, "config", None)
+    hf = getattr(getattr(model, "hf", None), "config", None)
+    lengths = getattr(model, "sequence_lengths", None)
+    T = int(lengths(ids, mask).max()) if callable(lengths) else int(ids[0].numel())
+    heads = int(getattr(cfg, "num_heads", 0) or getattr(cfg, "n_heads", 0) or 0)
+    hidden = int(getattr(hf, "hidden_size", 0) or getattr(cfg, "d_model", 0) or 256)
+    per_row = 16 * heads * T * T + 64 * hidden * T
+    return max(1, min(int(most), current().explain_max_memory_mb * 2**20 // max(1, per_row)))
+
+
 def token_attributions(f: EmbeddingForward, method: str, emb: torch.Tensor, base: torch.Tensor | None,
                        ids: torch.Tensor, mask: torch.Tensor, targets: torch.Tensor, *, n_steps: int = 50,
                        window: int = 1, n_samples: int | None = None, internal_batch_size: int = 1024
@@ -241,7 +257,8 @@ def token_attributions(f: EmbeddingForward, method: str, emb: torch.Tensor, base
         lead = (1,) * (ids.dim() - 2)  # hierarchical: windows stay inside one sentence
         tok = Occlusion(f).attribute(emb, sliding_window_shapes=lead + (window, E), strides=lead + (1, E),
                                      baselines=base, target=targets, additional_forward_args=args,
-                                     perturbations_per_eval=max(1, 64 // emb.shape[0])).mean(-1)
+                                     perturbations_per_eval=max(1, rows_per_pass(f.model, ids, mask, 64)
+                                                                // emb.shape[0])).mean(-1)
     else:
         rows = []
         for b in range(emb.shape[0]):
@@ -251,7 +268,7 @@ def token_attributions(f: EmbeddingForward, method: str, emb: torch.Tensor, base
                 continue
             fm, _ = _feature_mask(m[0], emb.shape[-1])
             kw = dict(baselines=base[b:b + 1], target=targets[b:b + 1], additional_forward_args=(ids[b:b + 1], m),
-                      feature_mask=fm[None], perturbations_per_eval=32)
+                      feature_mask=fm[None], perturbations_per_eval=rows_per_pass(f.model, ids[b:b + 1], m, 32))
             if method == "shapley":
                 attr = ShapleyValueSampling(f).attribute(emb[b:b + 1], n_samples=n_samples or 25, **kw)
             else:

@@ -38,19 +38,21 @@ import time
 from typing import Any, Callable, Sequence
 
 import numpy as np
-import torch
 
 from textcls.runtime.limits import check_count
 from textcls.runtime.memory import return_free_memory
 from textcls.runtime.threads import for_texts
 from textcls.interpret.attention_tests import permutation_tests, uniform_attention_tests
 from textcls.interpret.buckets import ATTENTION_CELLS, TOKENS_PER_BATCH, buckets, n_positions, own_shape
-from textcls.interpret.instances import Instance, closed_up
-from textcls.interpret.probabilities import check_model, prob_fn, tvd
+from textcls.interpret.instances import Instance
+from textcls.interpret.probabilities import check_model, tvd
 from textcls.interpret.sources import as_source
 from textcls.interpret.vectors import as_vector, top_indices
 from textcls.interpret.records import SliceReport  # noqa: F401  (a torch-free record, re-exported)
 from textcls.interpret.attributions import METHODS as CAPTUM, Attribution
+from textcls.interpret.chance import Chance, run_chances
+from textcls.interpret.variants import Variants  # noqa: F401  (re-exported: the data-set path's scorer)
+from textcls.interpret.rankings import naopc
 from textcls.interpret.faithfulness import (BINS, _check_removal, attention_maps, infidelity, kendall_tau, n_tokens,
     sensitivity, topk_overlap)
 
@@ -68,92 +70,6 @@ Progress = Callable[[int, int], None]
 
 
 # ---------------------------------------------------------------- erasure variants, scored once each
-
-class Variants:
-    """Token-removal variants of many texts (text index, sorted real-token indices removed), each scored once.
-
-    `add` returns a variant's id (the same id for the same text and removed set); `run` scores every pending
-    variant in length buckets; `probs(vid)` is its probability vector (float64, as `probabilities.score` gives)."""
-
-    def __init__(self, model, instances: Sequence[Instance], removal: str = "delete"):
-        _check_removal(removal)
-        self.fn = prob_fn(model)
-        self.lengths = getattr(model, "sequence_lengths", None)   # encoders over word pieces: what a row costs
-        self.insts = instances
-        self.removal = removal
-        self._ids: dict[tuple[int, tuple[int, ...]], int] = {}
-        self._items: list[tuple[int, tuple[int, ...]]] = []
-        self._probs: list[np.ndarray | None] = []
-        self._pending: list[int] = []
-        self._real: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self.n_scored = 0
-
-    def add(self, text: int, drop) -> int:
-        key = (text, tuple(sorted(int(i) for i in drop)))
-        vid = self._ids.get(key)
-        if vid is None:
-            vid = self._ids[key] = len(self._items)
-            self._items.append(key)
-            self._probs.append(None)
-            self._pending.append(vid)
-        return vid
-
-    def probs(self, vid: int) -> np.ndarray:
-        p = self._probs[vid]
-        if p is None:
-            raise RuntimeError("variant not scored yet: call run()")
-        return p
-
-    def _text(self, t: int) -> tuple[np.ndarray, np.ndarray | None]:
-        """(real ids (n,), sentence of each real token (n,) or None for flat texts) of text t, cached."""
-        got = self._real.get(t)
-        if got is None:
-            inst = self.insts[t]
-            sent = inst.positions[:, 0].numpy() if inst.hierarchical else None
-            got = self._real[t] = (inst.real_ids().numpy(), sent)
-        return got
-
-    def _arrays(self, vid: int) -> tuple[np.ndarray, np.ndarray]:
-        """(ids, mask) numpy arrays of one variant, shaped as `Instance.remove` gives them (flat (L,), HCAN
-        (S, W)), built without an Instance (the hot path)."""
-        t, drop = self._items[vid]
-        inst = self.insts[t]
-        if self.removal != "delete":
-            ids = inst.ids.numpy().copy()
-            if drop:
-                ids[tuple(inst.positions.numpy()[list(drop)].T)] = inst.pad_id if self.removal == "pad" else inst.unk_id
-            return ids, inst.mask.numpy()
-        real, sent = self._text(t)
-        keep = np.ones(len(real), dtype=bool)
-        keep[list(drop)] = False
-        return closed_up(real, sent, keep, inst.pad_id)
-
-    def run(self) -> None:
-        pending, self._pending = self._pending, []
-        if not pending:
-            return
-        built = {v: self._arrays(v) for v in pending}
-        shapes = [built[v][0].shape for v in pending]
-        pad_id = self.insts[0].pad_id
-        cost = shapes
-        if self.lengths is not None and len(shapes[0]) == 1:      # group by the positions the model will run
-            cost = [(int(self.lengths(torch.from_numpy(built[v][0])[None], torch.from_numpy(built[v][1])[None])),)
-                    for v in pending]
-        for group in buckets(cost):
-            vids = [pending[g] for g in group]
-            shape = tuple(max(built[v][0].shape[d] for v in vids) for d in range(len(shapes[0])))
-            ids_np = np.full((len(vids),) + shape, pad_id, dtype=np.int64)
-            mask_np = np.zeros((len(vids),) + shape, dtype=bool)
-            for r, v in enumerate(vids):
-                row, m = built[v]
-                sl = (r,) + tuple(slice(0, n) for n in row.shape)
-                ids_np[sl] = row
-                mask_np[sl] = m
-            p = torch.as_tensor(self.fn(torch.from_numpy(ids_np), torch.from_numpy(mask_np))).detach().double().numpy()
-            for r, v in enumerate(vids):
-                self._probs[v] = p[r]
-        self.n_scored += len(pending)
-
 
 # ---------------------------------------------------------------- importances of many texts
 
@@ -199,7 +115,8 @@ def bootstrap_ci(values, n_resamples: int = 1000, seed: int = 0, level: float = 
 
 # ---------------------------------------------------------------- the report
 
-NUMERIC = ("aopc_comprehensiveness", "aopc_sufficiency", "kendall_tau_ref", "topk_overlap_ref", "erasure_top_flip",
+NUMERIC = ("aopc_comprehensiveness", "aopc_sufficiency", "naopc_comprehensiveness", "naopc_sufficiency",
+           "kendall_tau_ref", "topk_overlap_ref", "erasure_top_flip",
            "erasure_random_flip", "erasure_fraction_to_flip", "erasure_random_fraction_to_flip", "ig_delta",
            "ig_converged", "ig_steps", "infidelity", "sensitivity_max")
 
@@ -214,7 +131,8 @@ class SliceRun:
                  reference: str = "leave_one_out", baseline: str = "pad", n_steps: int = 50,
                  n_permutations: int = 30, attention_tests: bool = True, captum_metrics: bool = False,
                  n_perturb: int = 20, seed: int = 0, k_pct: float = 20, chunk: int | None = None,
-                 n_bootstrap: int = 1000, random_orders: int = RANDOM_ORDERS, flip_orders: bool = True):
+                 n_bootstrap: int = 1000, random_orders: int = RANDOM_ORDERS, flip_orders: bool = True,
+                 naopc_beam: int | None = None):
         _check_removal(removal)
         src = as_source(source, tokenizer)
         self.src, self.model = src, src.model
@@ -244,6 +162,9 @@ class SliceRun:
         self.n_permutations, self.captum_metrics, self.n_perturb = n_permutations, captum_metrics, n_perturb
         self.chunk, self.n_bootstrap, self.random_orders = chunk, n_bootstrap, random_orders
         self.flip_orders = bool(flip_orders)
+        if naopc_beam is not None:
+            check_count("beam", naopc_beam, "naopc_beam")
+        self.naopc_beam = naopc_beam
         rng = np.random.default_rng(seed)
         self.random = [rng.random(i.n) for i in self.insts] if "random" in methods else []
         self.attention_tests = bool(attention_tests and attention_maps(self.model))
@@ -311,7 +232,12 @@ class SliceRun:
         base = {i: V.add(i, ()) for i in texts}
         singles = {i: [V.add(i, (k,)) for k in range(insts[i].n)] for i in texts}
         V.run()
-        self._time("variants", t)
+        spent = time.perf_counter() - t
+        if "leave_one_out" in self.methods and texts:            # leave-one-out's standalone cost: its variants' share
+            share = sum(len(v) for v in singles.values()) / (len(texts) + sum(len(v) for v in singles.values()))
+            self.timings["leave_one_out"] = self.timings.get("leave_one_out", 0.0) + spent * share
+            spent *= 1 - share
+        self.timings["variants"] = self.timings.get("variants", 0.0) + spent
         imps: dict[str, dict[int, Any]] = {}
         for m in self.methods:
             t = time.perf_counter()
@@ -404,6 +330,7 @@ class SliceRun:
                         still.append(j)
             active = still
         V.run()                                                 # the curves' variants, when no wave scored them
+        bounds = self._bounds(V, texts, base, curves)
         out = {}
         for (m, i), (ks, comp, suff, empty) in curves.items():
             n = insts[i].n
@@ -421,7 +348,10 @@ class SliceRun:
                 return (first if first is not None else n) / n, first is None
             out[(m, i)] = {"example": i, "method": m, "n_tokens": n, "target": j, "p_target": float(p[j]),
                            "removal": self.removal, "aopc_comprehensiveness": float(np.mean(c)),
-                           "aopc_sufficiency": float(np.mean(s)), "erasure_top_flip": bool(flips_single[top]),
+                           "aopc_sufficiency": float(np.mean(s)),
+                           **({"naopc_comprehensiveness": naopc(float(np.mean(c)), bounds[i]["comprehensiveness"]),
+                               "naopc_sufficiency": naopc(float(np.mean(s)), bounds[i]["sufficiency"], False)}
+                              if i in bounds else {}), "erasure_top_flip": bool(flips_single[top]),
                            "erasure_random_flip": float(np.mean(flips_single[others])) if others else float("nan")}
             if self.flip_orders:
                 f0, never = frac(jobs[method_job[(m, i)]])
@@ -429,6 +359,26 @@ class SliceRun:
                 out[(m, i)].update(erasure_fraction_to_flip=f0, erasure_never_flipped=never,
                                    erasure_random_fraction_to_flip=float(np.mean(rf)) if rf else float("nan"))
         return out
+
+    def _bounds(self, V: Variants, texts, base, curves) -> dict[int, dict[str, list[float]]]:
+        """Each text's lowest and highest AOPC over word orders (textcls.interpret.chance: exact up to EXACT_WORDS
+        words, the beam beyond, widened by every method's own order), for NAOPC; {} with naopc_beam None."""
+        if self.naopc_beam is None or not texts:
+            return {}
+        t = time.perf_counter()
+        p_of = {i: V.probs(base[i]) for i in texts}
+        seen: dict[int, tuple[list[float], list[float]]] = {}
+        for (m, i), (ks, comp, suff, empty) in curves.items():
+            p, j = p_of[i], int(p_of[i].argmax())
+            c = float(np.mean([0.0] + [p[j] - V.probs(v)[j] for v in comp]))
+            s = float(np.mean([p[j] - V.probs(empty)[j]] + [p[j] - V.probs(v)[j] for v in suff]))
+            seen.setdefault(i, ([], []))[0].append(c)
+            seen[i][1].append(s)
+        jobs = [Chance(V, i, self.insts[i].n, base[i], tokens=self.insts[i].tokens, beam=self.naopc_beam,
+                       n_first=0, n_more=0) for i in texts]
+        got = run_chances(V, jobs, {k: seen.get(i, ((), ())) for k, i in enumerate(texts)})
+        self._time("naopc_bounds", t)
+        return {i: g["bounds"] for i, g in zip(texts, got)}
 
     # -- results
     def report(self) -> SliceReport:
@@ -443,7 +393,7 @@ class SliceRun:
                 vals = [v for v in vals if not math.isnan(v)]
                 if vals:
                     row[key] = float(np.mean(vals))
-            for key in ("aopc_comprehensiveness", "aopc_sufficiency"):
+            for key in ("aopc_comprehensiveness", "aopc_sufficiency", "naopc_comprehensiveness", "naopc_sufficiency"):
                 if key in row:
                     row[key + "_ci"] = list(bootstrap_ci([r[key] for r in ex], self.n_bootstrap, self.seed))
             if m == self.reference:
@@ -463,6 +413,7 @@ class SliceRun:
                     "n_steps": self.n_steps, "n_permutations": self.n_permutations, "n_texts": self.done,
                     "n_total": self.total, "stopped": not self.finished, "bins": list(BINS), "k_pct": self.k_pct,
                     "random_orders": self.random_orders, "flip_orders": self.flip_orders,
+                    "naopc_beam": self.naopc_beam,
                     "notes": list(self.notes), "variants_scored": self.n_variants,
                     "model": self.src.name or getattr(self.model, "registry_name", "")}
         return SliceReport(rows, model_row, list(self.per_example), settings, self.seconds, dict(self.timings))
@@ -474,7 +425,8 @@ def evaluate_slice(source, texts: Sequence[str], methods: Sequence[str] = ("atte
                    n_permutations: int = 30, attention_tests: bool = True, captum_metrics: bool = False,
                    n_perturb: int = 20, seed: int = 0, k_pct: float = 20, progress: Progress | None = None,
                    should_stop: Callable[[], bool] | None = None, chunk: int | None = None,
-                   random_orders: int = RANDOM_ORDERS, flip_orders: bool = True) -> SliceReport:
+                   random_orders: int = RANDOM_ORDERS, flip_orders: bool = True,
+                   naopc_beam: int | None = None) -> SliceReport:
     """Faithfulness of several explanation methods of one model over N texts, batched across texts.
 
     `source` is a Predictor or a model with `tokenizer=`. Methods: Captum methods (attributions module), the
@@ -487,11 +439,14 @@ def evaluate_slice(source, texts: Sequence[str], methods: Sequence[str] = ("atte
     texts; should_stop() true between chunks stops the run (the report covers the texts done). `random_orders`:
     random orders of the erasure-flip test per text (RANDOM_ORDERS). flip_orders=False skips the erasure-flip orders
     (the fraction removed to flip: about 0.7 n prefixes per order and text, most of a run's passes) and keeps the
-    single-word flips, which leave-one-out scores anyway: the fast set."""
+    single-word flips, which leave-one-out scores anyway: the fast set. `naopc_beam`: the beam width of each text's
+    AOPC bounds for NAOPC (textcls.interpret.chance; None, the default: no NAOPC; 1, the command line's default,
+    scores about ten times the erasure variants of the curves alone: the bounds' passes)."""
     run = SliceRun(source, texts, methods, tokenizer=tokenizer, removal=removal, reference=reference,
                    baseline=baseline, n_steps=n_steps, n_permutations=n_permutations,
                    attention_tests=attention_tests, captum_metrics=captum_metrics, n_perturb=n_perturb, seed=seed,
-                   k_pct=k_pct, chunk=chunk, random_orders=random_orders, flip_orders=flip_orders)
+                   k_pct=k_pct, chunk=chunk, random_orders=random_orders, flip_orders=flip_orders,
+                   naopc_beam=naopc_beam)
     return run.run(progress, should_stop).report()
 
 

@@ -45,10 +45,11 @@ from textcls.interpret.instances import REMOVALS, Instance
 from textcls.interpret.probabilities import check_model, prob_fn, score, tvd
 from textcls.interpret.vectors import as_vector, top_indices
 from textcls.interpret.rankings import (LEVEL, N_RANDOM, ONE_TEXT_NOTE, VERDICT_RULE, VERDICTS,  # noqa: F401
-                                        agreement, kendall_tau, n_tokens, topk_overlap, versus_random)
+                                        agreement, kendall_tau, n_tokens, text_seed, topk_overlap, versus_random)
 from textcls.interpret.attributions import _targets, baseline_embedding, canonical_method, token_attributions
 
 BINS = (1, 5, 10, 20, 50)
+N_PERMUTATIONS = 50      # attention permutations of one text (Attribute and the lessons draw the same ones)
 
 
 def _check_removal(removal: str) -> None:
@@ -148,9 +149,13 @@ def attention_maps(model, names: Sequence[str] | None = None) -> list[str]:
 
 
 @interactive_work
-def permutation_test(model, inst: Instance, n_permutations: int = 100, maps: Sequence[str] | None = None,
-                     seed: int = 0, batch_size: int = 50) -> dict[str, Any]:
-    """Median TVD of the output when the attention weights are randomly permuted (Jain & Wallace)."""
+def permutation_test(model, inst: Instance, n_permutations: int = N_PERMUTATIONS, maps: Sequence[str] | None = None,
+                     seed: int | None = None, batch_size: int = 50) -> dict[str, Any]:
+    """Median TVD of the output when the attention weights are randomly permuted (Jain & Wallace). The
+    permutations are random draws; seed None draws them from the text itself (`chance.text_seed`), so every page
+    and lesson shows the same ones for the same text; "tvd_iqr" is their spread (25th, 75th percentile)."""
+    if seed is None:
+        seed = text_seed(inst.tokens, inst.n)
     check_model(model)
     names = attention_maps(model, maps)
     if not names:
@@ -167,7 +172,8 @@ def permutation_test(model, inst: Instance, n_permutations: int = 100, maps: Seq
         outs.append(score(fn, [inst] * min(batch_size, n_permutations - i), batch_size=batch_size))
     q = np.concatenate(outs)
     d = tvd(q, p[None])
-    return {"median_tvd": float(np.median(d)), "tvds": d, "flip_rate": float(np.mean(q.argmax(1) != p.argmax())),
+    return {"median_tvd": float(np.median(d)), "tvds": d, "tvd_iqr": [float(x) for x in np.percentile(d, [25, 75])],
+            "seed": seed, "flip_rate": float(np.mean(q.argmax(1) != p.argmax())),
             "maps": names, "n_permutations": n_permutations, "p": p}
 
 

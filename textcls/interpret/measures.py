@@ -39,8 +39,12 @@ def slice_measures(run, gold: Sequence[int] | None, label_names: Sequence[str] |
         insts = [i for i in run.insts[:sanity_texts] if i.n > 1]
         methods = [m for m in run.methods if m != "random"]
         kw = {"baseline": run.baseline, "n_steps": run.n_steps, "seed": seed, "removal": run.removal}
-        res = cascading_randomisation(run.model, insts, methods, lambda model, xs, m: explain_any(model, xs, m, **kw),
-                                      seed=seed)
+        try:
+            res = cascading_randomisation(run.model, insts, methods,
+                                          lambda model, xs, m: explain_any(model, xs, m, **kw), seed=seed)
+        except Exception as e:  # noqa: BLE001 - an optional check never costs what was computed: one line
+            notes.append(f"randomisation check not run: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+            return out, notes
         for m in methods:
             out[m]["sanity_rho"] = res["final"][m]
             out[m]["sanity_rho_stages"] = res["rho"][m]

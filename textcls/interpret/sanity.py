@@ -11,11 +11,14 @@ Layers (`cascade_units`): the model's child modules in the order they are define
 module holding one, such as a Hugging Face encoder) opened into its elements, modules without parameters
 skipped, then reversed (minilm-sst2: classifier, pooler, layer 5 ... layer 0, embeddings). Re-initialisation: each module's own `reset_parameters()` (Linear, LayerNorm, Embedding, Conv),
 and a parameter no such module owns is redrawn from N(0, its trained standard deviation). The model is
-randomised in a copy: the caller's model (a cached one, shared by a server's sessions) never changes.
+randomised in a copy (`weights_copy`: its modules, parameters and buffers copied, what cannot be copied - a
+lock, a tokenizer's native state - shared with the original): the caller's model (a cached one, shared by a
+server's sessions) never changes.
 """
 from __future__ import annotations
 
 import copy
+import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -73,6 +76,43 @@ def reinitialise(module: nn.Module, seed: int) -> None:
         torch.random.set_rng_state(gen_state)
 
 
+_SHARED_TYPES = (type(threading.Lock()), type(threading.RLock()), threading.Condition, threading.Event,
+                 threading.Semaphore)
+
+
+def _shared_objects(model: nn.Module) -> dict[int, Any]:
+    """A deepcopy memo that shares every lock-like object reachable from the model's modules' attributes (what
+    pickling refuses: a Hugging Face wrapper's word table holds a lock)."""
+    memo: dict[int, Any] = {}
+    seen: set[int] = set()
+    stack: list[Any] = [m.__dict__ for m in model.modules()]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, (torch.Tensor, str, bytes, int, float, bool, type(None))):
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, _SHARED_TYPES):
+            memo[id(obj)] = obj
+        elif isinstance(obj, dict):
+            stack.extend(obj.values())
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            stack.extend(obj)
+        elif isinstance(obj, nn.Module):
+            continue                                  # its own __dict__ is already on the stack
+        elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+            stack.append(vars(obj))
+    return memo
+
+
+def weights_copy(model: nn.Module) -> nn.Module:
+    """A copy of `model` whose parameters can be changed without touching the original's (see the module
+    docstring). ValueError, in one line, where the model cannot be copied."""
+    try:
+        return copy.deepcopy(model, _shared_objects(model))
+    except Exception as e:  # noqa: BLE001 - any object deepcopy refuses: say which, in one line
+        raise ValueError(f"the model could not be copied to randomise it ({type(e).__name__}: {e})") from None
+
+
 def spearman(a, b) -> float:
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.size < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
@@ -90,7 +130,7 @@ def cascading_randomisation(model, instances: Sequence, methods: Sequence[str], 
     last stage}, "flagged": [methods whose final rho >= FLAG_RHO]}."""
     before = {m: [np.asarray(getattr(x, "scores", x), dtype=np.float64) for x in explain(model, instances, m)]
               for m in methods}
-    model = copy.deepcopy(model).eval()     # randomised in a copy: a model shared with other callers never changes
+    model = weights_copy(model).eval()      # randomised in a copy: a model shared with other callers never changes
     units = cascade_units(model)
     if not units:
         raise ValueError("the model has no layers with parameters to randomise")

@@ -57,12 +57,13 @@ def resolve_device(device: str | torch.device | None = "auto", local_rank: int |
 
 
 def describe_device(device: torch.device | str) -> str:
-    """e.g. "cpu (4 threads)", "cuda:0 (NVIDIA H100 80GB HBM3)"."""
+    """e.g. "cpu (4 threads)", "cpu (1 thread)", "cuda:0 (NVIDIA H100 80GB HBM3)"."""
     d = torch.device(device)
     if d.type == "cuda" and torch.cuda.is_available():
         return f"{d} ({torch.cuda.get_device_name(d.index or 0)})"
     if d.type == "cpu":
-        return f"cpu ({torch.get_num_threads()} threads)"
+        n = torch.get_num_threads()
+        return f"cpu ({n} thread{'' if n == 1 else 's'})"
     return str(d)
 
 

@@ -24,8 +24,9 @@ import numpy as np
 import torch
 
 from textcls.runtime.devices import resolve_device
+from textcls.runtime.timeouts import dist_timeout_s
 
-TIMEOUT_S = int(os.environ.get("TEXTCLS_DIST_TIMEOUT", "1800"))
+TIMEOUT_S = dist_timeout_s()         # a hung peer is waited for this long (TEXTCLS_DIST_TIMEOUT; runtime.timeouts)
 
 
 @dataclass(frozen=True)

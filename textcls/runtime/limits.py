@@ -48,6 +48,14 @@ class Limits:
         'saved) before the machine swaps or the out-of-memory killer ends the server.')})
     job_threads: int = field(default=1, metadata={"help": (
         'Torch threads of one training run started in the app (it also runs at a lower OS priority).')})
+    explain_max_memory_mb: int = field(default=1_024, metadata={"help": (
+        'Working memory of one explanation of one text (a request of `explain`, Inspect or Attribute), beyond the '
+        'model. The context-mixing methods work through the positions in chunks sized to fit it (value zeroing: '
+        'zeroed copies of a layer; norm, GlobEnc, ALTI, DecompX: rows of position x position x hidden); DecompX '
+        'also keeps every position\'s parts of every position (2 x pieces^2 x hidden floats) and refuses a text '
+        'whose parts alone exceed it (MiniLM: all 512 pieces fit in 1,024 MB). Occlusion, LIME and Shapley run '
+        'fewer perturbed copies per forward pass to fit; integrated gradients keeps its own caps (about 800 MB on '
+        'MiniLM at 512 pieces).')})
 
     @classmethod
     def from_env(cls) -> "Limits":
@@ -101,6 +109,9 @@ COUNTS: dict[str, tuple[int, int | None, str]] = {
     "max_steps": (1, None, "optimiser steps"),
     "runs": (1, 1_000, "runs per cell"),
     "seed": (0, 2**32 - 1, "random seed"),
+    "sanity": (0, 100_000, "texts of the randomisation check (0: none)"),
+    "chunk": (1, 1_000_000, "texts per step"),
+    "beam": (0, 50, "beam width of the NAOPC bounds (0: exact bounds on short texts only)"),
 }
 
 

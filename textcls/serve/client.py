@@ -6,12 +6,19 @@ with threads). This module imports neither torch nor Streamlit.
 
 What it survives:
 - **Killed or crashed** (the pool breaks): the next call, or the one waiting, starts a new process; a request
-  that was waiting when the process died is sent again once (`call`), and `notice()` says in one line what
-  happened.
+  that was waiting when the process died is sent again once (`call`).
 - **A request that never answers** (`timeout`, TEXTCLS_WORKER_TIMEOUT, 120 s by default, plus PER_TEXT per text
   of a prediction; a model job - `run_job`: an explanation, a data-set chunk - TEXTCLS_WORKER_JOB_TIMEOUT, 600 s):
   the process is killed, a new one started, and the call raises `WorkerTimeout` (one line) rather than waiting
-  for ever.
+  for ever. Every request that was waiting on the stuck process ends the same way, with the same `Restart`.
+
+Who is told (one message per restart, true to what happened, only to whom it concerned): each restart is a
+`Restart` (which process, why, whether it was stuck). A call it touched notes it in its caller's context
+(`take_notes`): "resent" (the request went to the new process) or "failed" (the call raised a WorkerError
+carrying `.restart`). The app shows the first such error of a page run, quiets the others of the same restart
+(`first_report`), and at the end of the run says in one line what the page has not said yet
+(pages.common.warmup.worker_notice). A session that asked nothing meanwhile is told nothing; a process that dies
+while idle is replaced silently (`check`), with a line in the server's log.
 - **Memory:** the worker keeps at most `max_models` models, least recently used dropped (TEXTCLS_WORKER_MODELS).
 - **Two servers on one machine:** each server starts its own process as its child and talks to it over pipes
   only it holds (no port, no file name): nothing can be shared by accident.
@@ -27,14 +34,18 @@ worker, so one session's long explanation does not hold up another's predictions
 """
 from __future__ import annotations
 
+import contextvars
 import multiprocessing
 import os
+import sys
 import threading
 import time
 import uuid
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import CancelledError, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 from textcls.runtime.trace import span
 from textcls.serve import worker
@@ -42,18 +53,123 @@ from textcls.serve import worker
 ENV = "TEXTCLS_WORKER"
 TIMEOUT = 120.0              # seconds a call may take before the worker is deemed stuck (TEXTCLS_WORKER_TIMEOUT)
 MAX_MODELS = 12              # models the worker keeps (TEXTCLS_WORKER_MODELS)
-NOTICE_SECONDS = 120.0       # how long a restart is reported by notice()
 JOB_TIMEOUT = 600.0          # seconds a model job (an explanation, a data-set chunk) may take (TEXTCLS_WORKER_JOB_TIMEOUT)
 JOB_POLL = 0.02              # how long the worker waits on a job per call (a prediction queued behind waits no more)
 PER_TEXT = 0.1               # seconds more a prediction call may take per text (a pretrained encoder, a busy machine)
 
 
+@dataclass(frozen=True)
+class Restart:
+    """One restart of the model worker: process `number` (1: the first started) replaced, `reason` in words ("did
+    not answer within 120 s", "stopped unexpectedly (killed by signal 9)"), `stuck`: it was alive but did not
+    answer (a timeout), not dead."""
+    number: int
+    reason: str
+    stuck: bool = False
+
+    def message(self, outcome: str) -> str:
+        """One line: what happened to the worker, then `outcome` (what it meant for the request)."""
+        return f"the model worker {self.reason} and was restarted; {outcome}"
+
+
 class WorkerError(RuntimeError):
-    """The model worker could not answer (it stopped twice during one request, or cannot start)."""
+    """The model worker could not answer (it stopped twice during one request, or cannot start). `restart`: the
+    restart that ended the request, when one did (the pages show one message per restart: `first_report`)."""
+
+    def __init__(self, message: str, restart: Restart | None = None):
+        super().__init__(message)
+        self.restart = restart
 
 
 class WorkerTimeout(WorkerError):
-    """A request took longer than the worker's timeout; the worker was restarted."""
+    """A request took longer than the worker's timeout, or waited on a process that did; the worker was
+    restarted."""
+
+
+# ------------------------------------------------------------ who a restart concerned
+
+_NOTES: contextvars.ContextVar[list | None] = contextvars.ContextVar("textcls_worker_notes", default=None)
+MAX_NOTES = 64                # notes kept per context (a background thread's are never taken)
+
+
+def notes() -> list:
+    """This context's notes - (Restart, "resent" | "failed" | "shown") - created on first use. Hand it to
+    `noting_into` in a thread that works for this caller (Compare's requests asked together)."""
+    sink = _NOTES.get()
+    if sink is None:
+        sink = []
+        _NOTES.set(sink)
+    return sink
+
+
+@contextmanager
+def noting_into(sink: list):
+    """Note the restarts the calls made here touch into `sink` (another thread's `notes()`)."""
+    token = _NOTES.set(sink)
+    try:
+        yield
+    finally:
+        _NOTES.reset(token)
+
+
+def _note(restart: Restart | None, how: str) -> None:
+    if restart is None:
+        return
+    sink = notes()
+    sink.append((restart, how))
+    del sink[:-MAX_NOTES]
+
+
+def take_notes() -> list[tuple[Restart, str]]:
+    """This context's notes, which are then forgotten (the app takes them at the end of each page run)."""
+    sink = _NOTES.get()
+    if not sink:
+        return []
+    out = list(sink)
+    sink.clear()
+    return out
+
+
+def first_report(e: BaseException) -> bool:
+    """Whether a page should show the error `e` in full: False for a WorkerError whose restart this context has
+    shown already (six checkpoints waiting on one stuck worker give one message, not six). Marks it shown."""
+    restart = getattr(e, "restart", None)
+    if not isinstance(e, WorkerError) or restart is None:
+        return True
+    seen = _NOTES.get() or []
+    if any(r == restart and how == "shown" for r, how in seen):
+        return False
+    _note(restart, "shown")
+    return True
+
+
+def handled(e: BaseException) -> None:
+    """A caller that got over the WorkerError `e` by itself (the listing done in the server instead): its restart
+    lost this page nothing, so nothing is said about it (unless another request of the page met it too)."""
+    restart = getattr(e, "restart", None)
+    if isinstance(e, WorkerError) and restart is not None:
+        _note(restart, "handled")
+
+
+def untold(notes_taken: list[tuple[Restart, str]]) -> str | None:
+    """One line for what `notes_taken` (a page run's `take_notes()`) says that the page has not shown: per restart
+    the page did not show (`first_report`), what it meant for this page's requests - work lost (a failure no caller
+    got over: `handled`), or a request sent to the new process. None when there is nothing to say."""
+    by_restart: dict[Restart, list[str]] = {}
+    for r, how in notes_taken:
+        by_restart.setdefault(r, []).append(how)
+    lines = []
+    for r, hows in by_restart.items():
+        if "shown" in hows:                         # the page's own error line said it
+            continue
+        if hows.count("failed") > hows.count("handled"):
+            line = r.message("what it was computing for this page was lost: try again.")
+        elif "resent" in hows:
+            line = r.message("this page's request was sent to the new one (models load again on first use).")
+        else:
+            continue
+        lines.append(line[0].upper() + line[1:])
+    return " ".join(lines) or None
 
 
 def enabled() -> bool:
@@ -93,7 +209,7 @@ class ModelWorker:
         self.restarts = 0                     # processes started after the first
         self.generation = 0                   # +1 per process started
         self.last_reason = ""                 # why the last restart happened, in words
-        self._restarted_at = 0.0
+        self._replaced: dict[int, Restart] = {}     # generation -> the restart that replaced it (the last few)
         self._lock = threading.Lock()
         self._pool: ProcessPoolExecutor | None = None
         self._stopped = False
@@ -127,17 +243,29 @@ class ModelWorker:
                 self._pool = self._new_pool()
             return self._pool, self.generation
 
-    def _restart(self, generation: int, reason: str) -> None:
-        """Replace the process of `generation` (unless another thread already has): kill it, start a new one."""
+    def _restart(self, generation: int, reason, stuck: bool = False) -> Restart | None:
+        """Replace the process of `generation` (unless another thread already has): kill it, start a new one.
+        `reason`: words, or a function giving them (computed only when this call restarts). Returns the Restart
+        that replaced `generation` - this one, or the one another thread made - or None (the server stopped)."""
         with self._lock:
             if self._stopped or generation != self.generation or self._pool is None:
-                return
-            old, self._pool = self._pool, None
+                return self._replaced.get(generation)
+            old = self._pool
+        words = reason() if callable(reason) else reason          # may wait a moment for a dead process's code
+        with self._lock:
+            if self._stopped or generation != self.generation or self._pool is not old:
+                return self._replaced.get(generation)
+            self._pool = None
             _kill(old)
             self.restarts += 1
-            self.last_reason = reason
-            self._restarted_at = time.monotonic()
+            self.last_reason = words
+            restart = Restart(generation, words, stuck)
+            self._replaced[generation] = restart
+            for g in sorted(self._replaced)[:-16]:
+                del self._replaced[g]
             self._pool = self._new_pool()
+        print(f"textcls: the model worker {words}; process {generation + 1} started", file=sys.stderr)
+        return restart
 
     def pid(self) -> int:
         """The worker process's id (starts it if needed)."""
@@ -151,25 +279,17 @@ class ModelWorker:
         if pool is not None:
             _kill(pool)
 
-    def check(self) -> str | None:
+    def check(self) -> Restart | None:
         """Replace a process that has died while idle (nobody asked it anything since), so the next request finds
-        a live one; returns notice() then. Cheap: reads the executor's state, sends nothing."""
+        a live one; returns that Restart (no session is told: no request was lost; the server's log says it).
+        Cheap: reads the executor's state, sends nothing."""
         with self._lock:
             pool, generation = self._pool, self.generation
         if pool is None:
             return None
         procs = _processes(pool)
         if getattr(pool, "_broken", False) or any(not p.is_alive() for p in procs):
-            self._restart(generation, f"stopped unexpectedly{_exit_code(pool)}")
-            return self.notice()
-        return None
-
-    def notice(self, seen: int = 0) -> str | None:
-        """One line for the page when the worker was restarted recently (and after generation `seen`), else None."""
-        if self.restarts and self.generation > max(seen, 1) and \
-                time.monotonic() - self._restarted_at < NOTICE_SECONDS:
-            return (f"The model worker {self.last_reason} and was restarted; models load again on first use "
-                    "(a request it was answering was sent again).")
+            return self._restart(generation, lambda: f"stopped unexpectedly{_exit_code(pool)}")
         return None
 
     # ------------------------------------------------------------ calls
@@ -186,20 +306,30 @@ class ModelWorker:
             pool, generation = self._current()
             try:
                 future = pool.submit(fn, *args)
-            except (BrokenProcessPool, RuntimeError):     # broken, or shut down by a restart in another thread
-                self._restart(generation, "stopped")
+            except (BrokenProcessPool, RuntimeError):     # broken, or shut down by a restart in another thread:
+                self._restart(generation, lambda: f"stopped unexpectedly{_exit_code(pool)}")    # never sent
                 continue
             try:
                 return future.result(timeout=limit)
-            except BrokenProcessPool:
-                self._restart(generation, f"stopped unexpectedly{_exit_code(pool)}")
+            except (BrokenProcessPool, CancelledError):   # the process died, or another thread's restart killed it
+                if self._stopped:
+                    raise WorkerError("the model worker has stopped (the server is stopping)") from None
+                restart = self._restart(generation, lambda: f"stopped unexpectedly{_exit_code(pool)}")
+                if restart is not None and restart.stuck:  # it waited on a stuck process: it ends like the request
+                    _note(restart, "failed")               # that timed out (one event, one message)
+                    raise WorkerTimeout(restart.message("try again"), restart) from None
                 if attempt == 2:
-                    raise WorkerError("the model worker stopped twice while answering this request") from None
+                    _note(restart, "failed")
+                    raise WorkerError("the model worker stopped twice while answering this request",
+                                      restart) from None
+                _note(restart, "resent")
             except FutureTimeout:
                 future.cancel()
-                self._restart(generation, f"did not answer within {limit:g} s")
-                raise WorkerTimeout(f"the model worker did not answer within {limit:g} s and was restarted; "
-                                    "try again") from None
+                restart = self._restart(generation, f"did not answer within {limit:g} s", stuck=True)
+                if restart is None:
+                    raise WorkerError("the model worker has stopped (the server is stopping)") from None
+                _note(restart, "failed")
+                raise WorkerTimeout(restart.message("try again"), restart) from None
         raise WorkerError("the model worker could not be started")
 
     def call_env(self, fn, *args, timeout: float | None = None):
@@ -219,6 +349,7 @@ class ModelWorker:
                 key = uuid.uuid4().hex
                 deadline = time.monotonic() + limit
                 done, value = self.call_env(worker.start_job, key, job, JOB_POLL, *args)   # a short job: answered
+                _, started_on = self._current()
                 try:
                     while not done:
                         if value is not None and progress is not None:
@@ -226,14 +357,21 @@ class ModelWorker:
                         left = deadline - time.monotonic()
                         if left <= 0:
                             _, generation = self._current()
-                            self._restart(generation, f"did not finish its {job} job within {limit:g} s")
+                            restart = self._restart(generation, f"did not finish a {job} job within {limit:g} s",
+                                                    stuck=True)
+                            _note(restart, "failed")
                             raise WorkerTimeout(f"the model worker did not finish this within {limit:g} s and was "
-                                                "restarted; try again")
+                                                "restarted; try again", restart)
                         done, value = self.call(worker.job_result, key, min(JOB_POLL, left))
                     return value
-                except worker.JobLost:
+                except worker.JobLost:                      # the process that held it was replaced meanwhile
+                    restart = self._replaced.get(started_on)
                     if attempt == 2:
-                        raise WorkerError("the model worker restarted twice while computing this") from None
+                        _note(restart, "failed")
+                        raise WorkerError("the model worker restarted twice while computing this", restart) \
+                            from None
+                    if not any(r == restart for r, _ in (_NOTES.get() or [])):
+                        _note(restart, "resent")            # (a crash during this call's own poll noted it)
             raise WorkerError("the model worker could not compute this")
 
     def predict(self, path: str, stamp: float, texts: list[str], maps: bool = False):
@@ -255,6 +393,8 @@ class ModelWorker:
             finally:
                 self._next(key)
         group.done.wait()
+        for restart, how in slot.get("notes", ()):         # what the batch's call met, noted for this caller
+            _note(restart, how)
         if "error" in slot:
             raise slot["error"]
         return slot["result"]
@@ -270,16 +410,20 @@ class ModelWorker:
         threading.Thread(target=self._serve, args=(key, group), name="textcls-batch", daemon=True).start()
 
     def _serve(self, key: tuple, group: _Group) -> None:
+        met: list = []                                      # the restarts this batch's call met: its callers'
         try:
             groups = [t for t, _ in group.items]
-            out = self.call_env(worker.predict_groups, key[0], key[1], groups, key[2],
-                                timeout=self.timeout + PER_TEXT * sum(map(len, groups)))
+            with noting_into(met):
+                out = self.call_env(worker.predict_groups, key[0], key[1], groups, key[2],
+                                    timeout=self.timeout + PER_TEXT * sum(map(len, groups)))
             for (_, slot), res in zip(group.items, out):
                 slot["error" if isinstance(res, BaseException) else "result"] = res
         except BaseException as e:  # noqa: BLE001 - every waiting request gets the error
             for _, slot in group.items:
                 slot["error"] = e
         finally:
+            for _, slot in group.items:
+                slot["notes"] = list(met)
             group.done.set()
             self._next(key)
 

@@ -8,14 +8,15 @@ never holds up another session's predictions), with `load` = its bounded model c
 (TEXTCLS_WORKER=0), pages.common.cache runs the same function in the server with its own cached models.
 
 Jobs: `facts`, `reading` (how one checkpoint reads a text: tokens, unknown words, which explanation methods and
-interventions apply), Inspect's `pieces`, `attention_verdict` and `side_by_side`; Attribute's `explanation`,
-`erasure`, `erasure_curves`, `random_erasure`, `attention_tests`, `sanity`, `intervention`, `compare_edit` and the
-data-set run (`slice_start`, `slice_step`, `slice_report`: a SliceRun kept in this process, stepped chunk by chunk
-so the page shows progress and can stop it); Evaluate's data-set views (`corpus_support`, `token_weights`,
-`filter_ngrams`: passes over a split that report their progress); Explore's `representations`, `projection`,
-`flip_report`; the Lab's demos (`activation_statistics`, `negation_demo`, `hcan_branches`, `agcnn_gates`, on a
-checkpoint or an untrained small model); Benchmarks' `lama_f4`, `time_checkpoints` and `run_bench` (the
-re-measure, reporting its progress); Train's `parameter_count`; the lessons' `lesson_step`.
+interventions apply), Inspect's `pieces`, `attention_verdict` and `side_by_side`; Patch's `patch` (a minimal
+pair patched over one grid); Attribute's `explanation`, `erasure`, `erasure_curves`, `random_erasure`,
+`attention_tests`, `sanity`, `intervention`, `compare_edit` and the data-set run (`slice_start`, `slice_step`,
+`slice_report`: a SliceRun kept in this process, stepped chunk by chunk so the page shows progress and can stop
+it); Evaluate's data-set views (`corpus_support`, `token_weights`, `filter_ngrams`: passes over a split that
+report their progress); Explore's `representations`, `projection`, `flip_report`; the Lab's demos
+(`activation_statistics`, `negation_demo`, `hcan_branches`, `agcnn_gates`, on a checkpoint or an untrained small
+model); Benchmarks' `lama_f4`, `time_checkpoints` and `run_bench` (the re-measure, reporting its progress);
+Train's `parameter_count`; the lessons' `lesson_step`.
 """
 from __future__ import annotations
 
@@ -92,15 +93,18 @@ def pieces(load, path: str, stamp: float, text: str):
 
 
 def attention_verdict(load, path: str, stamp: float, text: str) -> dict:
-    """The model's own attention (the shading on Compare) against random word orders on `text`
-    (`versus_random`), with the rule in words under "rule": Inspect's faithfulness line."""
-    from textcls.interpret.faithfulness import N_RANDOM, erasure_curves, random_orders_curves
+    """The model's own attention (the shading on Compare) against the word orders of this text
+    (`textcls.interpret.chance`, `versus_random`), with the rule in words under "rule": Inspect's faithfulness
+    line."""
+    from textcls.interpret.chance import text_chance
+    from textcls.interpret.faithfulness import erasure_curves
     from textcls.interpret.methods import explanation as explain
     from textcls.interpret.rankings import ONE_TEXT_NOTE, VERDICT_RULE, versus_random
     p = load(path, stamp)
     inst = _instance(p, text)
     curves = erasure_curves(p.model, inst, explain(p.model, inst, "attention", labels=p.labels))
-    out = versus_random(curves, random_orders_curves(p.model, inst, N_RANDOM))
+    chance = text_chance(p.model, inst, observed=([curves["aopc_comprehensiveness"]], [curves["aopc_sufficiency"]]))
+    out = versus_random(curves, chance)
     return {**out, "rule": f"{VERDICT_RULE} {ONE_TEXT_NOTE}"}
 
 
@@ -108,6 +112,16 @@ def side_by_side(load, path: str, stamp: float, text: str):
     """`textcls.interpret.context_mixing.compare.side_by_side` (a `SideBySide`, numpy only)."""
     from textcls.interpret.context_mixing.compare import side_by_side as run
     return run(load(path, stamp), text)
+
+
+# ---------------------------------------------------------------- Patch
+
+def patch(load, path: str, stamp: float, clean: str, corrupt: str, by: str):
+    """`textcls.interpret.patching.patch_pair` of a minimal pair over one grid, with attribution patching beside
+    it: a PatchResult (numpy and plain values; the module imports no torch). Raises PairError (one line) for a pair
+    or a grid that cannot be patched."""
+    from textcls.interpret.patching import patch_pair
+    return patch_pair(load(path, stamp), clean, corrupt, by, attribution=True)
 
 
 # ---------------------------------------------------------------- Attribute
@@ -136,12 +150,13 @@ def erasure_flip(load, path: str, stamp: float, text: str, value, removal: str) 
     return faithfulness.erasure_flip(p.model, _instance(p, text), value, removal=removal)
 
 
-def random_erasure(load, path: str, stamp: float, text: str, removal: str, n: int | None) -> list[dict]:
-    """Erasure curves of seeded random rankings (the chance an explanation must beat)."""
-    from textcls.interpret import faithfulness
+def random_erasure(load, path: str, stamp: float, text: str, removal: str, observed: tuple = ((), ())) -> dict:
+    """What chance and the best and worst word orders do on `text` (`textcls.interpret.chance.text_chance`: the
+    exact permutation distribution on a short text, seeded random orders beyond, NAOPC's bounds); `observed`: the
+    AOPCs (comprehensiveness, sufficiency) of the explanations it will judge."""
+    from textcls.interpret.chance import text_chance
     p = load(path, stamp)
-    return faithfulness.random_orders_curves(p.model, _instance(p, text), n or faithfulness.N_RANDOM,
-                                             removal=removal)
+    return text_chance(p.model, _instance(p, text), removal=removal, observed=observed)
 
 
 def attention_tests(load, path: str, stamp: float, text: str, n_permutations: int) -> dict:
@@ -206,8 +221,9 @@ def slice_start(load, path: str, stamp: float, key: str, texts: list[str], metho
     """Begin a data-set faithfulness run (textcls.interpret.batched.SliceRun) kept here under `key`; returns how
     many texts it has. `slice_step(key)` scores the next chunk."""
     from textcls.interpret.batched import SliceRun
+    from textcls.interpret.chance import BEAM
     run = SliceRun(load(path, stamp), list(texts), methods=list(methods), removal=removal, baseline=baseline,
-                   n_steps=steps)
+                   n_steps=steps, naopc_beam=BEAM)                     # NAOPC: the column that compares models
     with _SLICES_LOCK:
         _SLICES[key] = run
         while len(_SLICES) > MAX_SLICES:
@@ -395,12 +411,12 @@ def lesson_step(load, lesson_id: str, step: int, value: float | None, infos: lis
     return lessons.run_step(lessons.get(lesson_id).steps[step], lib, value)
 
 
-JOBS = ("facts", "reading", "pieces", "attention_verdict", "side_by_side", "explanation", "erasure_curves",
-        "erasure_flip", "random_erasure", "attention_tests", "sanity", "intervention", "compare_edit", "slice_start",
-        "slice_step", "slice_report", "corpus_support", "token_weights", "filter_ngrams", "representations",
-        "projection", "flip_report", "activation_statistics", "negation_demo", "lab_reading",
-        "hcan_branches", "agcnn_gates", "bench_models", "lama_f4", "time_checkpoints", "run_bench", "parameter_count",
-        "lesson_step")
+JOBS = ("facts", "reading", "pieces", "attention_verdict", "side_by_side", "patch", "explanation",
+        "erasure_curves", "erasure_flip", "random_erasure", "attention_tests", "sanity", "intervention",
+        "compare_edit", "slice_start", "slice_step", "slice_report", "corpus_support", "token_weights",
+        "filter_ngrams", "representations", "projection", "flip_report", "activation_statistics", "negation_demo",
+        "lab_reading", "hcan_branches", "agcnn_gates", "bench_models", "lama_f4", "time_checkpoints", "run_bench",
+        "parameter_count", "lesson_step")
 
 # over many texts: these choose their own thread scope (batch work); every other job runs as interactive work
 OWN_SCOPE = frozenset({"slice_start", "slice_step", "slice_report", "token_weights", "filter_ngrams",

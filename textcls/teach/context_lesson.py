@@ -17,10 +17,15 @@ def _context_mixing(step: Step, lib: Library, value: float | None) -> StepResult
     except ValueError as e:
         raise Missing(f"{info.name}: {e}") from None
     notes = [f"{info.name} predicts {s.label}."] if s.label else []
-    for m in s.weights:
+    for m in s.weights:              # each method's AOPC line once: here, not again in the figure's caption
         notes.append(f"{s.line(m)}; its three heaviest words: {_words(s.words, abs(s.weights[m]))}.")
-    best = max(s.faithfulness, key=lambda m: s.faithfulness[m]["aopc_comprehensiveness"])
-    notes.append(f"On this sentence the ranking whose removal hurts the prediction most is {best}'s.")
+    notes += [f"{s.line(m)}." for m in s.skipped]          # why a method does not apply to this model
+    from textcls.interpret.rankings import ranked
+    order = ranked({m: f["aopc_comprehensiveness"] for m, f in s.faithfulness.items()})
+    if " > " not in order and " = " in order:
+        notes.append(f"On this sentence the rankings tie on comprehensiveness AOPC ({order}): none wins here.")
+    else:
+        notes.append(f"On this sentence, by comprehensiveness AOPC (ties within 0.0005 are ties): {order}.")
     return StepResult([side_by_side_figure(s)], notes, input=_quote(inp["text"]), used=[info.name])
 
 

@@ -207,7 +207,7 @@ EXPLANATION = Lesson("explanation", "Is attention an explanation?",
          "randomly over the same words many times and measure how far the output moves: zero means not at all. "
          "This is Jain and Wallace's permutation test.",
          "attention_tests", {"checkpoints": [("act", "sst2"), ("transformer", "sst2"), ("lama", "sst2")],
-                             "text": BUT, "n": 50},
+                             "text": BUT},
          "How far does each model's box sit from zero? Where is the diamond (uniform attention)?",
          "A model whose output ignores shuffled weights: can its weights explain its decision?"),
     Step("Make the attention uniform",
@@ -222,7 +222,8 @@ EXPLANATION = Lesson("explanation", "Is attention an explanation?",
          "erasure", {"checkpoint": ("act", "sst2"), "text": BUT},
          "On the left, is the attention's line above the random line (a bigger drop is better)? On the right, "
          "keeping only the top words, is it below?",
-         "What would it mean for attention to do no better than random on this sentence?"),
+         "The verdict gives p: the share of random orders that do at least as well. What does p = 0.1 tell you, "
+         "and what does it not - is 'not shown to beat chance' the same as 'no better than random'?"),
     Step("Peaked or flat, at the same accuracy",
          "Two models can be equally accurate while one spreads its attention almost evenly and another points at a "
          "few words. This step compares every HCAN and CAN checkpoint of the IMDB task that is here over reviews "
@@ -268,12 +269,24 @@ DISAGREE = Lesson("methods", "Explanations that disagree",
                      "title": "transformer-sst2: removing each method's top words first"},
          "On the left, which line drops fastest? Is every method above the random line?",
          "Leave-one-out is graded by removing words - the same thing it measured. Is that a fair race?"),
+    Step("A known answer",
+         "Every referee so far is a proxy: nobody knows which words this model really used. So we make a model "
+         "whose answer we do know. A made-up word, zeroa or onea, is planted in a fifth of the training reviews "
+         "and decides their label. The trained model follows it. Now each explanation method is asked about test "
+         "reviews that carry the word: does it rank the planted word first?",
+         "shortcut", {"data": "sst2", "methods": ["attention", "integrated_gradients", "saliency", "grad_x_input",
+                                                 "occlusion", "leave_one_out", "lime", "random"]},
+         "Find the rows that are bright on every model, and the ones that are dark on some. Where is the random "
+         "ranking?",
+         "A method that misses a word we know decided the label: what would you trust it to find in a real model?"),
 ))
 
 from textcls.teach.context_lesson import LEAVE_OUT  # noqa: E402 - registers its step kind
+from textcls.teach.patching_lesson import PATCHING  # noqa: E402 - registers its step kind
+import textcls.teach.shortcut_lesson  # noqa: E402,F401 - registers the "shortcut" step kind
 
 LESSONS: tuple[Lesson, ...] = (WHAT_ATTENTION, ACT_VS_TRANSFORMER, GATES, NEGATION, HCAN_WORDS, EXPLANATION, DISAGREE,
-                               LEAVE_OUT)
+                               LEAVE_OUT, PATCHING)
 
 
 def get(lesson_id: str) -> Lesson:

@@ -327,7 +327,7 @@ def _attention_tests(step: Step, lib: Library, value: float | None) -> StepResul
     """The permutation test (box of TVDs per checkpoint, uniform attention marked) or, with show="uniform",
     one checkpoint's probabilities under its own and under uniform attention."""
     from textcls.interpret import as_source
-    from textcls.interpret.faithfulness import permutation_test, uniform_attention_test
+    from textcls.interpret.faithfulness import N_PERMUTATIONS, permutation_test, uniform_attention_test
     from textcls.viz.explanations import permutation_figure, probability_shift
 
     inp = step.input
@@ -352,10 +352,12 @@ def _attention_tests(step: Step, lib: Library, value: float | None) -> StepResul
             fig = probability_shift(labels, u["p"], u["p_uniform"], f"{info.name}: its own attention vs uniform "
                                     "attention over the same words", names=("own attention", "uniform attention"))
             return StepResult([fig], notes, input=text, used=used)
-        t = permutation_test(src.model, inst, int(inp.get("n", 50)))
+        t = permutation_test(src.model, inst, int(inp.get("n", N_PERMUTATIONS)))
         tests[info.name], unif[info.name] = t, u["tvd"]
-        notes.append(f"{info.name} ({labels[k]}, {u['p'][k]:.2f}): median TVD over {t['n_permutations']} shuffles "
-                     f"{t['median_tvd']:.3f}, largest {float(np.max(t['tvds'])):.3f}; the decision flips in "
+        lo, hi = t["tvd_iqr"]
+        notes.append(f"{info.name} ({labels[k]}, {u['p'][k]:.2f}): median TVD over {t['n_permutations']} random "
+                     f"shuffles (drawn from the text, the same on Attribute) {t['median_tvd']:.3f}, half of them "
+                     f"between {lo:.3f} and {hi:.3f}, largest {float(np.max(t['tvds'])):.3f}; the decision flips in "
                      f"{100 * t['flip_rate']:.0f} % of them. Uniform attention moves it by {u['tvd']:.3f}.")
     if not tests:
         raise Missing("None of this step's checkpoints is here. " + " ".join(notes))
@@ -390,27 +392,35 @@ def _explanations(src, inst, methods: Sequence[str]) -> dict[str, np.ndarray]:
 
 def _erasure(step: Step, lib: Library, value: float | None) -> StepResult:
     """Faithfulness on one text: removing words in the order of each explanation (the model's own attention by
-    default) against random orders (faithfulness.erasure_curves, versus_random)."""
-    from textcls.interpret.faithfulness import N_RANDOM, ONE_TEXT_NOTE, VERDICT_RULE, erasure_curves, \
-        random_orders_curves, versus_random
+    default) against the word orders of this text (faithfulness.erasure_curves, chance.text_chance,
+    versus_random: the one rule of every page)."""
+    from textcls.interpret.chance import text_chance
+    from textcls.interpret.faithfulness import ONE_TEXT_NOTE, VERDICT_RULE, erasure_curves, versus_random
+    from textcls.interpret.rankings import ranked
     from textcls.viz.explanations import erasure_figure
 
     inp = step.input
     info, src, inst, text = _instance(lib, inp)
-    rand = random_orders_curves(src.model, inst, int(inp.get("n_random", N_RANDOM)))
     curves, notes = {}, []
     for name, v in _explanations(src, inst, inp.get("methods", ("attention",))).items():
         curves[name] = erasure_curves(src.model, inst, v)
-        vs = versus_random(curves[name], rand)
-        notes.append(f"{name}: {vs['line']}")
+    chance = text_chance(src.model, inst, observed=([c["aopc_comprehensiveness"] for c in curves.values()],
+                                                    [c["aopc_sufficiency"] for c in curves.values()]))
+    for name, c in curves.items():
+        notes.append(f"{name}: {versus_random(c, chance)['line']}")
+    if len(curves) > 1:
+        notes.append("Ranked by comprehensiveness AOPC (ties within 0.0005 are ties): " + ranked(
+            {k: c["aopc_comprehensiveness"] for k, c in curves.items()}) + ".")
     notes += [VERDICT_RULE, ONE_TEXT_NOTE]
     first = next(iter(curves.values()))
-    curves[f"random orders (mean of {len(rand)})"] = {
-        "bins": first["bins"], "k_tokens": first["k_tokens"],
-        "comprehensiveness": list(np.mean([r["comprehensiveness"] for r in rand], axis=0)),
-        "sufficiency": list(np.mean([r["sufficiency"] for r in rand], axis=0))}
+    what = (f"all {chance['n_orders']} orders, mean" if chance["exact"] else
+            f"random orders, mean of {chance['n_orders']}")
+    curves[what] = {"bins": first["bins"], "k_tokens": first["k_tokens"],
+                    "comprehensiveness": chance["mean_comprehensiveness"],
+                    "sufficiency": chance["mean_sufficiency"]}
     notes.append("AOPC: how much removing the top-ranked words lowers the predicted label's probability, averaged "
-                 "over the points of the left-hand line (higher = the ranking found the words the model needs).")
+                 "over the points of the left-hand line (higher = the ranking found the words the model needs). "
+                 "The random orders are drawn from the text itself, so every page shows the same ones.")
     fig = erasure_figure(curves, inp.get("title", f"{info.name}: removing the top-ranked words first vs in random "
                                                   "order"))
     return StepResult([fig], notes, input=text, used=[info.name])

@@ -27,8 +27,9 @@ Choices (written down because the papers leave them open or differ):
 - A non-finite loss (or, with clipping, a non-finite gradient norm) stops the run before the bad update: the
   loss is checked before its backward pass and before any optimiser step. The weights go back to the best dev
   epoch, else the end of the last completed epoch, else the initial weights; `History.stopped_reason` says
-  what happened and `History.diverged` is True. A user stop ends the run before the next step; the
-  interrupted epoch is neither evaluated nor recorded.
+  what happened and `History.diverged` is True. A run that diverged before its first epoch completed (no
+  `History.epochs`) has nothing trained to keep: the pipeline writes no checkpoint for it. A user stop ends the
+  run before the next step; the interrupted epoch is neither evaluated nor recorded.
 - Devices: `device` ("auto" | "cpu" | "cuda[:N]" | "mps"); `amp` ("off" | "auto" | "bf16" | "fp16") autocasts
   the forward pass on CUDA (fp16 with a GradScaler), and is float32 with a warning elsewhere; `workers` /
   `pin_memory` pad batches in worker processes / into pinned memory (default: on CUDA only). With all of them
@@ -317,6 +318,9 @@ def fit(model: torch.nn.Module, train: EncodedSplit, dev: EncodedSplit | None = 
     def lr_factor() -> float:
         return lr_scale * schedule(step, total_steps)
 
+    def kept() -> str:       # what a diverged run ends with: no completed epoch means nothing worth keeping
+        return "kept the last good weights" if hist.epochs else "no epoch completed, so no trained weights to keep"
+
     for epoch in range(1, n_epochs + 1):
         model.train()
         t_epoch = time.perf_counter()
@@ -334,8 +338,7 @@ def fit(model: torch.nn.Module, train: EncodedSplit, dev: EncodedSplit | None = 
                 hist.stopped_by_user = True
                 break
             if not math.isfinite(out.value):     # checked before any backward pass or update with it
-                stop = (f"non-finite training loss ({out.value}) at epoch {epoch}, step {step + 1}; "
-                        f"kept the last good weights")
+                stop = f"non-finite training loss ({out.value}) at epoch {epoch}, step {step + 1}; {kept()}"
                 hist.diverged = True
                 break
             opt.zero_grad(set_to_none=True)
@@ -348,8 +351,7 @@ def fit(model: torch.nn.Module, train: EncodedSplit, dev: EncodedSplit | None = 
                     scaler.unscale_(opt)
                 norm = float(torch.nn.utils.clip_grad_norm_(params, config.clip_norm))
                 if not math.isfinite(norm):
-                    stop = (f"non-finite gradient norm ({norm}) at epoch {epoch}, step {step + 1}; "
-                            f"kept the last good weights")
+                    stop = f"non-finite gradient norm ({norm}) at epoch {epoch}, step {step + 1}; {kept()}"
                     hist.diverged = True
                     break
             if scaler is not None:

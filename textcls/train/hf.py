@@ -263,7 +263,7 @@ def train_hf(data, model: str, *, epochs: float = 1.0, out: str | Path | None = 
     history, metrics, path, data_name, seconds (pipeline.train_from_spec wraps it in a TrainResult)."""
     from textcls.data.datasets import load_data
     from textcls.inference import Predictor
-    from textcls.analysis.metrics import evaluate
+    from textcls.analysis.metrics import compact_report, evaluate
     t0 = time.time()
     opts = {**DEFAULTS, **(train_overrides or {})}
     problems = settings_problems(epochs, opts)
@@ -285,13 +285,17 @@ def train_hf(data, model: str, *, epochs: float = 1.0, out: str | Path | None = 
                        warmup=float(opts["warmup"]), clip=float(opts["clip"]),
                        freeze_word_embeddings=bool(opts["freeze_word_embeddings"]), seed=seed,
                        callbacks=callbacks, stop_event=stop_event, max_steps=max_steps)
+    if history.diverged and not history.epochs:     # nothing trained (pipeline.nothing_trained): nothing saved
+        return {"model": net, "tokenizer": tokenizer, "labels": labels, "history": history, "metrics": {},
+                "path": None, "data_name": bundle.name, "seconds": time.time() - t0}
     pred = Predictor(net, tokenizer, labels)
     metrics: dict[str, Any] = {}
     for split in ("dev", "test") if evaluate_test else ("dev",):
         if bundle.splits.get(split) is not None and len(bundle.splits[split]):
             metrics[split] = evaluate(pred, bundle.splits[split])
     meta = {"data": {"name": bundle.name, "spec": str(data) if not hasattr(data, "splits") else bundle.name},
-            "metrics": {**metrics, "test_accuracy": metrics.get("test", {}).get("accuracy")},
+            "metrics": {**{k: compact_report(v) for k, v in metrics.items()},
+                        "test_accuracy": metrics.get("test", {}).get("accuracy")},
             "training": history.config, "base": model, "stopped_reason": history.stopped_reason}
     path = None
     if out is not None:

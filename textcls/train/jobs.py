@@ -401,14 +401,16 @@ class TrainingJob:
                 kept = (f"the weights of epoch {hist.best_epoch} (best dev accuracy "
                         f"{100 * hist.best_dev_accuracy:.1f} %)")
             elif hist.diverged:
-                kept = "the weights from before the divergence (last completed epoch, else the initial ones)"
+                kept = "the weights of the last completed epoch, from before the divergence"
             else:
                 kept = "the weights as they were when it stopped"
             where = f" in {Path(s.path).name}" if s.path else ""
             if hist.diverged:
                 s.status, s.phase = "failed", "failed"
                 s.error = f"Training diverged: {hist.stopped_reason}."
-                s.message = f"Saved {kept}{where}." if s.path else "Nothing was saved."
+                s.message = (f"Saved {kept}{where}." if s.path else
+                             "Nothing was saved: it diverged before its first epoch completed (try a smaller "
+                             "learning rate).")
             elif hist.stopped_by_user:
                 s.status, s.phase = "stopped", "stopped"
                 by = {"you": "by you", "time budget": f"after its time budget ({self.limits.job_max_seconds:,} s)",

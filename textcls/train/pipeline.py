@@ -48,6 +48,26 @@ class TrainResult:
     seconds: float = 0.0
 
 
+def nothing_trained(history: History) -> bool:
+    """Whether a run diverged before its first epoch completed: its weights are the initial ones (or worse), so
+    it is neither evaluated nor saved - no checkpoint unless an epoch completed."""
+    return bool(history.diverged and not history.epochs)
+
+
+def check_label_names(labels, limits: Limits | None = None) -> None:
+    """LimitError, before any training, when the label names alone would fill more than half of a checkpoint's
+    config.json (`Limits.max_config_bytes`): such a checkpoint could be written but never read back. (Its metrics
+    are sized by `metrics.compact_report`: linear in the classes, without their matrix.)"""
+    import json
+    from textcls.runtime.limits import LimitError, current, fmt_mb
+    cap = (limits or current()).max_config_bytes
+    size = sum(len(json.dumps(str(x))) + 6 for x in labels)          # as config.json writes them (indent 2)
+    if size > cap // 2:
+        raise LimitError(f"{len(labels):,} labels whose names take {fmt_mb(size)} in the checkpoint's config.json, "
+                         f"more than half its limit of {fmt_mb(cap)} (max_config_bytes); merge rare labels or "
+                         "shorten their names")
+
+
 def _resolve_embeddings(spec: str | None) -> str | None:
     if spec in (None, "", "random", "none"):
         return None
@@ -179,7 +199,8 @@ def run_training(spec: TrainSpec, callbacks: Iterable[Callback] = (),
           stop_event: threading.Event | None = None) -> TrainResult:
     """Load data, build tokenizer + vocabulary + embeddings + model, fit, evaluate, and save a checkpoint.
     Returns a TrainResult; the checkpoint's config.json records data, metrics (test accuracy included),
-    training settings, tokenizer settings and the history's stop reason."""
+    training settings, tokenizer settings and the history's stop reason. A run that diverged before its first
+    epoch completed (`nothing_trained`) writes no checkpoint: its TrainResult has path None and no metrics."""
     if str(spec.model).startswith("hf:"):  # a Hugging Face encoder with a fresh head (textcls.train.hf's recipe)
         from textcls.train.hf import train_hf
         r = train_hf(spec.data, spec.model, epochs=spec.epochs, out=spec.out, callbacks=callbacks,
@@ -194,7 +215,7 @@ def run_training(spec: TrainSpec, callbacks: Iterable[Callback] = (),
     overrides, tokenizer_overrides, limits = dict(spec.overrides or {}), spec.tokenizer_overrides, spec.limits
     from textcls import __version__
     from textcls.data.datasets import DataBundle, check_trainable, load_data
-    from textcls.analysis.metrics import classification_report, default_ignore_label
+    from textcls.analysis.metrics import classification_report, compact_report, default_ignore_label
     from textcls.models.registry import create_model, get_entry, make_config
     from textcls.data.text import Tokenizer
 
@@ -236,6 +257,8 @@ def run_training(spec: TrainSpec, callbacks: Iterable[Callback] = (),
         def encode(split):
             return encode_split(tokenizer, split)
     labels = list(bundle.labels)
+    if spec.out is not None:
+        check_label_names(labels, limits)          # the checkpoint must be readable: sized before training
     from textcls.data.relation import is_relation_task
     if is_relation_task(getattr(bundle, "task", ""), labels):
         preset, tokenizer_overrides, model_config = relation_settings(model, preset, overrides, tokenizer_overrides,
@@ -271,6 +294,9 @@ def run_training(spec: TrainSpec, callbacks: Iterable[Callback] = (),
     check_training(training_bytes(net, tcfg.batch_size, longest), limits)
     torch.manual_seed(seed)                  # the probe drew no random numbers, but keep the run's seed exact
     history = fit(net, train_enc, dev_enc, tcfg, callbacks, stop_event)
+    if nothing_trained(history):        # diverged before an epoch completed: nothing to evaluate, nothing saved
+        return TrainResult(net, tokenizer, labels, history, {}, None, bundle.name, coverage,
+                           time.perf_counter() - t0)
 
     ignore = default_ignore_label(bundle.name, labels)
     metrics: dict[str, Any] = {}
@@ -296,7 +322,7 @@ def run_training(spec: TrainSpec, callbacks: Iterable[Callback] = (),
                                                                  else bundle.name),
                      "task": bundle.task, "source": bundle.source, "limit": spec.limit, "arrow": bool(use_arrow),
                      "splits": {k: len(v) for k, v in bundle.splits.items()}, "ignore_label": ignore},
-            "metrics": {**summary, **metrics},
+            "metrics": {**summary, **{k: compact_report(v) for k, v in metrics.items()}},
             "training": {**dataclasses.asdict(tcfg), "stopped_reason": history.stopped_reason,
                          "diverged": history.diverged, "best_epoch": history.best_epoch,
                          "seconds": history.elapsed, "device": history.device,

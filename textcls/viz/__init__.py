@@ -35,6 +35,7 @@ from __future__ import annotations
 from textcls.viz.axes import (AXIS_TITLES, MAX_GRID_TOKENS, MAX_HIGHLIGHT_TOKENS, MAX_TOKENS, PAD_LABEL, axis_labels,
     is_sentence_axis, is_sequence_axis, is_token_axis, is_word_axis)
 from textcls.viz.benchmarks import (accuracy_figure, act_t5_figure, explanation_tradeoff_figure, lama_f4_figure,
+    shortcut_facts, shortcut_figure,
     models_figure, tradeoff_figure)
 from textcls.viz.studies import study_figure
 from textcls.viz.dataset import (flip_rates_figure, projector_figure, reliability_figure, roc_pr_figure,
@@ -86,6 +87,7 @@ __all__ = [
     "flip_rates_figure", "projector_figure", "reliability_figure", "roc_pr_figure", "slice_metrics_figure",
     # benchmarks
     "accuracy_figure", "act_t5_figure", "explanation_tradeoff_figure", "lama_f4_figure", "models_figure",
+    "shortcut_facts", "shortcut_figure",
     "study_figure", "tradeoff_figure",
     # export
     "CHROME_NAMES", "export_size", "export_zip", "figure_html", "figure_image", "find_chrome",

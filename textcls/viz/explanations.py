@@ -383,6 +383,9 @@ __all__ = ["reasons_grid", "agreement_heatmap", "erasure_figure", "probability_s
 # readable headers of a faithfulness-over-a-split report (interpret.batched.SliceReport), in the order shown
 SLICE_COLUMNS = {
     "method": "method", "n": "texts",
+    "naopc_comprehensiveness": "NAOPC comprehensiveness (0 worst - 1 best order; compares models)",
+    "naopc_comprehensiveness_ci": "NAOPC comprehensiveness 95% CI",
+    "naopc_sufficiency": "NAOPC sufficiency (0 worst - 1 best order)", "naopc_sufficiency_ci": "NAOPC sufficiency 95% CI",
     "aopc_comprehensiveness": "AOPC comprehensiveness (higher = faithful)",
     "aopc_comprehensiveness_ci": "comprehensiveness 95% CI",
     "aopc_sufficiency": "AOPC sufficiency (lower = faithful)", "aopc_sufficiency_ci": "sufficiency 95% CI",

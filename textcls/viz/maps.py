@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -116,8 +117,10 @@ def slice_map(map_array: Any, spec: MapSpec, tokens: Sequence[str] | None = None
         positions.append(list(range(lo, hi)))
         labels.append(lab[lo:hi])
     # apply bins/windows (mean over each bin)
-    rows = np.stack([arr[a:b].mean(axis=0) for a, b in bins_per_axis[0]], axis=0)
-    z = np.stack([rows[:, a:b].mean(axis=1) for a, b in bins_per_axis[1]], axis=1)
+    with warnings.catch_warnings():              # a bin of blank (NaN) positions only stays blank
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rows = np.stack([np.nanmean(arr[a:b], axis=0) for a, b in bins_per_axis[0]], axis=0)
+        z = np.stack([np.nanmean(rows[:, a:b], axis=1) for a, b in bins_per_axis[1]], axis=1)
     fixed_labels = {a: axis_labels(a, i + 1, tokens, sentences=sentences)[i] for a, i in fixed.items()}
     return Slice2D(z=z, row_axis=axes[0], col_axis=axes[1], row_labels=labels[0], col_labels=labels[1],
                    row_index=positions[0], col_index=positions[1], fixed=fixed, fixed_labels=fixed_labels,
@@ -198,8 +201,8 @@ def heatmap_from_slice(s: Slice2D, spec: MapSpec, *, title: str | None = None,
         trace.update(text=[[f"{int(round(v))}: {tok_of(v)}" for v in row] for row in s.z], texttemplate="%{text}",
                      textfont=dict(size=9))
     elif show_values:
-        trace.update(text=[[f"{v:.2f}" for v in row] for row in s.z], texttemplate="%{text}",
-                     textfont=dict(size=9))
+        trace.update(text=[[f"{v:.2f}" if np.isfinite(v) else "" for v in row] for row in s.z],
+                     texttemplate="%{text}", textfont=dict(size=9))
     fig = go.Figure(trace)
     if marks:
         row_pos = {p: k for k, p in enumerate(s.row_index)}
@@ -270,6 +273,9 @@ def heatmap_item(key: str, map_array: Any, spec: MapSpec, tokens: Sequence[str] 
 
 MIN_GRID_CELL = 22      # px: the smallest cell of the all-heads grid (12 heads side by side fit 470 px)
 GRID_TITLE_PX = 7       # px a character of a 12 px subplot title needs
+GRID_TICK_FONT = 11     # px: the grid's token labels (8 px, about 7 on screen, could not be read on a projector)
+GRID_TICK_ROOM = 13     # px of a tile a token label needs (the row's height at 11 px)
+GRID_LABEL_PAD = 80     # px beside and under the grid for token labels of up to 10 characters at 11 px
 
 
 def attention_grid(att: Any, tokens: Sequence[str] | None = None, *, window: tuple[int, int] | None = None,
@@ -282,8 +288,9 @@ def attention_grid(att: Any, tokens: Sequence[str] | None = None, *, window: tup
     subplots took 0.6 s to build here and as long to draw in the browser, one trace a tenth of that. Query and key
     axes are windowed together (the same tokens on both), so a long input stays small. The grid is at most
     `max_width` px wide (a side-by-side column is narrower than a page): tokens label the axes only where each gets
-    9 px, and the labels' room is counted in the width (none is cut at the figure's edge). Hover names the layer,
-    the head, both tokens and the weight (each row's and column's category says its layer or head and token).
+    13 px (11 px type), and the labels' room is counted in the width (none is cut at the figure's edge). Hover
+    names the layer, the head, both tokens and the weight (each row's and column's category says its layer or
+    head and token).
     """
     a = np.asarray(att, dtype=float)
     if a.ndim != 4:
@@ -294,10 +301,10 @@ def attention_grid(att: Any, tokens: Sequence[str] | None = None, *, window: tup
     a = a[:, :, lo:hi, lo:hi]                                            # (layer, head, m, m)
     m = hi - lo
     labels = axis_labels(axes[0], hi, tokens)[lo:hi]
-    # square tiles, the grid (with its colour bar, 150 px, and token labels, 60 px) at most max_width px wide; the
-    # tokens label the rows and columns while each gets >= 9 px
-    cell = int(min(220, max(MIN_GRID_CELL, (max_width - 150 - 60) / max(nh, nl))))
-    labelled = m * 9 <= cell
+    # square tiles, the grid (with its colour bar, 150 px, and token labels, GRID_LABEL_PAD) at most max_width px
+    # wide; the tokens label the rows and columns while each gets GRID_TICK_ROOM px (11 px type)
+    cell = int(min(220, max(MIN_GRID_CELL, (max_width - 150 - GRID_LABEL_PAD) / max(nh, nl))))
+    labelled = m * GRID_TICK_ROOM <= cell
     if not labelled:
         cell = int(min(220, max(MIN_GRID_CELL, (max_width - 150) / max(nh, nl))))
     # a column or row title must fit its tile: "head 12" needs about 7 px a character at 12 px; in a narrow tile
@@ -321,13 +328,13 @@ def attention_grid(att: Any, tokens: Sequence[str] | None = None, *, window: tup
         hovertemplate=f"{row_label} · query: %{{y}}<br>{col_label} · key: %{{x}}<br>weight: %{{z:.6g}}"
                       "<extra></extra>"))
     ticks = [esc(short(x, 10)) for x in labels]
-    pad = 60 if labelled else 0
+    pad = GRID_LABEL_PAD if labelled else 0
     width, height = int(60 + pad + cell * nh + 90), int(90 + pad + cell * nl)
     if labelled:
         fig.update_xaxes(tickmode="array", tickvals=[c for c in cols if " · " in c], tickangle=-90,
-                         ticktext=ticks * nh, tickfont=dict(size=8))
+                         ticktext=ticks * nh, tickfont=dict(size=GRID_TICK_FONT))
         fig.update_yaxes(tickmode="array", tickvals=[r for r in rows if " · " in r], ticktext=ticks * nl,
-                         tickfont=dict(size=8))
+                         tickfont=dict(size=GRID_TICK_FONT))
     else:
         fig.update_xaxes(showticklabels=False)
         fig.update_yaxes(showticklabels=False)

@@ -12,61 +12,20 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from textcls.interpret.concentration import Concentration, concentration
+from textcls.interpret.concentration import concentration
 from textcls.viz.axes import AXIS_TITLES, axis_labels, token_window
 from textcls.viz.headview import head_view
-from textcls.viz.maps import (attention_grid, find_spec, find_specs, grid_table, heatmap_from_slice, heatmap_item,
-    slice_map, slice_table, window_sizes)
+from textcls.viz.maps import (attention_grid, find_spec, find_specs, grid_table, heatmap_from_slice, slice_map,
+    slice_table, window_sizes)
 from textcls.viz.style import FONT, FigureOut, esc, short
 from textcls.interpret.importance import token_weights
 from textcls.viz.tokens import (ENTITY_NOTE, SHADE_NOTE, has_entities, highlight_table, token_highlight_rows,
     token_rows_html)
+from textcls.viz.view_parts import chars_per_line, ctrl, heat, ngram, stretch_control, token_choice, with_trust
 from textcls.viz.views import Control, ViewInput, register_view
 
 if TYPE_CHECKING:  # outputs imports torch; MapSpec is imported where two views build one
     from textcls.records import SpecRecord as MapSpec     # MapSpec's fields, without torch
-
-
-# ---------------------------------------------------------------- helpers the views share
-
-def _ctrl(name: str, n: int, prefix: str, label: str | None = None, default: int = 0) -> Control:
-    return Control(name, label or name, list(range(n)), [f"{prefix}{i + 1}" for i in range(n)],
-                   default=min(default, max(0, n - 1)))
-
-
-def _cpl(vi: ViewInput) -> int:
-    """Characters per line of shaded-word figures (opts "chars_per_line"; narrower in side-by-side layouts)."""
-    return max(20, int(vi.opts.get("chars_per_line", 90)))
-
-
-def _stretch_control() -> Control:
-    return Control("stretch", "shading", [0, 1], ["vs. uniform share", "stretched to row max"], default=0)
-
-
-def _token_choice(vi: ViewInput, name: str = "token", label: str = "word", default: int = 0) -> Control:
-    toks = vi.tokens or [""]
-    return Control(name, label, list(range(len(toks))), [f"{i + 1}: {t}" for i, t in enumerate(toks)],
-                   default=min(default, len(toks) - 1))
-
-
-def _ngram(tokens: Sequence[str], start: int, h: int) -> str:
-    return " ".join(str(t) for t in tokens[max(0, start): start + h])
-
-
-def _trust(item: FigureOut, conc: Concentration, over: str = "shaded") -> FigureOut:
-    """The view's concentration sentence first in its caption, and its numbers in meta (tests, exports).
-    over: "shaded" (the weights the figure draws) or "heads" (each head's or query's own distribution)."""
-    item.caption = conc.sentence() + (" " + item.caption if item.caption else "")
-    item.meta["concentration"] = {"normalised_entropy": conc.entropy, "peak": conc.peak,
-                                  "effective": conc.effective, "n": conc.n, "distributions": conc.count,
-                                  "verdict": conc.verdict, "over": over}
-    return item
-
-
-def _heat(vi: ViewInput, key: str, spec: MapSpec, arr, *, title: str, caption: str = "",
-          index: dict | None = None, marks=None, aggregate: bool = False) -> FigureOut:
-    return heatmap_item(f"{vi.model}_{key}", arr, spec, vi.tokens, sentences=vi.sentences, index=index,
-                        window=vi.window, aggregate=aggregate, title=title, marks=marks, caption=caption)
 
 
 # ---- generic: every map
@@ -92,8 +51,8 @@ def _generic(vi: ViewInput) -> list[FigureOut]:
             out.append(FigureOut(f"{vi.model}_{spec.name}", spec.name, fig, tab, spec.description,
                                  meta={"map": spec.name, "axes": list(spec.axes), "kind": spec.kind}))
             continue
-        out.append(_heat(vi, spec.name, spec, arr, title=f"{vi.title} · {spec.name}", caption=spec.description,
-                         index=index, aggregate=bool(vi.opts.get("aggregate"))))
+        out.append(_blank_heat(vi, spec.name, spec, arr, title=f"{vi.title} · {spec.name}",
+                               caption=spec.description, index=index, aggregate=bool(vi.opts.get("aggregate"))))
     return out
 
 
@@ -131,7 +90,7 @@ def _act_specs(specs):
                "Open a Transformer checkpoint beside it to get the paper's Transformer-above-ACT table.",
                models=("act", "transformer"),
                needs=lambda specs: find_spec(specs, axes=("token",), kind="attention") is not None,
-               controls=lambda vi: [_stretch_control()])
+               controls=lambda vi: [stretch_control()])
 def _act_t4(vi: ViewInput) -> list[FigureOut]:
     tw = token_weights(vi.specs, vi.maps, vi.tokens, vi.sentences)
     if tw is None:
@@ -141,8 +100,8 @@ def _act_t4(vi: ViewInput) -> list[FigureOut]:
     rows = [(f"{name} → {vi.label}" if vi.label else name, vi.tokens, w)]
     kw = dict(title=f"{name}: global attention over the words", window=vi.window,
               stretch=bool(vi.opts.get("stretch")))
-    return [_trust(FigureOut(f"{vi.model}_act-t4", "words shaded by global attention",
-                             token_highlight_rows(rows, chars_per_line=_cpl(vi), **kw), highlight_table(rows),
+    return [with_trust(FigureOut(f"{vi.model}_act-t4", "words shaded by global attention",
+                             token_highlight_rows(rows, chars_per_line=chars_per_line(vi), **kw), highlight_table(rows),
                              caption=f"Weights: {src}. {SHADE_NOTE}" + _entity_note(rows),
                              html=token_rows_html(rows, **kw)),
                    concentration(w, vi.tokens))]
@@ -153,7 +112,7 @@ def _layer_head_controls(vi: ViewInput, spec: MapSpec | None) -> list[Control]:
     if spec is None or spec.name not in vi.maps:
         return []
     nl, nh = np.asarray(vi.maps[spec.name]).shape[:2]
-    return [_ctrl("layer", nl, "layer ", "layer", default=nl - 1), _ctrl("head", nh, "head ", "head")]
+    return [ctrl("layer", nl, "layer ", "layer", default=nl - 1), ctrl("head", nh, "head ", "head")]
 
 
 def _act_controls(vi: ViewInput) -> list[Control]:
@@ -177,11 +136,11 @@ def _act_fm(vi: ViewInput) -> list[FigureOut]:
         else fmap.argmax(axis=1)
 
     def gram(j: int) -> str:
-        return _ngram(vi.tokens, j - shift, kernel + min(0, j - shift))
+        return ngram(vi.tokens, j - shift, kernel + min(0, j - shift))
 
     marks = [(f, int(j), f"f{f + 1} max at token {int(j) + 1}: '{gram(int(j))}' ({fmap[f, int(j)]:.4g})")
              for f, j in enumerate(picks) if 0 <= int(j) < n]
-    item = _heat(vi, f"act-fm_l{l + 1}_h{h + 1}", M, Ma, index={"layer": l, "head": h}, marks=marks,
+    item = heat(vi, f"act-fm_l{l + 1}_h{h + 1}", M, Ma, index={"layer": l, "head": h}, marks=marks,
                  title=f"{vi.title} · feature map M", caption=M.description)
     # the n-grams: strongest filters first
     rows = []
@@ -247,7 +206,7 @@ def _tr_att(vi: ViewInput) -> list[FigureOut]:
         if att.values == "partial" and "cls" not in att.description else ""
     n = min(len(vi.tokens), A.shape[-1])
     unit = str(vi.opts.get("unit", "word"))               # what the tokens are ("piece": an encoder's word pieces)
-    out = [_trust(_heat(vi, f"tr-att_l{l + 1}_h{h + 1}", att, A, index={"layer": l, "head": h},
+    out = [with_trust(heat(vi, f"tr-att_l{l + 1}_h{h + 1}", att, A, index={"layer": l, "head": h},
                         title=f"{vi.title} · self-attention (rows: queries, columns: keys)",
                         caption=att.description + partial), concentration(A[l, h, :n, :n], vi.tokens, unit=unit),
                   "heads")]
@@ -256,7 +215,7 @@ def _tr_att(vi: ViewInput) -> list[FigureOut]:
                          title=f"{vi.title} · head view, layer {l + 1}", key=f"{vi.model}_tr-headview_l{l + 1}"))
     grid = attention_grid(A, vi.tokens, window=vi.window, max_width=int(vi.opts.get("max_width", 900)),
                           title=f"{vi.title} · all layers x heads (rows: queries, columns: keys)")
-    out.append(_trust(FigureOut(f"{vi.model}_tr-grid", "all layers x heads", grid,
+    out.append(with_trust(FigureOut(f"{vi.model}_tr-grid", "all layers x heads", grid,
                                 grid_table(A, vi.tokens, window=vi.window),
                                 caption="Each cell is one head's attention matrix (bertviz's model view); hover for "
                                         "the tokens and the weight."),
@@ -316,11 +275,11 @@ def _flat_word(sents: list[list[str]], k: int) -> tuple[int, int]:
 
 
 def _hcan_controls(vi: ViewInput) -> list[Control]:
-    return [_token_choice(vi, "token", "chosen word (its self-attention row)")]
+    return [token_choice(vi, "token", "chosen word (its self-attention row)")]
 
 
 def _hcan_f4_controls(vi: ViewInput) -> list[Control]:
-    return _hcan_controls(vi) + [_stretch_control()]
+    return _hcan_controls(vi) + [stretch_control()]
 
 
 def _hcan_self_rows(vi: ViewInput, hi: _Hier, tag: str) -> list[FigureOut]:
@@ -384,8 +343,8 @@ def _hcan_f4(vi: ViewInput) -> list[FigureOut]:
         sents = hi.sentences[: B.shape[0]]
         conc = concentration([hi.beta[1][si, :, : len(x)] for si, x in enumerate(sents) if len(x) >= 2] or
                              [B[0, :1]])                               # each head's distribution per sentence
-        out.append(_trust(FigureOut(f"{vi.model}_hcan-f4-words", "word target attention per sentence",
-                                    token_highlight_rows(rows, chars_per_line=_cpl(vi), **kw), highlight_table(rows),
+        out.append(with_trust(FigureOut(f"{vi.model}_hcan-f4-words", "word target attention per sentence",
+                                    token_highlight_rows(rows, chars_per_line=chars_per_line(vi), **kw), highlight_table(rows),
                                     caption=("Words shaded by the target attention (mean over heads), the "
                                              "text's words as one distribution; concentration per head. " if flat
                                              else "Words shaded by beta (mean over heads), each sentence's words "
@@ -403,7 +362,7 @@ def _hcan_f4(vi: ViewInput) -> list[FigureOut]:
                               xaxis=dict(title="weight (the sentences' weights sum to 1)", automargin=True,
                                          range=[0, 1.02]))
             tab = pd.DataFrame({"sentence_index": range(n), "sentence": labels, "value": G[:n]})
-            out.append(_trust(FigureOut(f"{vi.model}_hcan-f4-sentences", "sentence attention", bar, tab,
+            out.append(with_trust(FigureOut(f"{vi.model}_hcan-f4-sentences", "sentence attention", bar, tab,
                                         caption=hi.gamma[0].description),
                               concentration(hi.gamma[1][:, :n], labels, unit="sentence"), "heads"))
     out += _hcan_self_rows(vi, hi, tag="f4")
@@ -442,20 +401,82 @@ def _h_control(vi: ViewInput, default: int | None = None) -> Control:
     return Control("h", "window size h", hs, [f"h = {h}" for h in hs], default=hs[d])
 
 
+_NGRAM_MAP = re.compile(r"(?:conv_pre|conv|gate|gated)_h(\d+)(?:_k\d+)?")   # column j: the h-gram at word j
+
+
+def _past_end(vi: ViewInput, name: str, arr) -> np.ndarray:
+    """A convolution or gate map (Kim CNN, AGCNN) with its columns past the sentence's last complete h-gram blank
+    (NaN), never 0: the model pads them with zeros, and a 0 reads as a silent feature or a closed gate. Other maps
+    are returned as they are."""
+    a = np.asarray(arr, dtype=float)
+    m = _NGRAM_MAP.fullmatch(name)
+    if m is None or not vi.tokens or a.ndim == 0:
+        return a
+    valid = max(0, len(vi.tokens) - int(m.group(1)) + 1)          # h-grams that fit in the sentence
+    if a.shape[-1] > valid:
+        a = a.copy()
+        a[..., valid:] = np.nan
+    return a
+
+
 def _short_map_note(vi: ViewInput, arr, h: int) -> str:
-    """Why the last columns of a convolution map are grey: a window of h words starts at no later token."""
-    missing = len(vi.tokens) - np.asarray(arr).shape[-1]
+    """Why the last columns of a convolution map are blank (grey): a window of h words starts at no later token."""
+    missing = min(h - 1, len(vi.tokens)) if vi.tokens else 0
     if missing <= 0:
         return ""
     return (f" Grey columns: the last {missing} token(s) start no complete {h}-word window, so the map has no "
-            "value there (each column is the n-gram that starts at its token).")
+            "value there (each column is the n-gram that starts at its token; blank, not 0).")
+
+
+def _said(description: str) -> str:
+    """A map's description as a sentence (a caption goes on after it)."""
+    d = description.strip()
+    return d if not d or d.endswith((".", "!", "?")) else d + "."
+
+
+def _blank_heat(vi: ViewInput, key: str, spec: MapSpec, arr, **kw) -> FigureOut:
+    """`_heat` of a map whose columns past the sentence's end are blank: those cells grey, never hovered."""
+    item = heat(vi, key, spec, _past_end(vi, spec.name, arr), **kw)
+    item.fig.update_traces(hoverongaps=False, selector=dict(type="heatmap"))
+    item.fig.update_layout(plot_bgcolor="#d9d9d9")
+    return item
+
+
+def _gate_heat(vi: ViewInput, key: str, spec: MapSpec, arr, h: int, *, title: str) -> FigureOut:
+    """A gate map D with its closed gates marked: exactly 0 is "off" (dark, and "off" on hover and, where the
+    cells are large enough, in the cell: the filter's feature never reaches the max-pool there), open gates
+    green by how much they let through, positions past the sentence's end blank (grey). meta["off"]: how many
+    of the gates on the sentence are off."""
+    from textcls.viz.explanations import CLOSED_COLOR
+    item = _blank_heat(vi, key, spec, arr, title=title)
+    tr = item.fig.data[0]
+    z = np.asarray(tr.z, dtype=float)
+    valid = np.isfinite(z)
+    off = valid & (z == 0)
+    zmax = float(max(np.nanmax(z) if valid.any() else 0.0, 1e-6))
+    text = np.where(off, "off", "")
+    tr.update(colorscale=[[0.0, CLOSED_COLOR], [1e-9, "#f7fcf5"], [1.0, "#00441b"]], zmin=0, zmax=zmax,
+              zmid=None, reversescale=False, text=text.tolist(),
+              hovertemplate=tr.hovertemplate.replace("<extra></extra>", " %{text}<extra></extra>"))
+    if z.size <= 400:                                       # cells large enough to read a word in
+        tr.update(texttemplate="%{text}", textfont=dict(color="white", size=11))
+    else:
+        tr.update(texttemplate=None)
+    n_off, n_valid = int(off.sum()), int(valid.sum())
+    share = f"{100 * n_off / n_valid:.0f} %" if n_valid else "none"
+    item.caption = (f"{_said(spec.description)} Dark cells are off: a closed gate (exactly 0) switches its filter's "
+                    f"feature off at that n-gram, before the max-pool. Off on this text: {n_off:,} of {n_valid:,} "
+                    f"gates drawn ({share}); green: the share of the feature let through (above 1: amplified)."
+                    + _short_map_note(vi, arr, h))
+    item.meta["off"] = {"off": n_off, "gates": n_valid}
+    return item
 
 
 def _picks(vi: ViewInput, name: str, h: int) -> list[tuple[int, int, str]] | None:
     if name not in vi.maps:
         return None
     idx = np.asarray(vi.maps[name]).astype(int).reshape(-1)
-    return [(f, int(j), f"f{f + 1} max-pool picks '{_ngram(vi.tokens, int(j), h)}'") for f, j in enumerate(idx)]
+    return [(f, int(j), f"f{f + 1} max-pool picks '{ngram(vi.tokens, int(j), h)}'") for f, j in enumerate(idx)]
 
 
 @register_view("AG-F3", "AGCNN Fig. 3: Kim CNN feature maps before / after ReLU",
@@ -471,9 +492,9 @@ def _ag_f3(vi: ViewInput) -> list[FigureOut]:
     out = []
     for name, what in ((f"conv_pre_h{h}", "before ReLU"), (f"conv_h{h}", "after ReLU")):
         if name in vi.maps:
-            out.append(_heat(vi, f"ag-f3_{name}", vi.specs[name], vi.maps[name], marks=marks,
+            out.append(_blank_heat(vi, f"ag-f3_{name}", vi.specs[name], vi.maps[name], marks=marks,
                              title=f"{vi.title} · h = {h}, {what}",
-                             caption=vi.specs[name].description + _short_map_note(vi, vi.maps[name], h)))
+                             caption=_said(vi.specs[name].description) + _short_map_note(vi, vi.maps[name], h)))
     return out
 
 
@@ -505,9 +526,9 @@ def _ag_f4(vi: ViewInput) -> list[FigureOut]:
     out = []
     for name, what in ((f"conv_pre_h{h}", "before activation"), (f"conv_h{h}", "after activation (C)")):
         if name in vi.maps:
-            out.append(_heat(vi, f"ag-f4_{name}", vi.specs[name], vi.maps[name],
+            out.append(_blank_heat(vi, f"ag-f4_{name}", vi.specs[name], vi.maps[name],
                              title=f"{vi.title} · h = {h}, {what}",
-                             caption=vi.specs[name].description + _short_map_note(vi, vi.maps[name], h)))
+                             caption=_said(vi.specs[name].description) + _short_map_note(vi, vi.maps[name], h)))
     want = int(vi.opts.get("k", 0) or 0)                      # 0: every gate width (the paper's stack)
     for g in _agf4_gates(vi, h):
         k = re.search(r"_k(\d+)", g.name).group(1)
@@ -515,12 +536,12 @@ def _ag_f4(vi: ViewInput) -> list[FigureOut]:
             continue
         gated = g.name.replace("gate_", "gated_", 1)
         argn = g.name.replace("gate_", "argmax_", 1)
-        out.append(_heat(vi, f"ag-f4_{g.name}", g, vi.maps[g.name], title=f"{vi.title} · gate D, h = {h}, k = {k}",
-                         caption=g.description))
+        out.append(_gate_heat(vi, f"ag-f4_{g.name}", g, vi.maps[g.name], h,
+                              title=f"{vi.title} · gate D, h = {h}, k = {k}"))
         if gated in vi.maps:
-            out.append(_heat(vi, f"ag-f4_{gated}", vi.specs[gated], vi.maps[gated], marks=_picks(vi, argn, h),
-                             title=f"{vi.title} · gated map m = C·D, h = {h}, k = {k}",
-                             caption=vi.specs[gated].description))
+            out.append(_blank_heat(vi, f"ag-f4_{gated}", vi.specs[gated], vi.maps[gated], marks=_picks(vi, argn, h),
+                                   title=f"{vi.title} · gated map m = C·D, h = {h}, k = {k}",
+                                   caption=_said(vi.specs[gated].description) + _short_map_note(vi, vi.maps[gated], h)))
     return out
 
 
@@ -534,19 +555,19 @@ def _lama_spec(specs):
                "A (head x token): each of the m heads' attention distribution over the words, and the words "
                "shaded by the mean over heads.",
                models=("lama",), needs=lambda specs: _lama_spec(specs) is not None,
-               controls=lambda vi: [_stretch_control()])
+               controls=lambda vi: [stretch_control()])
 def _lama(vi: ViewInput) -> list[FigureOut]:
     spec = _lama_spec(vi.specs)
     A = np.asarray(vi.maps[spec.name])
     n = min(len(vi.tokens), A.shape[-1])
-    out = [_trust(_heat(vi, "lama-ht", spec, A, title=f"{vi.title} · head x token attention",
+    out = [with_trust(heat(vi, "lama-ht", spec, A, title=f"{vi.title} · head x token attention",
                         caption=spec.description, aggregate=bool(vi.opts.get("aggregate"))),
                   concentration(A[:, :n], vi.tokens), "heads")]
     rows = [(f"{vi.title} → {vi.label}" if vi.label else vi.title, vi.tokens, A.mean(axis=0)[: len(vi.tokens)])]
     kw = dict(title=f"{vi.title} · words shaded by the mean over heads", window=vi.window,
               stretch=bool(vi.opts.get("stretch")))
-    out.append(_trust(FigureOut(f"{vi.model}_lama-mean", "mean over heads",
-                                token_highlight_rows(rows, chars_per_line=_cpl(vi), **kw), highlight_table(rows),
+    out.append(with_trust(FigureOut(f"{vi.model}_lama-mean", "mean over heads",
+                                token_highlight_rows(rows, chars_per_line=chars_per_line(vi), **kw), highlight_table(rows),
                                 caption=SHADE_NOTE, html=token_rows_html(rows, **kw)),
                       concentration(A.mean(axis=0)[:n], vi.tokens)))
     return out

@@ -13,21 +13,24 @@ from __future__ import annotations
 
 import torch
 
-from textcls.interpret.context_mixing.globenc import ln_linear, residual_vectors
+from textcls.interpret.context_mixing.globenc import LayerVectors, ln_linear
 from textcls.interpret.context_mixing.trace import Trace, pooled, rollout, row_normalise
 
 
 def alti_matrix(t: Trace, layer: int) -> torch.Tensor:
-    """C^l (B, T, T), rows normalised over real sources."""
-    b = t.blocks[layer]
-    u, total = residual_vectors(t, layer)                                        # (B, T, T, d), (B, T, d)
-    if b.pre_ln:
-        y = total
-    else:
-        u = ln_linear(u, b.ln1, total)
-        y = b.ln1(total)                                                         # (B, T, d)
-    dist = (y.unsqueeze(2) - u).abs().sum(-1)                                    # (B, T, T) ||y_i - T_i(x_j)||_1
-    c = (y.abs().sum(-1, keepdim=True) - dist).clamp(min=0)                      # (B, T, T)
+    """C^l (B, T, T), rows normalised over real sources; computed a chunk of rows at a time (LayerVectors)."""
+    lv = LayerVectors(t, layer)
+    b, total = lv.block, lv.total
+    y_all = total if b.pre_ln else b.ln1(total)                                  # (B, T, d)
+    B, T, _ = total.shape
+    c = total.new_zeros(B, T, T)
+    for r in lv.slices():
+        u = lv.rows(r)                                                           # (B, q, T, d)
+        if not b.pre_ln:
+            u = ln_linear(u, b.ln1, total[:, r])
+        y = y_all[:, r]                                                          # (B, q, d)
+        dist = (y.unsqueeze(2) - u).abs().sum(-1)                                # (B, q, T) ||y_i - T_i(x_j)||_1
+        c[:, r] = (y.abs().sum(-1, keepdim=True) - dist).clamp(min=0)
     return row_normalise(c * t.real[:, None, :])
 
 

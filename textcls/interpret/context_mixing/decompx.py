@@ -1,24 +1,38 @@
 """DecompX (Modarressi et al. 2023, "DecompX: Explaining Transformers Decisions by Propagating Token
-Decomposition"; reference code mohsenfayyaz/DecompX, its default configuration followed here).
+Decomposition"; reference code mohsenfayyaz/DecompX, its demo's default configuration - absdot bias split,
+GeLU_ZO, tanh ZO, vector aggregation, pooler and classifier included - followed exactly for BERT and held to it
+by tests/test_context_mixing_reference.py).
 
 Every position's vector is carried as a sum of one vector per input position, x_i = sum_k x_{i<-k}
 (start: x_{i<-k} = [i = k] x_i, the embedding output), through every operation of the model:
 - linear maps act on each part; a bias b is split over the parts in proportion to |x_{i<-k} . b| ("absdot");
-- attention: the weights alpha are taken as given, so z_{i<-k} = sum_h sum_j alpha^h_ij x_{j<-k} W_V^h W_O^h;
+- attention: the weights alpha are taken as given, so a_{i<-k} = sum_h sum_j alpha^h_ij x_{j<-k} W_V^h W_O^h.
+  Its biases as the authors': in the first layer the value bias goes with its own token through the weights
+  (a_{i<-k} += sum_h alpha^h_ik b_V^h W_O^h), in later layers W_O b_V joins b_O; that bias is split over the
+  parts of the residual plus the attention, x_{i<-k} + a_{i<-k} (what enters LN1 in BERT; the residual stream
+  in a pre-LN layer), not over the attention's parts alone;
 - layer norm: gamma * (x_{i<-k} - mean(x_{i<-k})) / s_i with s_i the actual input's deviation, beta split;
+- the FFN: W_1 with b_1 split over its parts, the activation, W_2 with b_2 split over its parts (the residual
+  is added after);
 - a nonlinearity f (the FFN's GELU/ReLU, the pooler's tanh): each part times the slope f(a)/a at the actual
   pre-activation a (the zero-origin approximation, "GeLU_ZO" / "ZO"), which is exact for the whole;
 - pooling (the [CLS]/cls position, the mean, or the global attention's alpha, taken as given) and the
   classifier head (BERT's pooler and classifier; the Transformer's optional hidden layer and output).
 The explanation of class c is the logit's part from each position: sum_k of it is the logit exactly (tested).
-Applies to textcls' Transformer and to BERT-family checkpoints with a pooler (BertForSequenceClassification);
-not to RoBERTa/DistilBERT heads (their classifier heads differ; not wired) nor ACT (no self-attention).
+Applies to textcls' Transformer (pre-LN or post-LN: the pre-LN path, LN1 before the attention and no LN on the
+residual stream, is textcls' extension of the same rules; the authors cover post-LN BERT and RoBERTa) and to
+BERT-family checkpoints with a pooler (BertForSequenceClassification); not to RoBERTa/DistilBERT heads (their
+classifier heads differ; not wired) nor ACT (no self-attention).
+Memory: a layer holds every position's parts of every position and their value vectors (2 x T x T x d floats per
+text) and works through the positions in chunks sized to the explanation's limit (explain_max_memory_mb); a text
+whose parts alone exceed the limit is refused in one line naming the most positions that fit (`check_memory`).
 """
 from __future__ import annotations
 
 import torch
 
-from textcls.interpret.context_mixing.trace import Block, Trace, attention_input, attention_probs
+from textcls.interpret.context_mixing.trace import (FLOAT_BYTES, Block, Trace, attention_input, attention_probs,
+    budget_bytes, row_slices)
 
 
 def split_bias(parts: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
@@ -55,47 +69,129 @@ def nonlinear(parts: torch.Tensor, fn) -> torch.Tensor:
     return parts * slope(fn, total).unsqueeze(-2)
 
 
-def attention(parts: torch.Tensor, b: Block, h: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
-    """The attention sub-layer's output, split: parts of its input h (B, T, K, d) -> (B, T, K, d)."""
-    P = attention_probs(b, h, real)                                              # (B, H, T, T)
-    B, T, K, d = parts.shape
-    v = (parts @ b.v.weight.t()).view(B, T, K, b.heads, -1)                      # (B, T, K, H, dh) no bias
-    mixed = torch.einsum("bhij,bjkhe->bikhe", P, v).reshape(B, T, K, d)          # (B, T, K, d)
-    out = mixed @ b.o.weight.t()                                                 # (B, T, K, d)
-    bias = b.o.bias + b.v.bias @ b.o.weight.t() if b.v.bias is not None else b.o.bias  # rows of P sum to 1
-    return split_bias(out, bias)
-
-
 def ffn(parts: torch.Tensor, b: Block) -> torch.Tensor:
     return linear(nonlinear(linear(parts, b.ffn_in), b.act), b.ffn_out)
 
 
-def block(parts: torch.Tensor, b: Block, x: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
-    """Parts of a block's input x (B, T, d) -> parts of its output."""
-    if b.pre_ln:
-        h_parts = layer_norm(parts, b.ln1, x)
-        parts = parts + attention(h_parts, b, attention_input(b, x), real)
-        x1 = parts.sum(2)
-        return parts + ffn(layer_norm(parts, b.ln2, x1), b)
-    pre1 = parts + attention(parts, b, x, real)
-    x1_parts = layer_norm(pre1, b.ln1, pre1.sum(2))
-    pre2 = x1_parts + ffn(x1_parts, b)
-    return layer_norm(pre2, b.ln2, pre2.sum(2))
+def row_bytes(K: int, d: int, d_ffn: int) -> int:
+    """What one position's row of parts (K, d) costs while a block works on it: about 10 (K, d) and 4 (K, d_ffn)
+    tensors at once (the mix, the attention's output, bias splits, layer norms, the feed-forward)."""
+    return FLOAT_BYTES * K * (10 * d + 4 * d_ffn)
+
+
+def held_bytes(B: int, T: int, d: int, heads: int) -> int:
+    """What DecompX holds for a whole layer: every position's parts and their value vectors (2 x B x T x T x d)
+    and the attention weights (B x heads x T x T)."""
+    return FLOAT_BYTES * B * T * T * (2 * d + heads)
+
+
+def max_positions(d: int, d_ffn: int, heads: int, budget: int) -> int:
+    """The most positions one text may have for DecompX to fit in `budget` bytes."""
+    T = 1
+    while held_bytes(1, T + 1, d, heads) + row_bytes(T + 1, d, d_ffn) <= budget:
+        T += 1
+    return T
+
+
+def check_memory(t: Trace) -> None:
+    """LimitError (a ValueError, one line) when the parts of a batch alone would not fit the explanation's memory
+    budget (explain_max_memory_mb), with the most positions that fit."""
+    from textcls.runtime.limits import LimitError, current, fmt_mb
+    B, T, d = t.inputs[0].shape
+    b = t.blocks[0]
+    need = held_bytes(B, T, d, b.heads) + row_bytes(T, d, b.ffn_in.out_features) * B
+    budget = budget_bytes()
+    if need > budget:
+        top = max_positions(d, b.ffn_in.out_features, b.heads, budget)
+        raise LimitError(f"DecompX would hold {fmt_mb(need)} for {B if B > 1 else 'this'} text{'s' if B > 1 else ''} "
+                         f"of {T:,} positions (every position's part of every position: {T:,} x {T:,} x {d:,} "
+                         f"floats, twice), over the limit of {current().explain_max_memory_mb:,} MB per "
+                         f"explanation (explain_max_memory_mb, env TEXTCLS_EXPLAIN_MAX_MEMORY_MB); at most "
+                         f"{top:,} positions ([CLS]/[SEP] included) fit: explain a shorter text")
+
+
+def _chunks(rows: torch.Tensor, per_row: int, fixed: int) -> list[torch.Tensor]:
+    return [rows[s] for s in row_slices(len(rows), per_row, fixed)]
+
+
+def values(parts: torch.Tensor, b: Block, x: torch.Tensor, real: torch.Tensor, first: bool, chunks):
+    """The value vectors of the parts of the attention's input (the parts themselves; LN1 of them in a pre-LN
+    block), per head, without the bias: (B, H, T, K, dh), made a chunk of positions at a time; and the bias still
+    to split. As the authors (DecompX src/modeling_bert.py BertLayer.forward, lines 761-793): in the first layer
+    every position is still its own token alone and the value bias goes with it through the weights
+    (a_{i<-k} = sum_h alpha^h_ik (x_k W_V^h + b_V^h) W_O^h: their `value_layer` holds b_V), leaving b_O; later
+    layers map the parts without b_V and leave b_O + W_O b_V (their `accumulated_bias`)."""
+    B, T, K, d = parts.shape
+    H = b.heads
+    v = parts.new_empty(B, H, T, K, d // H)
+    for r in chunks:
+        src = layer_norm(parts[:, r], b.ln1, x[:, r]) if b.pre_ln else parts[:, r]
+        v[:, :, r] = (src @ b.v.weight.t()).view(B, len(r), K, H, -1).permute(0, 3, 1, 2, 4)
+    bias = b.o.bias
+    if b.v.bias is not None:
+        if first:                                                                # v_{j<-k} += [j = k] b_V
+            i = torch.arange(min(T, K))
+            v[:, :, i, i] += real[:, None, i, None].to(v.dtype) * b.v.bias.view(H, -1)[None, :, None, :]
+        else:
+            carried = b.o.weight @ b.v.bias                                      # W_O b_V (d,)
+            bias = carried if bias is None else bias + carried
+    return v, bias
+
+
+def block(parts: torch.Tensor, b: Block, x: torch.Tensor, real: torch.Tensor, first: bool = False,
+          rows: torch.Tensor | None = None) -> torch.Tensor:
+    """Parts of a block's input x (B, T, d) -> parts of its output, written over `parts` (B, T, K, d) in place a
+    chunk of positions at a time (a position's output parts need every position's value parts, made first, and
+    its own input parts only), so the layer holds the parts, their values and one chunk's work; `rows`: only
+    these positions' outputs (the last layer: the pooled ones). The attention sub-layer's bias is split over the
+    residual plus attention parts together (the authors' `bias_decomposer(accumulated_bias,
+    residual_weighted_layer)`), the FFN's two biases over the FFN's own parts (their `ffn_decomposer`)."""
+    B, T, K, d = parts.shape
+    per_row = B * row_bytes(K, d, b.ffn_in.out_features)
+    fixed = held_bytes(B, T, d, b.heads)
+    v, bias = values(parts, b, x, real, first, _chunks(torch.arange(T), per_row, fixed))
+    P = attention_probs(b, attention_input(b, x), real)                          # (B, H, T, T)
+    flat = v.view(B, b.heads, T, -1)                                             # (B, H, T, K * dh)
+    for r in _chunks(torch.arange(T) if rows is None else rows, per_row, fixed):
+        q = len(r)
+        mixed = (P[:, :, r] @ flat).view(B, b.heads, q, K, -1).permute(0, 2, 3, 1, 4).reshape(B, q, K, d)
+        out = mixed @ b.o.weight.t()                                             # (B, q, K, d) without the bias
+        if b.pre_ln:
+            p = split_bias(parts[:, r] + out, bias)
+            new = p + ffn(layer_norm(p, b.ln2, p.sum(2)), b)
+        else:
+            pre1 = split_bias(parts[:, r] + out, bias)
+            x1_parts = layer_norm(pre1, b.ln1, pre1.sum(2))
+            pre2 = x1_parts + ffn(x1_parts, b)
+            new = layer_norm(pre2, b.ln2, pre2.sum(2))
+        parts[:, r] = new
+    return parts
 
 
 def decompose(t: Trace) -> torch.Tensor:
-    """(B, K, C): each input position's part of each class logit."""
+    """(B, K, C): each input position's part of each class logit. Refused (LimitError, one line) when the parts
+    would not fit the explanation's memory budget (check_memory)."""
     if not t.blocks or t.head is None:
         raise ValueError("DecompX needs self-attention layers and a classifier head it can follow "
                          "(textcls' Transformer, BERT with a pooler)")
+    check_memory(t)
     x0 = t.inputs[0]                                                             # (B, T, d)
-    parts = torch.diag_embed(x0.transpose(1, 2)).permute(0, 2, 3, 1)             # (B, T, K, d) [i = k] x_i
-    parts = parts * t.real[:, None, :, None]
-    for b, x in zip(t.blocks, t.inputs):
-        parts = block(parts, b, x, t.real)
-    if t.head.final_ln is not None:
-        parts = layer_norm(parts, t.head.final_ln, parts.sum(2))
-    v = torch.einsum("bt,btkd->bkd", t.pool.to(parts.dtype), parts).unsqueeze(1)  # (B, 1, K, d) pooled
+    B, T, d = x0.shape
+    parts = x0.new_zeros(B, T, T, d)                                             # (B, T, K, d) [i = k] x_i
+    i = torch.arange(T)
+    parts[:, i, i] = x0 * t.real[:, :, None].to(x0.dtype)
+    pool = t.pool.to(parts.dtype)                                                # (B, T)
+    pooled_rows = torch.nonzero(pool.ne(0).any(0))[:, 0]                         # what the classifier reads
+    last = t.n_layers - 1
+    for n, (b, x) in enumerate(zip(t.blocks, t.inputs)):
+        parts = block(parts, b, x, t.real, first=n == 0, rows=pooled_rows if n == last else None)
+    v = parts.new_zeros(B, T, d)                                                 # (B, K, d) pooled
+    for r in _chunks(pooled_rows, B * row_bytes(T, d, 0), held_bytes(B, T, d, 0) // 2):
+        p = parts[:, r]
+        if t.head.final_ln is not None:
+            p = layer_norm(p, t.head.final_ln, p.sum(2))
+        v += torch.einsum("bt,btkd->bkd", pool[:, r], p)
+    v = v.unsqueeze(1)                                                           # (B, 1, K, d)
     for kind, op in t.head.layers:
         v = linear(v, op) if kind == "linear" else nonlinear(v, op)
     return v[:, 0]                                                               # (B, K, C)

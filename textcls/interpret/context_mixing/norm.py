@@ -13,16 +13,21 @@ from __future__ import annotations
 
 import torch
 
-from textcls.interpret.context_mixing.trace import (Trace, attention_input, attention_probs, head_value_vectors,
-    mixed_vectors, pooled)
+from textcls.interpret.context_mixing.trace import (FLOAT_BYTES, Trace, attention_input, attention_probs,
+    head_value_vectors, mixed_vectors, pooled, row_slices)
 
 
 def norm_matrix(t: Trace, layer: int) -> torch.Tensor:
-    """N^l (B, T, T): the norm of what each position i takes from each position j in layer `layer`."""
+    """N^l (B, T, T): the norm of what each position i takes from each position j in layer `layer`. The vectors
+    (B, T, T, d) are made a chunk of rows i at a time, as many as the memory budget holds (trace.row_slices)."""
     b, x = t.blocks[layer], t.inputs[layer]
     h = attention_input(b, x)
-    z = mixed_vectors(attention_probs(b, h, t.real), head_value_vectors(b, h))   # (B, T, T, d)
-    return z.norm(dim=-1)                                                        # (B, T, T)
+    P, f = attention_probs(b, h, t.real), head_value_vectors(b, h)              # (B, H, T, T), (B, H, T, d)
+    B, T, d = x.shape
+    out = x.new_zeros(B, T, T)
+    for r in row_slices(T, 3 * B * T * d * FLOAT_BYTES):
+        out[:, r] = mixed_vectors(P[:, :, r], f).norm(dim=-1)                    # (B, rows, T)
+    return out
 
 
 def norm(t: Trace, per_layer: bool = False) -> torch.Tensor:

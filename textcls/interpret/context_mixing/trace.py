@@ -118,12 +118,36 @@ def block_forward(b: Block, x: torch.Tensor, real: torch.Tensor, zero_value: tor
     v = split_heads(b.v(h), b.heads)                                            # (B, H, T, dh)
     if zero_value is not None:
         v = v * (1 - zero_value.to(v.dtype))[:, None, :, None]
-    a = b.o((P @ v).transpose(1, 2).flatten(2))                                 # (B, T, d)
+    return block_rest(b, x, b.o((P @ v).transpose(1, 2).flatten(2)))
+
+
+def block_rest(b: Block, x: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+    """The block's output from its input x and its attention's output a (both (..., T, d)): the residual, the
+    layer norms and the feed-forward."""
     if b.pre_ln:
         x1 = x + a
         return x1 + ffn(b, b.ln2(x1))
     x1 = b.ln1(x + a)
     return b.ln2(x1 + ffn(b, x1))
+
+
+# ---------------------------------------------------------------- bounded working memory
+
+FLOAT_BYTES = 4
+
+
+def budget_bytes() -> int:
+    """The working memory one explanation may use (textcls.runtime.limits: explain_max_memory_mb, env
+    TEXTCLS_EXPLAIN_MAX_MEMORY_MB)."""
+    from textcls.runtime.limits import current
+    return int(current().explain_max_memory_mb) * 2**20
+
+
+def row_slices(n: int, per_row: int, fixed: int = 0) -> list[slice]:
+    """Slices of range(n) whose rows each cost `per_row` bytes, as many per slice as fit in the budget left once
+    `fixed` bytes are held (at least one row per slice)."""
+    step = max(1, (budget_bytes() - int(fixed)) // max(1, int(per_row)))
+    return [slice(s, min(n, s + step)) for s in range(0, n, step)]
 
 
 def rollout(mats: list[torch.Tensor]) -> torch.Tensor:

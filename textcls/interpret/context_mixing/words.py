@@ -27,6 +27,24 @@ def to_words(t, per_position: torch.Tensor) -> torch.Tensor:
     return w / w.abs().sum(-1, keepdim=True).clamp(min=1e-300)
 
 
+def _traces(model, instances: Sequence, idx: list[int], method: str):
+    """(indices, trace) for the instances `idx`, traced together; a batch whose DecompX parts would not fit the
+    memory budget together is halved (one text that does not fit alone is refused by decompx.check_memory)."""
+    ids, mask = stack([instances[i] for i in idx])                               # (b, L)
+    t = trace(model, ids, mask)
+    if method == "decompx" and len(idx) > 1 and t.blocks:
+        from textcls.interpret.context_mixing.decompx import held_bytes, row_bytes
+        from textcls.interpret.context_mixing.trace import budget_bytes
+        B, T, d = t.inputs[0].shape
+        b = t.blocks[0]
+        if held_bytes(B, T, d, b.heads) + B * row_bytes(T, d, b.ffn_in.out_features) > budget_bytes():
+            half = len(idx) // 2
+            yield from _traces(model, instances, idx[:half], method)
+            yield from _traces(model, instances, idx[half:], method)
+            return
+    yield idx, t
+
+
 def explain_instances(model, instances: Sequence, method: str, batch_size: int = 16) -> list[Attribution]:
     out: list[Attribution] = []
     fn = RUN[method]
@@ -34,18 +52,16 @@ def explain_instances(model, instances: Sequence, method: str, batch_size: int =
     got: dict[int, Attribution] = {}
     with torch.no_grad():
         for s in range(0, len(order), batch_size):
-            idx = order[s:s + batch_size]
-            chunk = [instances[i] for i in idx]
-            ids, mask = stack(chunk)                                             # (b, L)
-            t = trace(model, ids, mask)
-            w = to_words(t, fn(t)).numpy()                                       # (b, L)
-            probs = torch.softmax(t.logits.double(), -1).numpy()
-            for r, (i, inst) in enumerate(zip(idx, chunk)):
-                m = inst.mask.numpy().astype(bool)
-                grid = np.zeros(inst.ids.shape, dtype=np.float64)
-                grid[m] = w[r, :inst.ids.shape[0]][m]
-                target = int(probs[r].argmax())
-                got[i] = Attribution(method=method, scores=grid[m], grid=grid, target=target,
-                                     output=float(probs[r, target]), tokens=inst.tokens)
+            for idx, t in _traces(model, instances, order[s:s + batch_size], method):
+                chunk = [instances[i] for i in idx]
+                w = to_words(t, fn(t)).numpy()                                   # (b, L)
+                probs = torch.softmax(t.logits.double(), -1).numpy()
+                for r, (i, inst) in enumerate(zip(idx, chunk)):
+                    m = inst.mask.numpy().astype(bool)
+                    grid = np.zeros(inst.ids.shape, dtype=np.float64)
+                    grid[m] = w[r, :inst.ids.shape[0]][m]
+                    target = int(probs[r].argmax())
+                    got[i] = Attribution(method=method, scores=grid[m], grid=grid, target=target,
+                                         output=float(probs[r, target]), tokens=inst.tokens)
     out = [got[i] for i in range(len(instances))]
     return out

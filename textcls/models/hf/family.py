@@ -3,7 +3,8 @@ whether its attention is causal and where its attention weights can be read (`fa
 
 - **Special pieces**: the tokenizer's own template, read by encoding one word with and without special tokens:
   BERT [CLS] ... [SEP], RoBERTa <s> ... </s>, Llama <s> ..., GPT-2 / Qwen2 nothing. A tokenizer saved without a
-  template falls back to [CLS]/[SEP] (or <s>/</s>) for an encoder.
+  template falls back to [CLS]/[SEP] (or <s>/</s>) for an encoder here; loading then refuses such a folder, since
+  transformers' own encoding adds none (textcls.checkpoint.hf.check_encoding compares the two on a probe text).
 - **Pooled position** (what the classification head reads): "first" (BERT-likes: [CLS]), "last" (decoders: the
   last real piece, as transformers' `...ForSequenceClassification` of a decoder reads it) or "mean" (the mean over
   the real positions: ModernBERT with `classifier_pooling="mean"`).
