@@ -30,6 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from textcls.interpret.rankings import TIE, n_tokens, text_seed
+from textcls.runtime.threads import interactive_work
 
 BINS = (1, 5, 10, 20, 50)
 EXACT_WORDS = 8          # 8! = 40,320 orders from 2^8 = 256 scored variants (fewer than 19 random orders cost)
@@ -238,6 +239,7 @@ def run_chances(V, jobs: Sequence[Chance], observed: dict[int, tuple[Sequence[fl
     return [c.finish(*observed.get(i, ((), ()))) for i, c in enumerate(jobs)]
 
 
+@interactive_work
 def text_chance(model, inst, removal: str = "delete", target: int | None = None, seed: int = 0,
                 observed: tuple[Sequence[float], Sequence[float]] = ((), ()), beam: int = BEAM,
                 bounds: bool = True) -> dict[str, Any]:
