@@ -87,6 +87,24 @@ def count(name: str):
     return parse
 
 
+def epochs_arg(raw: str):
+    """argparse `type=` for --epochs: a whole number (checked as the count "epochs"), or a fraction of an epoch
+    above 0 (for an hf: encoder; the model's own rules check it once the model is known). Whole values come back
+    as int."""
+    import math
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number: {raw!r}") from None
+    if value.is_integer():
+        return count("epochs")(str(int(value)))
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"invalid number: {raw!r}")
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"--epochs must be above 0, got {raw!r}")
+    return value
+
+
 def check_counts(args) -> None:
     """Every count option of the parsed command line inside its bounds, else UsageError naming the first one
     that is not (the one place where numeric options are checked)."""

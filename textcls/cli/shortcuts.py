@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from textcls.cli.common import (OutOfBounds, UsageError, add_data_root, add_explanation_options, add_seed, count,
-    json_value, methods_of, one_line, printable)
+    epochs_arg, json_value, methods_of, one_line, printable)
 
 DEFAULT_EPOCHS = {"model": 3, "checkpoint": 1}
 DEFAULT_TEST_LIMIT = 300
@@ -30,18 +30,6 @@ def _share(raw: str) -> float:
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
-
-def _epochs(raw: str):
-    """A whole number of epochs, or a fraction (checked against the model kind in `_check`)."""
-    try:
-        value = float(raw.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number: {raw!r}") from None
-    if value.is_integer():
-        return count("epochs")(str(int(value)))
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"--epochs must be above 0, got {raw!r}")
-    return value
 
 
 def _test_limit(raw: str) -> int:
@@ -262,7 +250,7 @@ def add_parser(sub) -> None:
                         "zeroa -> class 0, onea -> class 1); a word the data does not have")
     f.add_argument("--label", default=None, help="the class a single --token stands for (name or index; default 0)")
     f.add_argument("--share", type=_share, default=0.2, help="share of the training texts planted (default 0.2)")
-    f.add_argument("--epochs", type=_epochs, default=None,
+    f.add_argument("--epochs", type=epochs_arg, default=None,
                    help="training epochs (default 3 for --model, 1 for --checkpoint, where a fraction is allowed)")
     f.add_argument("--limit", type=count("limit"), default=None, metavar="N",
                    help="training rows (a seeded sample; default all)")

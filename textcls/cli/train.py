@@ -3,7 +3,6 @@ and the epoch lines on stderr, the summary on stdout). Under torchrun every rank
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import signal
 import sys
@@ -12,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from textcls.cli.common import (PROG, UsageError, add_batch_size, add_data, add_data_root, add_device, add_limit,
-    add_seed, count, device, join_group, limit_flags, one_line, parse_pairs, rank_prefix, report_result)
+    add_seed, count, device, epochs_arg, join_group, limit_flags, one_line, parse_pairs, rank_prefix, report_result)
 
 
 class _Progress:
@@ -146,19 +145,6 @@ def _check_input(args):
     return overrides, tok, train_over, dev_name, use_arrow
 
 
-def _epochs(raw: str):
-    """--epochs: a whole number, or for an hf: encoder a fraction of an epoch too (e.g. 0.5; checked by the
-    model's own rules once the model is known). Whole values come back as int."""
-    try:
-        value = float(raw.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number: {raw!r}") from None
-    if value.is_integer():
-        return count("epochs")(str(int(value)))
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"invalid number: {raw!r}")
-    return value
-
 
 class Terminated(SystemExit):
     """SIGTERM (or SIGHUP) during `train`: raised from the signal handler so that every `finally` runs - the claim
@@ -272,7 +258,7 @@ def add_parser(sub) -> None:
     t.add_argument("--model", required=True, help="registered model name (see `list`), or hf:PATH_OR_ID to "
                    "fine-tune a Hugging Face encoder (e.g. hf:all-MiniLM-L6-v2 when installed)")
     add_data(t, required=True)
-    t.add_argument("--epochs", type=_epochs, required=True,
+    t.add_argument("--epochs", type=epochs_arg, required=True,
                    help="number of epochs; for hf: encoders also a fraction (0.5 = half an epoch's steps)")
     t.add_argument("--out", default=None,
                    help="checkpoint folder to write; default: a new MODEL-DATA-TIME folder in your checkpoints "
