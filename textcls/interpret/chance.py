@@ -3,7 +3,7 @@ normalised AOPC is read against. Computed once per (model, text), shared by ever
 
 An *order* ranks a text's n words; its ERASER AOPCs (`faithfulness`: comprehensiveness removes the top k% words,
 sufficiency keeps only them, k in {0, 1, 5, 10, 20, 50} %) depend only on the nested sets of its top words at those
-sizes, so every variant is a set of removed words, scored once (`batched.Variants`).
+sizes, so every variant is a set of removed words, scored once (`variants.Variants`).
 
 - **Chance** (`orders`): up to EXACT_WORDS words, every one of the n! orders is enumerated (2^n variants scored, the
   exact permutation distribution: a p-value is a share of all orders, no sampling); beyond, random orders drawn
@@ -50,7 +50,7 @@ def _aopcs(p: float, q: np.ndarray, n: int, chain: np.ndarray) -> tuple[np.ndarr
 
 
 class Chance:
-    """The orders of one text, as a job over `batched.Variants` (shared with other texts' jobs): `add` the variants
+    """The orders of one text, as a job over `variants.Variants` (shared with other texts' jobs): `add` the variants
     it needs, `V.run()`, then `finish`. See the module docstring."""
 
     def __init__(self, V, text: int, n: int, base: int, target: int | None = None, seed: int = 0,
@@ -112,7 +112,7 @@ class Chance:
         for a, r, hi in [(a, comp, True) for a in aopc_comprehensiveness] + \
                         [(s, suff, False) for s in aopc_sufficiency]:
             c = int(((r >= a - TIE) if hi else (r <= a + TIE)).sum())
-            if 0 < c < 5:          # 0: p = 1/20, settled; 5 or more: p >= 0.3 whatever 80 more orders do
+            if 0 < c < 5:          # 0: p = 1/20, settled; 5 or more: p >= 6/100 > LEVEL whatever 80 more do
                 return True
         return not aopc_comprehensiveness and not aopc_sufficiency
 
