@@ -1,8 +1,9 @@
-# The virtual environment `scripts/app` and `scripts/test` run in (sourced by both; not a command of its own).
+# The virtual environment the app and the tests run in: sourced by `scripts/app`, run by the README's test command
+# (`bash scripts/env.sh && .venv/bin/python -m pytest -q`, which .ci/run runs exactly).
 # Made on first use: .venv beside the code, requirements.txt installed under constraints.txt (the exact versions the
 # suite passed with). Made again - packages brought to the pinned versions - whenever requirements.txt, constraints.txt
 # or the Python it was made with change (a stamp file in .venv remembers what it was made from); otherwise nothing
-# is done, so both commands start at once. TEXTCLS_VENV chooses another folder; PYTHON another interpreter (3.10+).
+# is done, so both start at once. TEXTCLS_VENV chooses another folder; PYTHON another interpreter (3.10+).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${TEXTCLS_VENV:-$ROOT/.venv}"
