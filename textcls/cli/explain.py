@@ -70,17 +70,12 @@ def truncation_note(predictor, n: int) -> str:
 
 def _verdicts(model, insts, results: list[dict]) -> None:
     """Each method's faithfulness on each text, by the one rule of every page (rankings.versus_random against
-    chance.text_chance): AOPCs, NAOPCs, p-values and the verdict line, added to its entry."""
+    chance.judge): AOPCs, NAOPCs, p-values and the verdict line, added to its entry."""
     import numpy as np
-    from textcls.interpret.chance import text_chance
-    from textcls.interpret.faithfulness import erasure_curves
-    from textcls.interpret.rankings import versus_random
+    from textcls.interpret.chance import judge
     for r, inst in zip(results, insts):
-        curves = {m: erasure_curves(model, inst, np.asarray(e["weights"])) for m, e in r["methods"].items()}
-        chance = text_chance(model, inst, observed=([c["aopc_comprehensiveness"] for c in curves.values()],
-                                                    [c["aopc_sufficiency"] for c in curves.values()]))
-        for m, c in curves.items():
-            v = versus_random(c, chance)
+        _, chance, verdicts = judge(model, inst, {m: np.asarray(e["weights"]) for m, e in r["methods"].items()})
+        for m, v in verdicts.items():
             r["methods"][m].update(aopc_comprehensiveness=v["aopc"], aopc_sufficiency=v["sufficiency"],
                                    naopc_comprehensiveness=v["naopc_comprehensiveness"],
                                    naopc_sufficiency=v["naopc_sufficiency"],

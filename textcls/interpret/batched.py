@@ -330,14 +330,19 @@ class SliceRun:
                         still.append(j)
             active = still
         V.run()                                                 # the curves' variants, when no wave scored them
-        bounds = self._bounds(V, texts, base, curves)
-        out = {}
+        aopc = {}                                               # (method, text) -> (comprehensiveness, sufficiency)
         for (m, i), (ks, comp, suff, empty) in curves.items():
-            n = insts[i].n
             p = V.probs(base[i])
             j = int(p.argmax())
             c = [0.0] + [float(p[j] - V.probs(v)[j]) for v in comp]
             s = [float(p[j] - V.probs(empty)[j])] + [float(p[j] - V.probs(v)[j]) for v in suff]
+            aopc[(m, i)] = (float(np.mean(c)), float(np.mean(s)))
+        bounds = self._bounds(V, texts, base, aopc)
+        out = {}
+        for (m, i) in curves:
+            n = insts[i].n
+            p = V.probs(base[i])
+            j = int(p.argmax())
             label = j
             flips_single = np.array([int(V.probs(v).argmax()) != label for v in singles[i]])
             top = jobs[method_job[(m, i)]][1][0]
@@ -347,10 +352,10 @@ class SliceRun:
                 first = job[3]
                 return (first if first is not None else n) / n, first is None
             out[(m, i)] = {"example": i, "method": m, "n_tokens": n, "target": j, "p_target": float(p[j]),
-                           "removal": self.removal, "aopc_comprehensiveness": float(np.mean(c)),
-                           "aopc_sufficiency": float(np.mean(s)),
-                           **({"naopc_comprehensiveness": naopc(float(np.mean(c)), bounds[i]["comprehensiveness"]),
-                               "naopc_sufficiency": naopc(float(np.mean(s)), bounds[i]["sufficiency"], False)}
+                           "removal": self.removal, "aopc_comprehensiveness": aopc[(m, i)][0],
+                           "aopc_sufficiency": aopc[(m, i)][1],
+                           **({"naopc_comprehensiveness": naopc(aopc[(m, i)][0], bounds[i]["comprehensiveness"]),
+                               "naopc_sufficiency": naopc(aopc[(m, i)][1], bounds[i]["sufficiency"], False)}
                               if i in bounds else {}), "erasure_top_flip": bool(flips_single[top]),
                            "erasure_random_flip": float(np.mean(flips_single[others])) if others else float("nan")}
             if self.flip_orders:
@@ -360,18 +365,15 @@ class SliceRun:
                                    erasure_random_fraction_to_flip=float(np.mean(rf)) if rf else float("nan"))
         return out
 
-    def _bounds(self, V: Variants, texts, base, curves) -> dict[int, dict[str, list[float]]]:
+    def _bounds(self, V: Variants, texts, base, aopc) -> dict[int, dict[str, list[float]]]:
         """Each text's lowest and highest AOPC over word orders (textcls.interpret.chance: exact up to EXACT_WORDS
-        words, the beam beyond, widened by every method's own order), for NAOPC; {} with naopc_beam None."""
+        words, the beam beyond, widened by every method's own order: `aopc`, (method, text) -> (comprehensiveness,
+        sufficiency)), for NAOPC; {} with naopc_beam None."""
         if self.naopc_beam is None or not texts:
             return {}
         t = time.perf_counter()
-        p_of = {i: V.probs(base[i]) for i in texts}
         seen: dict[int, tuple[list[float], list[float]]] = {}
-        for (m, i), (ks, comp, suff, empty) in curves.items():
-            p, j = p_of[i], int(p_of[i].argmax())
-            c = float(np.mean([0.0] + [p[j] - V.probs(v)[j] for v in comp]))
-            s = float(np.mean([p[j] - V.probs(empty)[j]] + [p[j] - V.probs(v)[j] for v in suff]))
+        for (m, i), (c, s) in aopc.items():
             seen.setdefault(i, ([], []))[0].append(c)
             seen[i][1].append(s)
         jobs = [Chance(V, i, self.insts[i].n, base[i], tokens=self.insts[i].tokens, beam=self.naopc_beam,

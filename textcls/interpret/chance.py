@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from textcls.interpret.rankings import TIE, n_tokens, text_seed
+from textcls.interpret.rankings import TIE, n_tokens, text_seed, versus_random
 from textcls.runtime.threads import interactive_work
 
 BINS = (1, 5, 10, 20, 50)
@@ -95,20 +95,24 @@ class Chance:
         return p, int(np.argmax(p)) if self.target is None else int(self.target)
 
     def _sampled(self) -> tuple[np.ndarray, np.ndarray]:
+        """The drawn orders' erasure curves, (orders, bins + 1) each: comprehensiveness, sufficiency (their row
+        means are the AOPCs)."""
         p, j = self.p()
-        comp, suff = [], []
-        for o in self._orders:
+        nb = len(self.ks) + 1
+        comp = np.empty((len(self._orders), nb))
+        suff = np.empty((len(self._orders), nb))
+        for r, o in enumerate(self._orders):
             c, s = self._order_vids(o)
-            comp.append(np.mean([0.0] + [p[j] - self.V.probs(v)[j] for v in c]))
-            suff.append(np.mean([p[j] - self.V.probs(self._empty)[j]] + [p[j] - self.V.probs(v)[j] for v in s]))
-        return np.array(comp), np.array(suff)
+            comp[r] = [0.0] + [p[j] - self.V.probs(v)[j] for v in c]
+            suff[r] = [p[j] - self.V.probs(self._empty)[j]] + [p[j] - self.V.probs(v)[j] for v in s]
+        return comp, suff
 
     def needs_more(self, aopc_comprehensiveness: Sequence[float] = (), aopc_sufficiency: Sequence[float] = ()) -> bool:
         """After the first draws: whether some explanation's p-value is unsettled (neither clearly below LEVEL nor
         clearly above it) with N_FIRST orders; then N_MORE are drawn in all (`more`)."""
         if self.exact or len(self._orders) >= self.n_more:
             return False
-        comp, suff = self._sampled()
+        comp, suff = (c.mean(1) for c in self._sampled())
         for a, r, hi in [(a, comp, True) for a in aopc_comprehensiveness] + \
                         [(s, suff, False) for s in aopc_sufficiency]:
             c = int(((r >= a - TIE) if hi else (r <= a + TIE)).sum())
@@ -189,13 +193,11 @@ class Chance:
             steps = np.diff([0] + sorted(set(self.ks)) + [self.n])                            # words per step
             p_floor = float(np.prod([math.factorial(int(d)) for d in steps]) / math.factorial(self.n))
         else:
-            comp, suff = self._sampled()
+            curves_c, curves_s = self._sampled()                                            # (orders, bins + 1)
+            comp, suff = curves_c.mean(1), curves_s.mean(1)
             p_floor = 1.0 / (comp.size + 1)
-            curves_c = [[0.0] + [pj - self.V.probs(v)[j] for v in self._order_vids(o)[0]] for o in self._orders]
-            curves_s = [[pj - self.V.probs(self._empty)[j]] + [pj - self.V.probs(v)[j] for v in self._order_vids(o)[1]]
-                        for o in self._orders]
-            mean_c = list(np.mean(curves_c, 0)) if curves_c else [float("nan")] * (nb + 1)
-            mean_s = list(np.mean(curves_s, 0)) if curves_s else [float("nan")] * (nb + 1)
+            mean_c = list(curves_c.mean(0)) if comp.size else [float("nan")] * (nb + 1)
+            mean_s = list(curves_s.mean(0)) if comp.size else [float("nan")] * (nb + 1)
             bounds = {"comprehensiveness": [float("nan")] * 2, "sufficiency": [float("nan")] * 2}
             by = "none"
             if self._beams:
@@ -252,5 +254,18 @@ def text_chance(model, inst, removal: str = "delete", target: int | None = None,
     return run_chances(V, [job], {0: observed}, bounds=bounds)[0]
 
 
-__all__ = ["BEAM", "BEAM_MAX_WORDS", "BINS", "Chance", "EXACT_WORDS", "N_FIRST", "N_MORE",
+def judge(model, inst, importances: Mapping[str, Any], removal: str = "delete"
+          ) -> tuple[dict[str, dict], dict[str, Any], dict[str, dict]]:
+    """The one-text verdict of several explanations of `inst` (name -> importance), as every page, lesson and
+    command gives it: each one's erasure curves (`faithfulness.erasure_curves`), the text's word orders
+    (`text_chance`, told those AOPCs) and `rankings.versus_random` of each. Returns (curves, chance, verdicts)."""
+    from textcls.interpret.faithfulness import erasure_curves
+    curves = {k: erasure_curves(model, inst, v, removal=removal) for k, v in importances.items()}
+    chance = text_chance(model, inst, removal=removal,
+                         observed=([c["aopc_comprehensiveness"] for c in curves.values()],
+                                   [c["aopc_sufficiency"] for c in curves.values()]))
+    return curves, chance, {k: versus_random(c, chance) for k, c in curves.items()}
+
+
+__all__ = ["BEAM", "BEAM_MAX_WORDS", "BINS", "Chance", "EXACT_WORDS", "N_FIRST", "N_MORE", "judge",
            "run_chances", "text_chance", "text_seed"]

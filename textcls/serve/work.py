@@ -96,16 +96,13 @@ def attention_verdict(load, path: str, stamp: float, text: str) -> dict:
     """The model's own attention (the shading on Compare) against the word orders of this text
     (`textcls.interpret.chance`, `versus_random`), with the rule in words under "rule": Inspect's faithfulness
     line."""
-    from textcls.interpret.chance import text_chance
-    from textcls.interpret.faithfulness import erasure_curves
+    from textcls.interpret.chance import judge
     from textcls.interpret.methods import explanation as explain
-    from textcls.interpret.rankings import ONE_TEXT_NOTE, VERDICT_RULE, versus_random
+    from textcls.interpret.rankings import ONE_TEXT_NOTE, VERDICT_RULE
     p = load(path, stamp)
     inst = _instance(p, text)
-    curves = erasure_curves(p.model, inst, explain(p.model, inst, "attention", labels=p.labels))
-    chance = text_chance(p.model, inst, observed=([curves["aopc_comprehensiveness"]], [curves["aopc_sufficiency"]]))
-    out = versus_random(curves, chance)
-    return {**out, "rule": f"{VERDICT_RULE} {ONE_TEXT_NOTE}"}
+    _, _, verdicts = judge(p.model, inst, {"attention": explain(p.model, inst, "attention", labels=p.labels)})
+    return {**verdicts["attention"], "rule": f"{VERDICT_RULE} {ONE_TEXT_NOTE}"}
 
 
 def side_by_side(load, path: str, stamp: float, text: str):

@@ -392,22 +392,15 @@ def _explanations(src, inst, methods: Sequence[str]) -> dict[str, np.ndarray]:
 
 def _erasure(step: Step, lib: Library, value: float | None) -> StepResult:
     """Faithfulness on one text: removing words in the order of each explanation (the model's own attention by
-    default) against the word orders of this text (faithfulness.erasure_curves, chance.text_chance,
-    versus_random: the one rule of every page)."""
-    from textcls.interpret.chance import text_chance
-    from textcls.interpret.faithfulness import ONE_TEXT_NOTE, VERDICT_RULE, erasure_curves, versus_random
-    from textcls.interpret.rankings import ranked
+    default) against the word orders of this text (chance.judge: the one rule of every page)."""
+    from textcls.interpret.chance import judge
+    from textcls.interpret.rankings import ONE_TEXT_NOTE, VERDICT_RULE, ranked
     from textcls.viz.explanations import erasure_figure
 
     inp = step.input
     info, src, inst, text = _instance(lib, inp)
-    curves, notes = {}, []
-    for name, v in _explanations(src, inst, inp.get("methods", ("attention",))).items():
-        curves[name] = erasure_curves(src.model, inst, v)
-    chance = text_chance(src.model, inst, observed=([c["aopc_comprehensiveness"] for c in curves.values()],
-                                                    [c["aopc_sufficiency"] for c in curves.values()]))
-    for name, c in curves.items():
-        notes.append(f"{name}: {versus_random(c, chance)['line']}")
+    curves, chance, verdicts = judge(src.model, inst, _explanations(src, inst, inp.get("methods", ("attention",))))
+    notes = [f"{name}: {v['line']}" for name, v in verdicts.items()]
     if len(curves) > 1:
         notes.append("Ranked by comprehensiveness AOPC (ties within 0.0005 are ties): " + ranked(
             {k: c["aopc_comprehensiveness"] for k, c in curves.items()}) + ".")
