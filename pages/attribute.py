@@ -8,7 +8,9 @@ Only what is on screen is computed: the tabs track which one is open (st.tabs wi
 the open tab runs. The Reasons tab shows each checkpoint's explanations as soon as they are ready; Agreement,
 Faithfulness, Interventions and Counterfactual compute when opened, the data-set panel when its expander is open
 and Run is pressed (a whole split, batched across texts, with a progress bar and Stop). A cached model is shared
-read-only; interventions act through edits or on a copy."""
+read-only; interventions act through edits or on a copy. "Why the label rather than another" (pages.common.contrast)
+turns the gradient and erasure explanations into contrastive ones: logit(label) - logit(the runner-up, or a label
+chosen)."""
 from __future__ import annotations
 
 import hashlib
@@ -20,8 +22,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from pages.common import cache, inside_app, shared, work
+from pages.common import contrast as C
+from pages.common import inside_app, shared, work
 from pages.common import widgets as w
+from pages.common.attribute_slice import slice_panel
 from textcls import viz
 from textcls.interpret import records as R
 from textcls.interpret.plausibility import evidence_labels, plausibility
@@ -82,6 +86,8 @@ with st.form("attr_form"):
     steps = c3.select_slider("Integrated-gradients steps (first try)", [20, 50, 100, 200], value=50,
                              key="attr_steps", help="Doubled automatically until the convergence delta is "
                                                     "below 5 % of the output difference (at most 800).")
+    contrast = C.form_choice([by_name[n].labels for n in st.session_state.get("attr_ckpts", []) if n in by_name],
+                             "attr_contrast")
     st.form_submit_button("Explain", type="primary")
 
 shared.keep_text(text)
@@ -104,6 +110,7 @@ class Row:
     info: object
     read: object                     # a textcls.records.TextReading: tokens, unknown words, what applies
     notes: list[str] = field(default_factory=list)
+    contrast: str | None = None      # the label its explanations are contrasted with (C.form_choice), or None
 
 
 rows: list[Row] = []
@@ -125,7 +132,8 @@ for n in chosen:
         notes.append(f"{unknown} of {read.n} tokens are not in this model's vocabulary: it reads each as the "
                      "same unknown word" + (" - every token is unknown, so the prediction says nothing about "
                                             "the words" if unknown == read.n else ""))
-    rows.append(Row(info, read, notes))
+    foil, note = C.for_labels(contrast, read.labels)
+    rows.append(Row(info, read, notes + [note] * bool(note), foil))
 if not rows:
     st.stop()
 
@@ -145,7 +153,8 @@ def explain_row(row: Row, prog: w.Progress | None = None) -> tuple[dict, list[st
         label = f"{w.md_escape(row.info.name)}: {LABELS[m]} ({row.read.n} tokens)…"
         with prog.step(label) if prog else nullcontext():
             try:
-                expl[m] = work.explanation(row.info.path, text, m, baseline=baseline, steps=steps, removal=removal)
+                expl[m] = work.explanation(row.info.path, text, m, baseline=baseline, steps=steps, removal=removal,
+                                           contrast=row.contrast)
             except ValueError as e:
                 notes.append(f"{LABELS[m]}: {e}")
             except Exception as e:  # noqa: BLE001
@@ -207,12 +216,12 @@ if tab_reasons.open:
                 if probs and probs[0].truncated:
                     st.caption(f"The text is longer than this model reads: it saw {read.n} tokens, the rest was "
                                "cut.")
-                for note in notes:
+                for note in notes + [x for x in [C.caption(expl)] if x]:      # and which two labels, if contrasted
                     st.caption(w.md_escape(note))
                 for m, v in expl.items():
                     cap = f"own attention: {read.attention_source}" if m == "attention" else LABELS[m]
-                    shaded(read.tokens, scores_of(v) if M.get(m).signed else np.clip(scores_of(v), 0, None),
-                           label=cap, window=window)
+                    shown = scores_of(v) if C.shade_signed(m, row.contrast) else np.clip(scores_of(v), 0, None)
+                    shaded(read.tokens, shown, label=cap, window=window)
                     if getattr(v, "delta", None) is not None:
                         summary.append({"checkpoint": info.name, "IG steps": v.n_steps, "|delta|": abs(v.delta),
                                         "output difference": v.output_difference, "converged": v.converged})
@@ -256,7 +265,8 @@ def faithfulness(row: Row, expl: dict, prog: w.Progress):
     out = {}
     for m in expl:
         with prog.step(f"{name}: removing the words {LABELS[m]} ranks first…"):
-            out[m] = work.erasure(path, text, m, baseline=baseline, steps=steps, removal=removal)
+            out[m] = work.erasure(path, text, m, baseline=baseline, steps=steps, removal=removal,
+                                  contrast=row.contrast)
     with prog.step(f"{name}: word orders drawn at random, the best and the worst, and leave-one-out…"):
         seen = ([ec["aopc_comprehensiveness"] for ec, _ in out.values()],
                 [ec["aopc_sufficiency"] for ec, _ in out.values()])
@@ -266,94 +276,6 @@ def faithfulness(row: Row, expl: dict, prog: w.Progress):
         extra = work.attention_tests(path, text)
     return out, rand, loo, extra
 
-
-def slice_panel(results) -> None:
-    """Faithfulness over a whole data split, batched across texts (textcls.interpret.batched): a progress bar,
-    a Stop button (the run keeps what it has done and can go on), and the table with bootstrap intervals."""
-    from textcls.data.datasets import list_datasets
-    sets = list_datasets()
-    if not sets:
-        st.info("No bundled data set found (set TEXTCLS_DATA).")
-        return
-    with st.form("attr_slice"):
-        c1, c2, c3, c4 = st.columns(4)
-        s_ckpt = c1.selectbox("Checkpoint", [r.info.name for r, _, _ in results], key="attr_slice_ckpt",
-                              persist_state="page")
-        default = by_name[s_ckpt].data if by_name[s_ckpt].data in sets else sets[0]
-        s_data = c2.selectbox("Data set", sets, index=sets.index(default), key="attr_slice_data",
-                              persist_state="page")
-        s_split = c3.selectbox("Split", ["test", "dev", "train"], key="attr_slice_split", persist_state="page")
-        s_n = c4.number_input("Texts (0 = the whole split)", 0, 1_000_000, 0, step=50, key="attr_slice_n",
-                              persist_state="page")
-        from textcls.analysis import slices as sl
-        saved = {f"{d} · {x.name}": (d, x) for d in sets for x in sl.load_slices(d)}
-        s_from = st.selectbox("Texts from", ["the data set and split above"] + list(saved),
-                              key="attr_slice_from", help="Or a slice saved on the Explore page (its data set and "
-                              "split replace the ones chosen above).")
-        go_slice = st.form_submit_button("Run", help="Batched across texts: the 1,821 sst2 test sentences take "
-                                                     "minutes per model (more with integrated gradients or "
-                                                     "occlusion, and on a busy machine); Stop keeps what is done.")
-    if go_slice:
-        try:
-            if s_from in saved:
-                s_data, chosen_slice = saved[s_from]
-                bundle = cache.dataset(s_data, limit=None)
-                split_name, texts = sl.slice_texts(chosen_slice, bundle, name=s_ckpt,
-                                                   predict=lambda t: cache.predict(by_name[s_ckpt].path, t))
-                where = f"{s_data}/{split_name} · slice {chosen_slice.name}"
-                gold = None                                   # a slice's texts: no gold labels kept with them
-            else:
-                bundle = cache.dataset(s_data, limit=None)
-                if s_split not in bundle.splits:
-                    raise ValueError(f"{s_data} has no {s_split} split (has: {', '.join(bundle.splits)})")
-                texts = list(bundle.splits[s_split].texts)
-                gold = (list(bundle.splits[s_split].labels), list(bundle.labels))   # for plausibility
-                where = f"{s_data}/{s_split}"
-            texts = texts[:int(s_n)] if s_n else texts
-            gold = (gold[0][:len(texts)], gold[1]) if gold is not None else None
-            run = work.slice_run(by_name[s_ckpt].path, texts, removal=removal, baseline=baseline, steps=steps,
-                                  methods=[m for m in methods if m != "leave_one_out"] + ["random"])
-            st.session_state["attr_slice_job"] = (s_ckpt, where, run, gold)
-        except Exception as e:  # noqa: BLE001
-            st.error(f"Could not score the data set: {type(e).__name__}: {w.md_escape(e)}")
-    if "attr_slice_job" not in st.session_state:
-        return
-    s_ckpt, where, run, gold = st.session_state["attr_slice_job"]
-    if not run.finished and not run.stop_requested:
-        st.button("Stop", key="attr_slice_stop", on_click=run.stop, icon=":material/stop:",
-                  help="Stops after the batch of texts under way; the table shows the texts done.")
-        bar = st.progress(run.done / max(run.total, 1), text="Starting…")
-
-        def progress(done: int, total: int) -> None:
-            bar.progress(done / max(total, 1), text=f"{w.md_escape(s_ckpt)} on {w.md_escape(where)}: "
-                                                    f"{done:,} / {total:,} texts")
-        try:
-            run.run(progress)
-        except Exception as e:  # noqa: BLE001
-            st.error(f"Could not score the data set: {type(e).__name__}: {w.md_escape(e)}")
-            return
-        bar.empty()
-    try:
-        rep, extra, extra_notes = run.report(*(gold or (None, None)))     # with plausibility and seconds per text
-    except Exception as e:  # noqa: BLE001 - the worker restarted since (the run is gone): one line
-        st.error(f"Could not report the data-set run: {type(e).__name__}: {w.md_escape(e)}")
-        return
-    for r in rep.rows:
-        r.update(extra.get(r["method"], {}))
-    if not run.finished:
-        st.warning(f"Stopped after {run.done:,} of {run.total:,} texts: the table covers those.")
-        st.button("Continue", key="attr_slice_continue", on_click=run.resume, icon=":material/play_arrow:")
-    st.caption(f"{w.md_escape(s_ckpt)} on {rep.settings['n_texts']:,} texts of {w.md_escape(where)} in "
-               f"{rep.seconds:.1f} s; reference = leave-one-out; erasure random fraction to flip: "
-               f"{rep.settings['random_orders']} random order(s) a text, averaged over the texts. Brackets: bootstrap "
-               "95% interval over texts.")
-    table, tests = F.slice_report_tables(rep.rows, rep.model_row, LABELS)
-    st.dataframe(table, hide_index=True, width="stretch")
-    if tests is not None:
-        st.caption("The model's own attention, permuted and made uniform (Jain & Wallace): how far the output moves.")
-        st.dataframe(tests, hide_index=True, width="stretch")
-    for note in list(rep.settings["notes"]) + extra_notes:
-        st.caption(w.md_escape(note))
 
 
 if tab_faith.open:
@@ -366,7 +288,9 @@ if tab_faith.open:
                    "model and the text, so compare models by NAOPC. Random: word orders drawn for this text (all of "
                    f"them on a text of at most 8 words; else {N_RANDOM}, or 99 when {N_RANDOM} cannot settle it), the "
                    "same draws on every page. Plausibility: how well the ranking finds the words people label with the predicted "
-                   "sentiment (SST's word labels; average precision and token F1, as ferret defines them).")
+                   "sentiment (SST's word labels; average precision and token F1, as ferret defines them)."
+                   + (" A contrastive explanation ranks the words by what it explains, logit(label) - "
+                      "logit(other); m stays the predicted label's probability." if contrast else ""))
         check_sanity = st.toggle("Randomisation sanity check (slower)", key="attr_sanity", persist_state="page",
                                  help="Re-initialise the model's layers from the top down, in a copy, and recompute "
                                       "each explanation: Spearman rho of the words' weights before and after. An "
@@ -402,7 +326,7 @@ if tab_faith.open:
                     with prog.step(f"{w.md_escape(info.name)}: {LABELS[m]} with the layers randomised…"):
                         try:
                             rho = work.sanity(info.path, text, m, baseline=baseline, steps=steps,
-                                               removal=removal)["final"][m]
+                                               removal=removal, contrast=row.contrast)["final"][m]
                         except Exception as e:  # noqa: BLE001 - ValueError: it does not apply; else the worker
                             st.caption(f"{w.md_escape(info.name)} · {LABELS[m]}: no sanity check: "
                                        f"{w.md_escape(e)}")
@@ -427,7 +351,8 @@ if tab_faith.open:
                                                   else "changes") if rho is not None else ""}
                                       if check_sanity else {}),
                                    "seconds (when computed)": work.explanation_seconds(
-                                       info.path, text, m, baseline=baseline, steps=steps, removal=removal)})
+                                       info.path, text, m, baseline=baseline, steps=steps, removal=removal,
+                                       contrast=row.contrast)})
             st.markdown(f"**{w.md_escape(info.name)}** " + " ".join(badges))
             mr = {"checkpoint": info.name, "model": viz.model_title(info.model)}
             perm, unif = extra.get("perm"), extra.get("unif")
@@ -478,7 +403,8 @@ if tab_faith.open:
         slice_box = st.expander("Over a data set (a whole split)", key="attr_slice_open", on_change="rerun")
         if slice_box.open:
             with slice_box:
-                slice_panel(results)
+                slice_panel([r.info.name for r, _, _ in results], by_name, methods=methods, baseline=baseline,
+                            steps=steps, removal=removal)
 
 # ---------------------------------------------------------------- interventions (the chosen checkpoint only)
 

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import io
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from pages.common import cache, inside_app, shared, urlstate, widgets as w
 from textcls import viz
 from textcls.analysis.lengths import length_notes
-from textcls.analysis.metrics import agreement, agreement_rows
+from textcls.analysis.metrics import agreement, agreement_rows, pairwise_agreement, score_known
 from textcls.records import SpecRecord
 
 inside_app(__file__)
@@ -109,9 +108,7 @@ def single(text: str, infos: list, tag: str = "") -> None:
                    "predictions below are what each model says about an empty input.")
     unknown, words = {}, {}
     for n, p in preds.items():
-        pred = w.facts(by_name[n])         # specs and vocabulary only: the model itself stays in the worker
-        unknown[n] = None if pred is None else w.count_unknown(pred, p.tokens)
-        words[n] = None if pred is None else w.unknown_words(pred, p.tokens)
+        unknown[n], words[n] = w.count_unknown(p), w.unknown_words(p)     # counted where the model is
     meaningless = w.unknown_warning({n: (unknown[n], len(p.tokens)) for n, p in preds.items()}, words)
     major, groups = agreement({n: p.label for n, p in preds.items()})
     if len(groups) == 1 and meaningless:
@@ -194,11 +191,13 @@ def batch(texts: list[str], gold: list[str] | None, infos: list, tag: str = "") 
     texts = [t[: w.MAX_CHARS] for t in texts]
     labels: dict[str, list[str]] = {}
     confs: dict[str, list[float]] = {}
+    answers: dict[str, list] = {}                      # the predictions themselves, scored against a gold column
     prog = w.Progress(len(infos))
     for k, i in enumerate(infos):
         with prog.step(f"Classifying {len(texts):,} texts with {w.md_escape(i.name)} ({k + 1} of {len(infos)})…"):
             preds = w.safe_predict(i, texts)
         if preds is not None:
+            answers[i.name] = preds
             labels[i.name] = [p.label for p in preds]
             confs[i.name] = [p.probabilities[p.label] for p in preds]
     prog.close()
@@ -213,7 +212,7 @@ def batch(texts: list[str], gold: list[str] | None, infos: list, tag: str = "") 
     for n in names:
         df[n] = labels[n]
         df[f"{n} conf."] = confs[n]
-    n_dis = int(np.sum(disagree))
+    n_dis = sum(disagree)
     c1, c2, c3 = st.columns(3)
     c1.metric("texts", f"{len(texts):,}")
     c2.metric("models disagree on", f"{n_dis:,}", help=f"{100 * n_dis / len(texts):.0f} % of the texts")
@@ -227,14 +226,11 @@ def batch(texts: list[str], gold: list[str] | None, infos: list, tag: str = "") 
             st.warning(f"{len(strange):,} row(s) have a gold label the checkpoints do not know ({examples}); "
                        "they are left out of the accuracy. Known labels: "
                        f"{w.md_escape(', '.join(sorted(known)))}.", icon=":material/warning:")
-        acc = {}
-        for n in names:
-            ok = [a == b for a, b in zip(labels[n], gold) if b in by_name[n].labels]
-            if ok:
-                acc[n] = (float(np.mean(ok)), len(ok))
+        scored = {n: score_known(answers[n], gold, by_name[n].labels) for n in names}   # rows it knows only
+        acc = {n: s["report"] for n, s in scored.items() if s is not None}
         if acc:
             st.markdown("**Accuracy on this file** (gold column): " + " · ".join(
-                f"{w.md_escape(n)} {100 * a:.1f} % of {k:,}" for n, (a, k) in acc.items()))
+                f"{w.md_escape(n)} {100 * r['accuracy']:.1f} % of {r['n']:,}" for n, r in acc.items()))
     only = st.toggle("Show only the texts where models disagree", value=False, key=f"cmp_only_dis{tag}")
     view = df[df["disagree"]] if only else df
 
@@ -256,7 +252,7 @@ def batch(texts: list[str], gold: list[str] | None, infos: list, tag: str = "") 
                        file_name=f"compare{tag}.csv", mime="text/csv", key=f"cmp_csv{tag}", on_click="ignore",
                        icon=":material/download:")
     if len(names) > 1:
-        m = np.array([[np.mean([x == y for x, y in zip(labels[a], labels[b])]) for b in names] for a in names])
+        m = pairwise_agreement(labels)                                            # (models, models)
         spec = SpecRecord("agreement", ("channel", "channel"), "activation")     # viz.MapSpec would import torch
         s = viz.slice_map(m, spec)
         s.row_labels, s.col_labels, s.row_axis, s.col_axis = names, names, "checkpoint", "checkpoint "

@@ -6,25 +6,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from pages.common import cache, inside_app, widgets as w, work
 from pages.common.defaults import available_data, data_spec, default_limit, default_split, evaluated_part
-from textcls.analysis import corpus_views as cv
+from pages.common.evaluate_parts import (filter_ngrams_view, open_in_inspect, pick_row, run_pass,
+    top_words_view, training_curves, word_weight_view)
 from textcls.analysis.corpus_cache import checkpoint_stamp
 from textcls.data import datasets as tdata
 from textcls.analysis import slices as sl
 from textcls import viz
-from textcls.data.readable import readable
-from textcls.checkpoint import CheckpointError, load_history
-from textcls.analysis.metrics import (agreement_rows, default_ignore_label, score_predictions, select_scored,
-    unknown_labels)
+from textcls.analysis.metrics import default_ignore_label, score_predictions, select_scored, unknown_labels
+from textcls.analysis.mistakes import disagreeing_pair, disagreements, error_count, mistakes
 
 inside_app(__file__)
-
-INSPECT = "pages/inspect.py"
 
 st.title("Evaluate")
 st.caption("Checkpoints on a split of a data set: accuracy, macro-F1, per-class scores and confusion matrices; "
@@ -128,39 +124,6 @@ if saved_slices:
                    f"{len(keep):,} examples.")
 
 
-def csv_button(df: pd.DataFrame, label: str, file: str, key: str) -> None:
-    st.download_button(label, data=df.to_csv(index=False).encode("utf-8"), file_name=f"{viz.safe_filename(file)}.csv",
-                       mime="text/csv", key=key, icon=":material/download:", on_click="ignore")
-
-
-def pick_row(table: pd.DataFrame, event, key: str, label: str) -> int | None:
-    """The row to act on: a selectbox over the table's rows (first 1,000) that follows a row selected in the
-    table itself. Returns a position in `table`, or None when it is empty."""
-    if table.empty:
-        return None
-    opts = list(range(min(len(table), 1000)))
-    rows = list(getattr(getattr(event, "selection", None), "rows", []) or [])
-    if rows and st.session_state.get(key + "_last") != rows[0]:
-        st.session_state[key + "_last"] = rows[0]
-        if rows[0] in opts:
-            st.session_state[key] = rows[0]
-    if st.session_state.get(key) not in opts:
-        st.session_state.pop(key, None)
-    names = [f"#{n} · {viz.short(str(t), 90)}"                    # one pass over the columns, not a row lookup each
-             for n, t in zip(table["#"].iloc[:len(opts)], table["text"].iloc[:len(opts)])]
-    return st.selectbox(label, opts, key=key, format_func=names.__getitem__)
-
-
-def open_in_inspect(text: str, first: str, second: str | None = None) -> None:
-    """Hand a text and checkpoint(s) to the Inspect page (it reads these session keys) and go there."""
-    st.session_state["insp_text"] = text
-    st.session_state["insp_ckpt"] = first
-    st.session_state["insp_two"] = second is not None
-    if second is not None:
-        st.session_state["insp_ckpt2"] = second
-    st.switch_page(INSPECT)
-
-
 tab_m, tab_e, tab_c, tab_d = st.tabs(["Metrics", "Mistakes and disagreements", "Training curves",
                                       "Data-set views"])
 
@@ -172,7 +135,7 @@ with tab_m:
         rows.append({"checkpoint": name, "model": r["info"].model, "accuracy": rep["accuracy"],
                      "macro-F1": rep["macro_f1"], **({"macro-F1 (all classes)": rep["macro_f1_all"]}
                                                       if rep["ignore_label"] else {}),
-                     "examples": rep["n"], "errors": int((r["gold"] != r["pred"]).sum()),
+                     "examples": rep["n"], "errors": error_count(r),
                      "trained on": w.trained_on(r["info"])})
     summary = pd.DataFrame(rows)
     pct = st.column_config.NumberColumn(format="percent")
@@ -181,14 +144,14 @@ with tab_m:
     ign = next((r["report"]["ignore_label"] for r in runs.values() if r["report"]["ignore_label"]), None)
     if ign:
         st.caption(f"macro-F1 leaves out “{w.md_escape(ign)}” (the task's official metric).")
-    csv_button(summary, "Metrics (CSV)", f"metrics_{bundle.name}_{split_name}", "eval_csv_metrics")
+    w.csv_button(summary, "Metrics (CSV)", f"metrics_{bundle.name}_{split_name}", "eval_csv_metrics")
 
     st.markdown("**Per class**")
     per = pd.DataFrame([{"checkpoint": name, "label": lab, **sc} for name, r in runs.items()
                         for lab, sc in r["report"]["per_class"].items()])
     st.dataframe(per, hide_index=True, width="stretch", height=min(600, 38 + 35 * len(per)),
                  column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("precision", "recall", "f1")})
-    csv_button(per, "Per-class scores (CSV)", f"per_class_{bundle.name}_{split_name}", "eval_csv_per_class")
+    w.csv_button(per, "Per-class scores (CSV)", f"per_class_{bundle.name}_{split_name}", "eval_csv_per_class")
     rel = [{"checkpoint": name, "relation": k, **sc, "macro-F1 (relations)": r["report"]["macro_f1_official"]}
            for name, r in runs.items() for k, sc in (r["report"].get("per_relation") or {}).items()]
     if rel:
@@ -226,12 +189,7 @@ with tab_e:
     st.markdown("**What each checkpoint gets wrong**")
     pick = st.selectbox("Checkpoint", list(runs), key="eval_err_ckpt")
     r = runs[pick]
-    wrong = np.nonzero(r["gold"] != r["pred"])[0]
-    err = pd.DataFrame({"#": wrong, "text": [readable(texts[i]) for i in wrong], "gold": [gold_names[i] for i in wrong],
-                        "predicted": [r["pred_names"][i] for i in wrong],
-                        "confidence": r["probs"][wrong, r["pred"][wrong]] if len(wrong) else [],
-                        "p(gold)": r["probs"][wrong, r["gold"][wrong]] if len(wrong) else []})
-    err = err.sort_values("confidence", ascending=False).reset_index(drop=True)
+    err = mistakes(r, texts, gold_names)                       # most confident first
     st.caption(f"{len(err):,} of {len(texts):,} examples wrong, most confident first. Select a row (or pick it "
                "below) to open it in Inspect.")
     ev = st.dataframe(err, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
@@ -247,15 +205,12 @@ with tab_e:
                  help="Shows this text on the Inspect page with this checkpoint."):
         open_in_inspect(texts[int(err.iloc[row]["#"])], pick)     # the text as evaluated
     with b3:
-        csv_button(err, "Mistakes (CSV)", f"mistakes_{pick}_{bundle.name}_{split_name}", "eval_csv_err")
+        w.csv_button(err, "Mistakes (CSV)", f"mistakes_{pick}_{bundle.name}_{split_name}", "eval_csv_err")
 
     if len(runs) >= 2:
         st.markdown("**Where the checkpoints disagree**")
-        P = np.stack([np.array(runs[n]["pred_names"], dtype=object) for n in runs], axis=1)     # (N, models)
-        differ = np.nonzero([d for _, _, d in agreement_rows({n: runs[n]["pred_names"] for n in runs})])[0]
-        dis = pd.DataFrame({"#": differ, "text": [readable(texts[i]) for i in differ], "gold": [gold_names[i] for i in differ],
-                            **{n: P[differ, k] for k, n in enumerate(runs)},
-                            "right": [sum(P[i, k] == gold_names[i] for k in range(len(runs))) for i in differ]})
+        labels_by = {n: runs[n]["pred_names"] for n in runs}
+        dis = disagreements(labels_by, texts, gold_names)
         st.caption(f"{len(dis):,} of {len(texts):,} examples get different labels; `right` counts the checkpoints "
                    "that are correct. Select a row to open it in Inspect with two disagreeing checkpoints side by "
                    "side.")
@@ -267,61 +222,13 @@ with tab_e:
         if d2.button("Open in Inspect", key="eval_dis_inspect", disabled=row2 is None, icon=":material/visibility:",
                      help="Shows this text on the Inspect page, two disagreeing checkpoints side by side."):
             i = int(dis.iloc[row2]["#"])
-            labs = {n: runs[n]["pred_names"][i] for n in runs}
-            first = next(iter(labs))
-            second = next(n for n in labs if labs[n] != labs[first])
-            open_in_inspect(texts[i], first, second)
+            open_in_inspect(texts[i], *disagreeing_pair(labels_by, i))
         with d3:
-            csv_button(dis, "Disagreements (CSV)", f"disagreements_{bundle.name}_{split_name}", "eval_csv_dis")
+            w.csv_button(dis, "Disagreements (CSV)", f"disagreements_{bundle.name}_{split_name}", "eval_csv_dis")
 
 # ---------------------------------------------------------------- training curves
 with tab_c:
-    st.caption("From each checkpoint's saved history (per epoch). HCAN Fig. 3 is dev accuracy against wall-clock "
-               "time; LAMA Fig. 5 is the training loss per epoch.")
-    k1, k2, k3 = st.columns([3, 2, 1])
-    curve_ckpts = k1.multiselect("Checkpoints", names, default=chosen, key="eval_curve_ckpts",
-                                 format_func=lambda n: w.ckpt_label(by_name[n]))
-    quantities = k2.multiselect("Curves", list(viz.CURVE_TITLES)[:5], default=["train_loss", "dev_accuracy"],
-                                key="eval_curve_y", format_func=lambda k: viz.CURVE_TITLES[k])
-    x_label = k3.radio("x axis", ["epoch", "wall-clock"], key="eval_curve_x")
-    x = "epoch" if x_label == "epoch" else "elapsed"
-    hist_runs = []
-    for n in curve_ckpts:
-        try:
-            h = load_history(by_name[n].path)
-        except CheckpointError as e:
-            st.warning(f"{n}: {w.md_escape(e)}")
-            continue
-        if not h.epochs:
-            st.caption(f"{w.md_escape(n)} has no training history.")
-            continue
-        hist_runs.append((n, h.epoch_rows()))
-    # runs trained on different data (sst2 vs its phrases) have different training and dev sets: say so, and name
-    # each run's training data in the legend
-    trained = {n: w.trained_on(by_name[n]) for n, _ in hist_runs}
-    if len(set(trained.values())) > 1:
-        groups = {}
-        for n, d in trained.items():
-            groups.setdefault(d, []).append(n)
-        st.warning("These runs were trained on different data - " + "; ".join(
-            f"**{w.md_escape(d)}**: {w.md_escape(', '.join(ns))}" for d, ns in groups.items())
-            + ". Their losses and dev accuracies come from different training and dev sets: compare curves within "
-            "one data set.", icon=":material/warning:")
-        hist_runs = [(f"{n} ({trained[n]})", ep) for n, ep in hist_runs]
-    curve_items = []
-    if hist_runs and quantities:
-        cols = st.columns(min(2, len(quantities)))
-        for k, y in enumerate(quantities):
-            tag = {("train_loss", "epoch"): " (LAMA Fig. 5)", ("dev_accuracy", "elapsed"): " (HCAN Fig. 3)"}
-            item = viz.training_curves(hist_runs, y=y, x=x, key=f"curves_{y}_vs_{x}",
-                                       title=f"{viz.CURVE_TITLES[y]} vs {viz.CURVE_TITLES[x]}{tag.get((y, x), '')}")
-            # the legend goes above the plot (horizontal): below it, it sat on the x-axis title
-            item.fig.update_layout(margin=dict(t=95), title=dict(y=0.985, yanchor="top"),
-                                   legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0))
-            curve_items.append(item)
-            with cols[k % len(cols)]:
-                w.show_figure(item, f"eval_curve_{y}_{x}")
-        w.zip_button(curve_items, f"training_curves_{x}", label="All curves (ZIP)")
+    training_curves(names, chosen, by_name)
 
 # ---------------------------------------------------------------- data-set views
 with tab_d:
@@ -345,122 +252,19 @@ with tab_d:
     base_key = (str(info.path), tuple(map(tuple, checkpoint_stamp(info.path))), spec, split_name, int(limit or 0),
                 st.session_state.get("eval_slice", "all"))
 
-    def run_pass(kind: str, job: str, *args, settings: tuple = ()):
-        """The result of a corpus pass (the model job `job` with `args`): from this session, else the disk cache,
-        else computed on a click, with a progress bar."""
-        key = (kind,) + base_key + settings
-        if key in state:
-            return state[key]
-        at = (str(info.path), cache.stamp(info.path), list(texts), *args)
-        with w.or_one_line("Reading the cached pass"):
-            res = cache.model_job(job, *at, True)
-        if res is None:
-            what = "token weights" if kind == "tw" else "filter activations"
-            if not st.button(f"Compute the {what} over {len(texts):,} texts", key=f"eval_run_{kind}",
-                             type="primary", icon=":material/play_arrow:"):
-                st.caption("Runs the model over the split once (batched) and keeps the result on disk for this "
-                           "checkpoint and split.")
-                return None
-            bar = st.progress(0.0, text="Starting…")
-
-            def progress(done: int, total: int) -> None:
-                bar.progress(done / max(total, 1), text=f"{done:,} / {total:,} texts")
-            with w.or_one_line("The pass over the split"):
-                res = cache.model_job(job, *at, False, progress=progress)
-            state[key] = res
-            st.rerun()             # draw the result without the button
-        state[key] = res
-        return res
-
+    where = f"{bundle.name}_{split_name}"
     if view.startswith("Top attended") or view.startswith("A word"):
         st.caption(f"Token weights of {w.md_escape(ck)}: {w.md_escape(source)} (normalised to sum to 1 per text).")
-        cw_ = run_pass("tw", "token_weights", list(gold_names))
+        cw_ = run_pass(info, texts, state, base_key, "tw", "token_weights", list(gold_names))
         if cw_ is not None:
             if cw_.seconds:
                 st.caption(f"Computed in {cw_.seconds:.1f} s.")
             if view.startswith("Top attended"):
-                q1, q2, q3, q4 = st.columns(4)
-                by = q1.radio("Group texts by", ["gold", "pred"], horizontal=True, key="eval_tw_by",
-                              format_func=lambda b: "gold label" if b == "gold" else "predicted label")
-                k = q2.number_input("Words per class", 1, 100, 10, key="eval_tw_k")
-                min_count = q3.number_input("Seen at least", 1, 10_000, 5, key="eval_tw_min",
-                                            help="Occurrences in that class's texts.")
-                score = q4.selectbox("Score", list(cv.SCORES), key="eval_tw_score", help=(
-                    "relative: mean of weight x text length (1 = a uniform share; default); mean: mean raw weight "
-                    "(favours words of short texts); total: summed weight (favours frequent words)."))
-                table = cv.top_words(cw_, by=by, k=int(k), min_count=int(min_count), score=score)
-                if table.empty:
-                    st.info("No word is frequent enough; lower “Seen at least”.")
-                else:
-                    item = viz.top_words_figure(table, key=f"lama-t4_{ck}_{bundle.name}_{split_name}",
-                                                title=f"Top attended words per class · {ck} (LAMA Table 4)")
-                    w.show_figure(item, f"eval_t4_{ck}")
-                    with st.expander("The table"):
-                        st.dataframe(table, hide_index=True, width="stretch")
+                top_words_view(cw_, ck, where)
             else:
-                counts = cv.word_counts(cw_, min_count=2)
-                r1, r2, r3 = st.columns([2, 2, 1])
-                common = list(counts.index[:300])
-                best = [x for x in cv.salient_words(cw_, min_count=min(20, max(2, len(texts) // 50))) if x in common]
-                word = r1.selectbox("Word", common, key="eval_f2_word", index=common.index(best[0]) if best else 0,
-                                    format_func=lambda x: f"{x} ({counts[x]})",
-                                    help="The 300 most frequent words (occurrences in brackets); the default is "
-                                         "frequent word with the highest mean weight.") if common else None
-                typed = r2.text_input("…or type any word", key="eval_f2_typed").strip().lower()
-                if len(typed.split()) > 1:
-                    st.info(f"Type one word: “{w.md_escape(viz.short(typed, 60))}” is "
-                            f"{len(typed.split()):,} words.")
-                    word = None
-                else:
-                    word = typed or word
-                by = r3.radio("Label", ["gold", "pred"], key="eval_f2_by",
-                              format_func=lambda b: "gold" if b == "gold" else "predicted")
-                s1, s2 = st.columns(2)
-                relative = s1.toggle("Weight x text length (1 = uniform share)", value=False, key="eval_f2_rel")
-                bins = s2.slider("Bins", 5, 60, 12, key="eval_f2_bins")
-                if word:
-                    dist = cv.word_weights(cw_, word, by=by, relative=relative)
-                    if not dist:
-                        st.info(f"The word “{w.md_escape(viz.short(word, 60))}” does not occur in these texts.")
-                    else:
-                        hist = cv.weight_histogram(dist, bins=int(bins))
-                        item = viz.word_weight_figure(hist, word, relative=relative,
-                                                      key=f"lama-f2_{ck}_{viz.safe_filename(word)}",
-                                                      title=f"Weight of “{viz.short(word, 40)}” by {by} label · {ck} (LAMA Fig. 2)")
-                        w.show_figure(item, f"eval_f2_{ck}")
-                        summ = cv.weight_summary(dist)
-                        st.dataframe(summ, hide_index=True, width="content")
-                        csv_button(summ, "Summary (CSV)", f"lama-f2_summary_{ck}_{word}", "eval_csv_f2")
+                word_weight_view(cw_, ck, len(texts))
     else:
         top = st.slider("n-grams per filter", 1, 10, 5, key="eval_fn_top")
-        fn_ = run_pass("fn", "filter_ngrams", int(top), settings=(int(top),))
+        fn_ = run_pass(info, texts, state, base_key, "fn", "filter_ngrams", int(top), settings=(int(top),))
         if fn_ is not None:
-            if fn_.seconds:
-                st.caption(f"Computed in {fn_.seconds:.1f} s.")
-            summ = fn_.summary(per_filter=min(3, int(top)))
-            table = fn_.table
-            f1, f2, f3 = st.columns(3)
-            bank_opts = ["all"] + list(dict.fromkeys(table["bank"]))
-            bank = f1.selectbox("Filter bank", bank_opts, key="eval_fn_bank",
-                                help="Kim CNN: conv_h{h} (window h); AGCNN: gated_h{h}_k{k}; ACT: feature_map.")
-            if (table["layer"] > 0).any():
-                layers = sorted(set(table["layer"]))
-                heads = sorted(set(table["head"]))
-                layer = f2.selectbox("Layer", ["all"] + layers, key="eval_fn_layer")
-                head = f3.selectbox("Head", ["all"] + heads, key="eval_fn_head")
-            else:
-                layer = head = "all"
-            mask_s = np.ones(len(summ), dtype=bool)
-            mask_t = np.ones(len(table), dtype=bool)
-            for col, v in (("bank", bank), ("layer", layer), ("head", head)):
-                if v != "all":
-                    mask_s &= (summ[col] == v).to_numpy()
-                    mask_t &= (table[col] == v).to_numpy()
-            item = viz.filter_ngrams_figure(summ[mask_s], key=f"filter-ngrams_{ck}_{bundle.name}_{split_name}",
-                                            title=f"Filters of {ck} and the n-grams that activate them most")
-            w.show_figure(item, f"eval_fn_{ck}")
-            st.caption("Each filter's max-pool picks one n-gram per text; listed are the distinct n-grams with the "
-                       "highest values over the split. `hits`: texts on which the filter picked that n-gram.")
-            st.dataframe(table[mask_t], hide_index=True, width="stretch")
-            csv_button(table[mask_t], "All n-grams (CSV)", f"filter_ngrams_{ck}_{bundle.name}_{split_name}",
-                       "eval_csv_fn")
+            filter_ngrams_view(fn_, ck, int(top), where)

@@ -34,12 +34,12 @@ LINKS = [
     ("pages/benchmarks.py", "Benchmarks", ":material/speed:", "parameters, speed and accuracy against the papers"),
 ]
 
-def unknown_cell(facts, unknown: int | None) -> str:
+def unknown_cell(info, unknown: int | None) -> str:
     """The "unknown words" cell: a count, or why there is none (an encoder reading word pieces has no unknown
     words: it splits an unseen word into pieces it knows) - never "None"."""
     if unknown is not None:
         return str(unknown)
-    if facts is not None and getattr(facts, "word_pieces", False):
+    if w.is_pretrained(info):
         return "- (word pieces: no unknown words)"
     return "-"
 
@@ -117,13 +117,12 @@ else:
                             "tokenizer), so it gives no prediction.")
                 elif preds:
                     p = preds[0]
-                    pred = w.facts(i)          # its vocabulary (the model itself stays in the worker)
-                    unk = None if pred is None else w.count_unknown(pred, p.tokens)
+                    unk = w.count_unknown(p)                # counted where the model is
                     counts[i.name] = (unk, len(p.tokens))
-                    words[i.name] = None if pred is None else w.unknown_words(pred, p.tokens)
+                    words[i.name] = w.unknown_words(p)
                     out.append({"checkpoint": i.name, "model": viz.model_title(i.model), "data set": i.data or "—",
                                 "prediction": p.label, "confidence": 100 * p.probabilities[p.label],
-                                "tokens": len(p.tokens), "unknown words": unknown_cell(pred, unk),
+                                "tokens": len(p.tokens), "unknown words": unknown_cell(i, unk),
                                 "truncated": p.truncated})
             if out:
                 df = pd.DataFrame(out)

@@ -19,7 +19,7 @@ import zlib
 
 import streamlit as st
 
-from pages.common import cache, context_mixing, inside_app, shared, urlstate
+from pages.common import cache, context_mixing, contrast, inside_app, neuron_view, shared, urlstate
 from pages.common import widgets as w
 from textcls import viz
 from textcls.analysis.lengths import length_note
@@ -153,12 +153,12 @@ def render(slot: int, info, pred, r, specs) -> None:
     p = r.probabilities[r.label]
     st.markdown(f"{w.md_escape(viz.model_title(info.model))} · {w.md_escape(info.data or 'unknown data')} · predicts "
                 f"**{w.md_escape(r.label)}** ({100 * p:.1f} %)")
-    unk = w.count_unknown(pred, r.tokens)
+    unk = w.count_unknown(r)
     notes = [f"{len(r.tokens)} tokens"]
     if r.sentences:
         notes.append(f"{len(r.sentences)} sentence(s)")
     if unk:
-        named = w.unknown_words(pred, r.tokens) or []
+        named = w.unknown_words(r) or []
         notes.append(f"{unk} not in this model's vocabulary (read as unknown): "
                      + ", ".join(f"“{w.md_escape(viz.short(x, 30))}”" for x in named[:w.MAX_UNKNOWN_NAMED])
                      + (f" and {len(named) - w.MAX_UNKNOWN_NAMED} more" if len(named) > w.MAX_UNKNOWN_NAMED else ""))
@@ -334,5 +334,8 @@ for slot, ((info, pred, r, specs), col) in enumerate(zip(loaded, cols)):
     with col:
         drew_plotly |= bool(render(slot, info, pred, r, specs))
         context_mixing.inspect_panel(info, pred, text, f"insp{slot}")      # issue 43: weights vs values/residual
+        contrast.inspect_panel(info, r.probabilities if r.tokens else {}, text, f"insp{slot}", window)  # rather than
+        if r.tokens:
+            neuron_view.panel(info.path, text, key=f"insp{slot}_nv_{info.name}")
 if not drew_plotly:
     w.prefetch_plotly()                 # the other views are Plotly charts: load that code before they are picked

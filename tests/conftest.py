@@ -46,3 +46,27 @@ def shared_data() -> Path:
         pytest.skip(f"the larger data collection is not at {SHARED_DATA} (set TEXTCLS_TEST_DATA); "
                     "present in CI, not in a bare clone")
     return SHARED_DATA
+
+
+class _Shipped(dict):
+    """name -> the shipped checkpoint's Predictor, loaded on first use and shared by the whole session: tests read
+    it and never change it."""
+
+    def __missing__(self, name: str):
+        import textcls
+        folder = REPO / "checkpoints" / name
+        if not (folder / "config.json").is_file():
+            raise KeyError(f"no shipped checkpoint {name!r}")
+        self[name] = textcls.load_checkpoint(folder)
+        return self[name]
+
+
+@pytest.fixture(scope="session")
+def shipped_predictors() -> dict:
+    """The shipped checkpoints' Predictors by folder name (checkpoints/NAME), loaded lazily, shared read-only."""
+    return _Shipped()
+
+
+def shipped_names() -> list[str]:
+    """The folders under checkpoints/ (for parametrising over every shipped checkpoint)."""
+    return sorted(p.name for p in (REPO / "checkpoints").iterdir() if p.is_dir() and not p.name.startswith("."))

@@ -164,69 +164,99 @@ def test_two_servers_never_share_a_worker():
         a.stop(), b.stop()
 
 
-def test_the_worker_keeps_the_least_recently_used_models(monkeypatch):
-    monkeypatch.setattr(worker, "MAX_MODELS", 2)
-    monkeypatch.setattr(worker, "_MODELS", type(worker._MODELS)())
-    stamps = {p: 1.0 for p in SST2}
-    worker.predictor(str(SST2[0]), stamps[SST2[0]])
-    worker.predictor(str(SST2[1]), stamps[SST2[1]])
-    worker.predictor(str(SST2[0]), stamps[SST2[0]])          # used again: SST2[1] is now the oldest
-    worker.predictor(str(SST2[2]), stamps[SST2[2]])
-    assert [k[0] for k in worker.loaded()] == [str(SST2[0]), str(SST2[2])]
+@pytest.fixture(scope="module")
+def two():
+    """A worker that imports torch and keeps at most two models, shared by the tests that load models through it."""
+    w = ModelWorker(timeout=120, max_models=2)
+    yield w
+    w.stop()
 
 
-def test_grouped_predictions_equal_single_ones_and_a_bad_group_fails_alone(monkeypatch):
-    monkeypatch.setattr(worker, "_MODELS", type(worker._MODELS)())
+def _asked_together(w: ModelWorker, path: str, requests: list[list[str]], maps: bool = False, ahead=("ahead",)):
+    """Each of `requests` asked of `w` by a session (a thread) of its own while another session's call for the
+    same checkpoint is in flight; that call is held until they all wait behind it (`ModelWorker.waiting`), then
+    returns. Returns (each request's predictions, or the error it raised; the worker functions called, in order)."""
+    calls, release = [], threading.Event()
+    real = w.call_env
+
+    def call_env(fn, *a, **k):                            # the public door every call goes through, watched
+        calls.append(fn.__name__)
+        if len(calls) == 1:
+            release.wait(60)                              # the call in flight, held
+        return real(fn, *a, **k)
+
+    def ask(i: int, texts: list[str]) -> None:
+        try:
+            got[i] = w.predict(path, 1.0, texts, maps=maps)
+        except Exception as e:  # noqa: BLE001 - what each session gets is the test
+            got[i] = e
+
+    def until(cond, what: str) -> None:
+        end = time.monotonic() + 60
+        while not cond() and time.monotonic() < end:
+            time.sleep(0.01)
+        assert cond(), what
+
+    got: list = [None] * (len(requests) + 1)
+    w.call_env = call_env
+    try:
+        first = threading.Thread(target=ask, args=(len(requests), list(ahead)))
+        first.start()
+        until(lambda: w.waiting(path, 1.0, maps) == 0, "the first call in flight")
+        threads = [threading.Thread(target=ask, args=(i, texts)) for i, texts in enumerate(requests)]
+        for t in threads:
+            t.start()
+        until(lambda: w.waiting(path, 1.0, maps) == len(requests), "every request waiting behind it")
+        release.set()
+        for t in [first, *threads]:
+            t.join(120)
+        until(lambda: w.waiting(path, 1.0, maps) is None, "the checkpoint idle again")     # the batch's thread
+    finally:
+        release.set()
+        del w.call_env
+    return got[:-1], calls
+
+
+def test_the_worker_keeps_the_least_recently_used_models(two):
+    for p in (SST2[0], SST2[1], SST2[0], SST2[2]):        # SST2[0] used again: SST2[1] is then the oldest
+        two.predict(str(p), 1.0, ["a film"])
+    assert [k[0] for k in two.call(worker.loaded)] == [str(SST2[0]), str(SST2[2])]
+
+
+def test_grouped_predictions_equal_single_ones_and_a_bad_group_fails_alone(two):
+    """Three sessions' requests of one checkpoint go as one batch; the one whose text fails gets its own error,
+    the others their answers."""
     path = str(ROOT / "checkpoints" / "act-semeval2010")      # needs entity tags: a text without them fails
     good = "the <e1>author</e1> wrote the <e2>book</e2>"
-    out = worker.predict_groups({}, path, 1.0, [[good], ["no tags here"], [good, good]])
-    assert isinstance(out[1], Exception) and not isinstance(out[0], Exception)
-    single = worker.predict({}, path, 1.0, [good])[0]
+    out, calls = _asked_together(two, path, [[good], ["no tags here"], [good, good]], ahead=[good])
+    assert calls == ["predict", "predict_groups"]
+    assert isinstance(out[1], Exception) and "\n" not in str(out[1])
+    assert not isinstance(out[0], Exception) and not isinstance(out[2], Exception)
+    single = two.predict(path, 1.0, [good])[0]
     assert out[0][0].label == single.label and len(out[2]) == 2
     assert out[2][1].probabilities == pytest.approx(single.probabilities, abs=1e-6)
 
 
-def test_predictions_from_the_worker_equal_the_servers_own_and_sessions_are_batched():
-    """One real worker (it imports torch): eight sessions asking at once get exactly their own answers."""
+def test_predictions_from_the_worker_equal_the_servers_own_and_sessions_are_batched(two):
+    """One real worker (it imports torch): eight sessions asking while a ninth's call is in flight get exactly
+    their own answers, in one call for the eight."""
     from textcls.checkpoint import load_checkpoint
     from textcls.records import Prediction
-    w = ModelWorker(timeout=120)
-    try:
-        path = str(SST2[0])
-        texts = [f"a {'good ' * k}film" for k in range(8)]
-        local = load_checkpoint(path).predict(texts, return_maps=True)
-        w.predict(path, 1.0, ["warm up"], maps=True)         # the model is loaded before the crowd comes
-        calls = []
-        real = w.call_env
-        w.call_env = lambda fn, *a, **k: (calls.append(fn.__name__), real(fn, *a, **k))[1]
-        key = (path, 1.0, True)
-        with w._batch_lock:
-            w._busy.add(key)                                  # a call for this checkpoint is in flight
-        got = [None] * len(texts)
-        threads = [threading.Thread(target=lambda i=i: got.__setitem__(i, w.predict(path, 1.0, [texts[i]],
-                                                                                      maps=True)[0]))
-                   for i in range(len(texts))]
-        for t in threads:
-            t.start()
-        end = time.monotonic() + 30
-        while (len(w._pending[key].items) if key in w._pending else 0) < len(texts) and time.monotonic() < end:
-            time.sleep(0.01)
-        w._next(key)                                          # the call in flight returns: the eight go together
-        for t in threads:
-            t.join(60)
-        for g, r in zip(got, local):
-            assert isinstance(g, Prediction) and g.tokens == r.tokens and g.label == r.label
-            assert g.probabilities == pytest.approx(r.probabilities, abs=1e-5)
-            assert set(g.maps) == set(r.maps)
-        assert calls == ["predict_groups"]                    # one call, one batch, for eight sessions
-        end = time.monotonic() + 10
-        while w._busy and time.monotonic() < end:             # the batch's thread marks the checkpoint idle
-            time.sleep(0.01)
-        assert not w._busy and not w._pending
-        facts = w.run_job("facts", path, 1.0)
-        assert facts.stoi and {s.name for s in facts.map_specs()} >= set(local[0].maps)
-    finally:
-        w.stop()
+    path = str(SST2[0])
+    texts = [f"a {'good ' * k}film" for k in range(8)]
+    local = load_checkpoint(path).predict(texts, return_maps=True)
+    two.predict(path, 1.0, ["warm up"], maps=True)          # the model is loaded before the crowd comes
+    got, calls = _asked_together(two, path, [[t] for t in texts], maps=True)
+    assert calls == ["predict", "predict_groups"]            # the one in flight; one batch for the eight
+    for g, r in zip(got, local):
+        assert isinstance(g, list) and len(g) == 1, g
+        g = g[0]
+        assert isinstance(g, Prediction) and g.tokens == r.tokens and g.label == r.label
+        assert g.probabilities == pytest.approx(r.probabilities, abs=1e-5)
+        assert set(g.maps) == set(r.maps)
+        assert g.unknown == r.unknown == []                  # the worker counts unknown words; none here
+    facts = two.run_job("facts", path, 1.0)
+    assert not hasattr(facts, "stoi") and {s.name for s in facts.map_specs()} >= set(local[0].maps)
 
 
 def test_the_setting_turns_it_off(monkeypatch):
@@ -451,8 +481,7 @@ def test_a_killed_worker_is_replaced_and_the_page_still_answers_without_a_false_
     from streamlit.testing.v1 import AppTest
     from pages.common import warmup
     at = open_page("pages/compare.py")
-    for t in list(warmup._WARM_UP) + list(warmup._WORKER_WARM):     # the background work done: only the page asks
-        t.join(180)
+    warmup.warm_up().join(180)                   # the work ahead done (the worker's too): only the page asks
     w = client.shared()
     before = w.restarts
     os.kill(w.pid(), signal.SIGKILL)
@@ -542,8 +571,7 @@ def test_a_stuck_worker_is_one_message_on_compare(monkeypatch):
     from app_pages import open_page
     from pages.common import warmup
     at = open_page("pages/compare.py")
-    for t in list(warmup._WARM_UP) + list(warmup._WORKER_WARM):     # the background work done: only the page asks
-        t.join(180)
+    warmup.warm_up().join(180)                   # the work ahead done (the worker's too): only the page asks
     w = client.shared()
     at.run()                                     # the page's listing and facts cached: its first requests are the maps
     n_checkpoints = len(next(m for m in at.multiselect if (m.key or "").startswith("cmp_ckpts_")).value)
@@ -588,8 +616,10 @@ def test_the_listing_falls_back_to_the_server_when_the_worker_cannot_answer(monk
             raise WorkerError("the model worker stopped twice while answering this request")
 
     monkeypatch.setattr(cache, "remote", lambda *a: Dead())
-    valid, _ = cache._checkpoints.__wrapped__(("x",), True)
+    cache.refresh_checkpoints()
+    valid, _ = cache.checkpoints(deep=True)
     assert {"act-sst2", "kim_cnn-sst2"} <= {i.name for i in valid}
+    cache.refresh_checkpoints()
 
 
 def test_while_the_worker_validates_ahead_the_pages_list_from_the_files(monkeypatch):
@@ -611,7 +641,7 @@ def test_while_the_worker_validates_ahead_the_pages_list_from_the_files(monkeypa
             return list_all_checkpoints(include_invalid=True)
 
     monkeypatch.setattr(cache, "remote", lambda *a: Worker())
-    cache._checkpoints.clear()
+    cache.refresh_checkpoints()
     had_torch = "torch" in sys.modules
     with cache.validating_ahead():
         valid, _ = cache.checkpoints(deep=True)
@@ -619,14 +649,14 @@ def test_while_the_worker_validates_ahead_the_pages_list_from_the_files(monkeypa
     valid, _ = cache.checkpoints(deep=True)
     assert asked == ["listing"] and {"act-sst2", "kim_cnn-sst2"} <= {i.name for i in valid}
     assert ("torch" in sys.modules) == had_torch
-    cache._checkpoints.clear()
+    cache.refresh_checkpoints()
 
 
 def test_with_the_worker_on_the_server_never_validates_a_checkpoint_itself(monkeypatch):
     """Once the warm-up has imported torch here (Train's registry), a full listing is still the worker's: run here,
     its first pass took 1.2 s of the server's interpreter in the middle of other sessions' page runs."""
     from pages.common import cache
-    from textcls.checkpoint import list_all_checkpoints, native
+    from textcls.checkpoint import list_all_checkpoints
 
     import torch  # noqa: F401  (this process has torch, as the server has after its warm-up)
     listed = list_all_checkpoints(include_invalid=True)
@@ -637,14 +667,16 @@ def test_with_the_worker_on_the_server_never_validates_a_checkpoint_itself(monke
             asked.append(fn.__name__)
             return listed
 
-    def no(*a, **k):
-        raise AssertionError("validated in the server")
+    def no(*a, deep=True, **k):
+        if deep:
+            raise AssertionError("validated in the server")
+        return list_all_checkpoints(*a, deep=False, **k)
     monkeypatch.setattr(cache, "remote", lambda *a: Worker())
-    monkeypatch.setattr(native, "_validate", no)
-    cache._checkpoints.clear()
+    monkeypatch.setattr(cache, "list_all_checkpoints", no)     # the listing the pages' cache would run here
+    cache.refresh_checkpoints()
     valid, _ = cache.checkpoints()                      # deep: torch is here
     assert asked == ["listing"] and {"act-sst2", "kim_cnn-sst2"} <= {i.name for i in valid}
-    cache._checkpoints.clear()
+    cache.refresh_checkpoints()
 
 
 def test_compares_answers_are_asked_of_the_worker_together(monkeypatch):

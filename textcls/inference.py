@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from textcls.checkpoint.files import CheckpointError
+from textcls.data.unknown import unknown_tokens
 from textcls.interpret.importance import crop_map
 from textcls.records import Prediction
 from textcls.runtime.threads import for_texts
@@ -137,6 +138,8 @@ class Predictor:
             probs = torch.softmax(out.logits.float(), dim=-1).cpu().numpy()        # (B, C)
             maps = {k: v.detach().cpu().numpy() for k, v in out.maps.items()} if return_maps else {}
             preds = []
+            vocab = getattr(self.tokenizer, "vocab", None)
+            vocab = vocab if hasattr(vocab, "stoi") else None                  # a word vocabulary, not pieces
             for b in range(len(index)):
                 sentences = enc.sentences[b] if getattr(enc, "sentences", None) is not None else None
                 k = int(probs[b].argmax())
@@ -147,7 +150,7 @@ class Predictor:
                     maps={name: self._crop(name, m[b], len(enc.tokens[b]), sentences) for name, m in maps.items()},
                     truncated=bool(enc.truncated[b]),
                     sentences=[list(x) for x in sentences] if sentences is not None else None,
-                    label_index=k))
+                    label_index=k, unknown=unknown_tokens(vocab, enc.tokens[b])))
             yield index, preds
 
     def _plugin(self) -> str | None:

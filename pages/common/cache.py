@@ -242,7 +242,7 @@ def _facts(path: str, mtime: float):
 
 
 def facts(path: str | Path):
-    """`textcls.records.ModelFacts` of a checkpoint (its maps' specs, its word vocabulary, whether it reads word
+    """`textcls.records.ModelFacts` of a checkpoint (its maps' specs, whether it reads word
     pieces, its context-mixing methods): what Home, Compare and Inspect read of a model, without loading it in
     this process when the model worker is on. Shared, read-only. Raises what loading raises (CheckpointError: a
     folder refused by its full check)."""

@@ -20,19 +20,12 @@ textcls.models.configs, and asks the worker for a parameter count).
 
 The second part gives way. Before each step (and each batch of predictions) it waits until the server is quiet:
 no page running (app.py wraps each run in `page_run`), no file being served over HTTP (`Served`: the browser
-fetching Streamlit's JavaScript chunks, the dataframe's and Plotly's among them) and neither for `QUIET` seconds.
-Importing torch holds the interpreter lock for most of 2 s (loading its library alone: 0.3 s in one go); started
-while the browser was still fetching Home's chunks it made Home's table appear 1.0-1.3 s after the run instead of
-0.2-0.4 s. How long to wait trades Home against a Compare clicked at once (scripts/bench_app.py, idle, medians of
-five interleaved runs each, two sessions of the same day): QUIET 0.3 s -> Home 4.2 / 3.6 s, Compare 3.7 / 3.2 s;
-0.1 s -> Home 4.7 / 3.7 s, Compare 2.5 / 2.6 s. The chunks Home needs come in waves 0.1 s or less apart.
+fetching Streamlit's JavaScript chunks, the dataframe's and Plotly's among them) and neither for `QUIET` seconds,
+or until `PATIENCE` seconds have passed. The start-up runs while the browser loads the app's JavaScript, in the
+interpreter that serves those files.
 
-The start-up moves about 0.9 s of imports out of Home's first run into the time the browser spends loading the
-app's JavaScript (it shares the interpreter with the server sending those files). Home itself gains little from it
-(idle 4.07 s with it, 4.28 s without, medians of five interleaved runs); the warm-up starts that much earlier.
-Measured against the previous version (interleaved, idle): with the start-up, Compare straight after Home took
-2.3 s against 2.1 s and Evaluate 1.7 s against 3.0 s; without it, Compare 3.2 s against 2.1 s and Evaluate 4.5 s
-against 5.0 s (docs/performance.md).
+Why the steps come in this order and wait this long, with the measurements behind each choice: docs/performance.md,
+"Why the start-up and the worker are arranged as they are".
 """
 from __future__ import annotations
 
@@ -216,11 +209,9 @@ def warm_worker() -> None:
 def start_up(first_page: str | Path) -> None:
     """At the server's start: start the model worker and have it work ahead (`warm_worker`, in a thread that only
     waits for it), import what the first page imports (Home: pandas and pyarrow for its table, plotly, the app's
-    own modules, about 1 s of one core) and read every checkpoint's summary (remembered by textcls.checkpoint per
-    file; no torch). Best effort: the page does each itself and reports what fails. Started after Home's first run
-    instead, the worker's start and torch import (2.5-3 s of one core) no longer shared the cores with Home (5.17
-    s against 6.24 s, medians of two interleaved runs) but a Compare clicked straight after Home waited for them
-    (3.70 s against 2.00 s)."""
+    own modules) and read every checkpoint's summary (remembered by textcls.checkpoint per file; no torch), then
+    build inspect's map of the loaded modules (Streamlit's first element asks for it). The worker is spawned first,
+    so its torch import overlaps all the rest. Best effort: the page does each itself and reports what fails."""
     try:
         if _worker() is not None:               # spawning it first: its torch import overlaps all the rest
             _WORKER_WARM.append(_start("textcls-worker-warm-up", _quietly(warm_worker)))
@@ -233,8 +224,8 @@ def start_up(first_page: str | Path) -> None:
     except Exception:  # noqa: BLE001
         pass
     # Streamlit's first element in a process asks inspect.stack() whether it runs in a REPL, and inspect maps
-    # every loaded module to its file to answer: 0.19 s of Home's first run after these imports. inspect keeps
-    # that map, so building it here leaves the page only the modules loaded since.
+    # every loaded module to its file to answer. inspect keeps that map, so building it here leaves the page only
+    # the modules loaded since.
     inspect.stack(0)
 
 
@@ -304,8 +295,7 @@ def _prefetch_evaluate() -> tuple[tuple[str, ...], list[str]]:
     for one batch at most. The batches are the page's own (`Predictor.batches`: texts sorted by length, the batch
     thread setting), so the predictions are the numbers the page would compute (up to the last bits, when the
     load lets the page use another thread count); `cache.hand_over` keeps them for the page's first `predict`.
-    About 3 s of the two cores for the six small sst2 models, spent while the person reads instead of while they
-    wait. Returns the texts and the checkpoints done."""
+    Returns the texts and the checkpoints done."""
     from textcls.checkpoint import list_all_checkpoints
     from textcls.data.datasets import DataError, list_datasets
     from pages.common import cache, defaults as d
@@ -357,8 +347,7 @@ def _steps(pages: list[Path]) -> None:
         # The worker computes Evaluate's predictions (this thread only waits for each batch) after its own warm-up
         # (queued before it, its listing would hold back a Compare clicked meanwhile); this process imports the
         # other pages' modules (no torch: every page's model work is the worker's) only when the person has been
-        # reading for QUIET_HEAVY s after that. (Until Train read torch-free configs, that import was torch's,
-        # 3.1-3.5 s of this interpreter landing on whatever was clicked next.)
+        # reading for QUIET_HEAVY s after that.
         for t in list(_WORKER_WARM):
             t.join()
         try:
@@ -403,8 +392,8 @@ def warm_up(pages: list[str | Path] = ()) -> threading.Thread:
     """Once per process, after the first page's run (app.py calls it after every run, with the app's page files):
     in a background thread, what the first visits to the other pages would otherwise do while the person waits
     (`_steps`), each step when the server is quiet. Not torch._dynamo: the full validation on the meta device does
-    not need it (textcls.runtime.sizing.meta_model). Not transformers: importing it here slowed a Compare clicked
-    straight after Home from 8.4-8.9 s to 12.5 s (they share the CPU and the interpreter lock)."""
+    not need it (textcls.runtime.sizing.meta_model). Not transformers: it would share the CPU and the interpreter
+    lock with the page clicked next (docs/performance.md)."""
     with _WARM_UP_LOCK:
         if not _WARM_UP:
             files = [Path(p) for p in pages]

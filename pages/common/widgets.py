@@ -21,7 +21,6 @@ from textcls.data.files import file_columns
 from textcls import viz
 from textcls.checkpoint import CheckpointError, CheckpointInfo
 from textcls.data.relation import MARKER_SYNTAX, EntitySpanError, has_markers
-from textcls.data.unknown import unknown_tokens
 
 from . import cache
 from .defaults import is_pretrained, main_task_checkpoints, tasks  # noqa: F401  (the pages' w.*)
@@ -149,7 +148,7 @@ def require_checkpoints() -> list[CheckpointInfo]:
 
 
 def facts(info: CheckpointInfo):
-    """The checkpoint's `ModelFacts` (map specs, word vocabulary; cache.facts: from the model worker), or None with
+    """The checkpoint's `ModelFacts` (map specs, what Inspect may show; cache.facts: from the model worker), or None with
     the error shown (a broken checkpoint never crashes the page)."""
     try:
         return cache.facts(info.path)
@@ -496,27 +495,24 @@ def example_picker(target_key: str) -> None:
                       "where HCAN's sentence attention has something to choose between.")
 
 
+def csv_button(df, label: str, file: str, key: str) -> None:
+    """A download button for a table as CSV (the file name made safe)."""
+    st.download_button(label, data=df.to_csv(index=False).encode("utf-8"), file_name=f"{viz.safe_filename(file)}.csv",
+                       mime="text/csv", key=key, icon=":material/download:", on_click="ignore")
+
+
 # ---------------------------------------------------------------- unknown words
 
-def _stoi(predictor):
-    """A word vocabulary's token -> id map: a Predictor's tokenizer's, or a ModelFacts' (`facts`); None if none."""
-    if hasattr(predictor, "stoi"):
-        return predictor.stoi
-    return getattr(getattr(getattr(predictor, "tokenizer", None), "vocab", None), "stoi", None)
+def count_unknown(prediction) -> int | None:
+    """How many of a Prediction's tokens its model's vocabulary does not know (the model reads them as `<unk>`; the
+    worker counted them: textcls.data.unknown), or None when the model has no word vocabulary to check against."""
+    return None if prediction.unknown is None else len(prediction.unknown)
 
 
-def count_unknown(predictor, tokens: Sequence[str]) -> int | None:
-    """How many of `tokens` the predictor's vocabulary does not know (the model reads them as `<unk>`), or None
-    when the predictor has no word vocabulary to check against. A literal "<pad>"/"<unk>" typed by the user is
-    unknown too (the tokenizer maps both to the unknown id)."""
-    unknown = unknown_tokens(_stoi(predictor), tokens)
-    return None if unknown is None else len(unknown)
-
-
-def unknown_words(predictor, tokens: Sequence[str]) -> list[str] | None:
-    """The distinct `tokens` the predictor's vocabulary does not know, in order (None: no word vocabulary)."""
-    unknown = unknown_tokens(_stoi(predictor), tokens)
-    return None if unknown is None else list(dict.fromkeys(unknown))
+def unknown_words(prediction) -> list[str] | None:
+    """The distinct tokens of a Prediction its model's vocabulary does not know, in order (None: no word
+    vocabulary)."""
+    return None if prediction.unknown is None else list(dict.fromkeys(prediction.unknown))
 
 
 MAX_UNKNOWN_NAMED = 12     # unknown words named in the warning (then "and N more")

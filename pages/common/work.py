@@ -63,65 +63,81 @@ def _removal_used(method: str, removal: str) -> str:
     return options_used(method, removal=removal)["removal"] or "delete"
 
 
-def _key(path, text: str, method: str, baseline: str, steps: int, removal: str) -> tuple:
+def _key(path, text: str, method: str, baseline: str, steps: int, removal: str, contrast=None) -> tuple:
+    """The cache key: the settings `method` ignores fixed, its contrast (a foil label or "runner-up") kept only
+    where it explains one label rather than another (textcls.interpret.contrastive), None elsewhere."""
+    from textcls.interpret.methods import options_used
     method, baseline, steps = _used(method, baseline, steps)
-    return str(path), stamp(path), text, method, baseline, steps, _removal_used(method, removal)
+    return (str(path), stamp(path), text, method, baseline, steps, _removal_used(method, removal),
+            options_used(method, contrast=contrast)["contrast"])
+
+
+def _job(job: str, path: str, mtime: float, *args, contrast=None):
+    """The model job with a contrast as its last argument only when there is one (textcls.serve.work's
+    `explanation` and `sanity` take `contrast=None`)."""
+    return model_job(job, path, mtime, *args, *(() if contrast is None else (contrast,)))
 
 
 @st.cache_data(show_spinner=False, max_entries=4096)
-def _explanation(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str):
-    return model_job("explanation", path, mtime, text, method, baseline, steps, removal)
+def _explanation(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str,
+                 contrast=None):
+    return _job("explanation", path, mtime, text, method, baseline, steps, removal, contrast=contrast)
 
 
 def explanation(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
-                removal: str = "delete"):
+                removal: str = "delete", contrast=None):
     """One explanation of `text` by one checkpoint by any registered method (textcls.interpret.methods): an
-    `Attribution` or a vector. Cached per (checkpoint, text, method, the settings that method uses). Raises what
-    the library raises (ValueError: the method does not apply to this model or input)."""
-    return _explanation(*_key(path, text, method, baseline, steps, removal))[0]
+    `Attribution` or a vector; with `contrast` (a label name or "runner-up"), why the predicted label rather than
+    that one, for the methods that can say. Cached per (checkpoint, text, method, the settings that method uses).
+    Raises what the library raises (ValueError: the method does not apply to this model or input)."""
+    return _explanation(*_key(path, text, method, baseline, steps, removal, contrast))[0]
 
 
 def explanation_seconds(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
-                        removal: str = "delete") -> float:
+                        removal: str = "delete", contrast=None) -> float:
     """How many seconds `explanation` took when it was computed (its cost; a cached answer is instant)."""
-    return _explanation(*_key(path, text, method, baseline, steps, removal))[1]
+    return _explanation(*_key(path, text, method, baseline, steps, removal, contrast))[1]
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def _sanity(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str):
-    return model_job("sanity", path, mtime, text, method, baseline, steps, removal)
+def _sanity(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str,
+            contrast=None):
+    return _job("sanity", path, mtime, text, method, baseline, steps, removal, contrast=contrast)
 
 
 def sanity(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
-           removal: str = "delete") -> dict:
+           removal: str = "delete", contrast=None) -> dict:
     """The cascading randomisation check of one explanation of `text` (textcls.interpret.sanity: the layers
     re-initialised top-down in a copy of the model, Spearman rho after each stage), cached like `explanation`."""
-    return _sanity(*_key(path, text, method, baseline, steps, removal))
+    return _sanity(*_key(path, text, method, baseline, steps, removal, contrast))
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def _erasure_curves(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str):
-    value = _explanation(path, mtime, text, method, baseline, steps, removal)[0]     # erasure reads .scores
+def _erasure_curves(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str,
+                    contrast=None):
+    value = _explanation(path, mtime, text, method, baseline, steps, removal, contrast)[0]   # reads .scores
     return model_job("erasure_curves", path, mtime, text, value, removal)
 
 
 @st.cache_data(show_spinner=False, max_entries=2048)
-def _erasure_flip(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str):
-    value = _explanation(path, mtime, text, method, baseline, steps, removal)[0]
+def _erasure_flip(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str,
+                  contrast=None):
+    value = _explanation(path, mtime, text, method, baseline, steps, removal, contrast)[0]
     return model_job("erasure_flip", path, mtime, text, value, removal)
 
 
 def erasure(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
-            removal: str = "delete"):
-    """(erasure_curves, erasure_flip) of one explanation (see `explanation`), cached like it."""
-    key = _key(path, text, method, baseline, steps, removal)
+            removal: str = "delete", contrast=None):
+    """(erasure_curves, erasure_flip) of one explanation (see `explanation`, its words ranked by the contrastive
+    weights when there is a contrast; the curves measure the predicted label's probability), cached like it."""
+    key = _key(path, text, method, baseline, steps, removal, contrast)
     return _erasure_curves(*key), _erasure_flip(*key)
 
 
 def erasure_curves(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
-                   removal: str = "delete"):
+                   removal: str = "delete", contrast=None):
     """erasure_curves alone (about 11 forward passes; `erasure` adds the flip test's 7 per token), cached."""
-    return _erasure_curves(*_key(path, text, method, baseline, steps, removal))
+    return _erasure_curves(*_key(path, text, method, baseline, steps, removal, contrast))
 
 
 @st.cache_data(show_spinner=False, max_entries=512)

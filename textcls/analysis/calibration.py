@@ -111,9 +111,5 @@ def reliability(probs, y, bins: int = 10) -> dict[str, Any]:
             "accuracy": acc, "ece": ece, "mce": mce, "n": int(y.size)}
 
 
-def expected_calibration_error(probs, y, bins: int = 10) -> float:
-    return reliability(probs, y, bins)["ece"]
-
-
-__all__ = ["CalibrationError", "at_threshold", "average_precision", "expected_calibration_error", "pr_curve",
+__all__ = ["CalibrationError", "at_threshold", "average_precision", "pr_curve",
            "reliability", "roc_auc", "roc_curve"]

@@ -434,6 +434,15 @@ class FilterNgrams:
 FILTER_COLUMNS = ["bank", "layer", "head", "filter", "rank", "ngram", "activation", "hits", "text", "position"]
 
 
+def rows_where(table: pd.DataFrame, **equal: Any) -> pd.DataFrame:
+    """The rows of `table` (a `FilterNgrams` table or its summary) whose columns equal the values given
+    (`rows_where(t, bank="conv_h3", layer=1)`), in order, with their index; every row when none is given."""
+    keep = np.ones(len(table), dtype=bool)                                         # (rows,)
+    for column, value in equal.items():
+        keep &= (table[column] == value).to_numpy()
+    return table[keep]
+
+
 @batch_work
 def filter_ngrams(predictor, texts: Sequence[str], *, top: int = 5, batch_size: int = DEFAULT_BATCH,
                   progress: Progress | None = None, cache: CorpusCache | None = None,
@@ -536,5 +545,5 @@ def filter_ngrams(predictor, texts: Sequence[str], *, top: int = 5, batch_size: 
 
 
 __all__ = ["BY", "SCORES", "CorpusWeights", "FilterBank", "FilterNgrams", "filter_banks", "filter_ngrams",
-           "salient_words", "supports_token_weights", "token_weights", "top_words", "weight_histogram",
-           "weight_summary", "word_counts", "word_weights"]
+           "rows_where", "salient_words", "supports_token_weights", "token_weights", "top_words",
+           "weight_histogram", "weight_summary", "word_counts", "word_weights"]

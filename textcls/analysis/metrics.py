@@ -320,3 +320,31 @@ def agreement_rows(labels: dict[str, Sequence[str]]) -> list[tuple[str, float, b
         out.append((major, len(groups[major]) / len(names), len(groups) > 1))
     return out
 
+
+
+def pairwise_agreement(labels: dict[str, Sequence[str]]) -> np.ndarray:
+    """Several models on many examples ({model: one label per example}): (M, M), in the dict's order, the share of
+    the examples on which the row model and the column model give the same label (1 on the diagonal; NaN with no
+    example) - Compare's pairwise agreement."""
+    names = list(labels)
+    table = np.array([[str(x) for x in labels[n]] for n in names], dtype=object).reshape(len(names), -1)   # (M, N)
+    if table.shape[1] == 0:
+        return np.full((len(names), len(names)), np.nan)
+    return (table[:, None, :] == table[None, :, :]).mean(axis=2)                # (M, M)
+
+
+def score_known(predictions: Sequence[Any], gold_names: Sequence[str], labels: Sequence[str],
+                ignore_label: str | None = None) -> dict[str, Any] | None:
+    """`score_predictions` over the examples whose gold label the model knows - a file's gold column may hold
+    labels a model was never trained on, and those examples are left out of its score rather than counted wrong
+    (Compare's accuracy on an uploaded file). Its "rows" are the positions of the examples scored; None when the
+    model knows none of the gold labels."""
+    if len(predictions) != len(gold_names):
+        raise ValueError(f"{len(predictions)} predictions for {len(gold_names)} gold labels")
+    known = {str(x) for x in labels}
+    rows = [i for i, g in enumerate(gold_names) if str(g) in known]
+    if not rows:
+        return None
+    out = score_predictions([predictions[i] for i in rows], [gold_names[i] for i in rows], labels, ignore_label)
+    out["rows"] = rows
+    return out

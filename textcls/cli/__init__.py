@@ -40,8 +40,8 @@ import os
 import sys
 from typing import Sequence
 
-from textcls.cli import (bench, counterfactuals, evaluate, explain, faithfulness, listing, patch, reproduce, shortcuts,
-    study, train)
+from textcls.cli import (bench, counterfactuals, evaluate, explain, faithfulness, interpreters, listing, patch, reproduce,
+    shortcuts, study, train)
 from textcls.cli.common import (PROG, Parser, UsageError, apply_limit_flags, bad_input_types, check_counts, one_line,
     rank_prefix)
 
@@ -50,7 +50,9 @@ COMMANDS = "{train,evaluate,predict,explain,faithfulness,counterfactuals,patch,l
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog=PROG, description="Small interpretable text classifiers: train, evaluate, predict, list.")
-    sub = p.add_subparsers(dest="command", metavar=COMMANDS, parser_class=Parser)
+    from textcls.interpret.interpreters import REGISTRY
+    extra = "".join(f",{i.command}" for i in REGISTRY.values() if i.command)
+    sub = p.add_subparsers(dest="command", metavar=COMMANDS[:-1] + extra + "}", parser_class=Parser)
     sub.required = True
     train.add_parser(sub)
     evaluate.add_parsers(sub)                  # evaluate, predict
@@ -63,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_parser(sub)
     study.add_parser(sub)
     shortcuts.add_parser(sub)
+    interpreters.add_parsers(sub)              # one command per registered interpreter that names one
     return p
 
 

@@ -1,6 +1,7 @@
 """`textcls explain DIR TEXT... --methods a,b [--json]`: the words of each text and one weight per word for
 each explanation method (the context-mixing methods where the model has self-attention, the model's own
-attention, the Captum methods, leave-one-out), integrated gradients with its convergence delta."""
+attention, the Captum methods, leave-one-out), integrated gradients with its convergence delta. `--contrast B`:
+why the predicted label rather than B (textcls.interpret.contrastive) for the gradient and erasure methods."""
 from __future__ import annotations
 
 import json
@@ -19,10 +20,16 @@ def _methods(raw: str | None, model) -> list[str]:
 
 
 def explain_texts(predictor, texts: list[str], methods: list[str], *, baseline: str = "pad", n_steps: int = 50,
-                  seed: int = 0, verdicts: bool = True) -> list[dict]:
+                  seed: int = 0, verdicts: bool = True, contrast=None) -> list[dict]:
     """One dict per text: words, predicted label, and per method the weights (one per word), for integrated
     gradients the convergence delta, and (verdicts) its faithfulness on the text: AOPC and NAOPC, p-values
-    against the text's word orders, the verdict and its line (the rule of every page)."""
+    against the text's word orders, the verdict and its line (the rule of every page). With `contrast` (a foil:
+    a label name, an index or "runner-up"; ValueError for a label the model does not have) the contrastive
+    methods explain logit(label) - logit(foil), each entry names its foil ("contrast": the label, None for a
+    method that is not contrastive) and the text's "contrast" says which foil was used."""
+    from textcls.interpret.contrastive import parse
+    from textcls.interpret.methods import REGISTRY
+    asked, contrast = contrast, parse(contrast, predictor.labels, predictor.model.config.num_labels)
     from textcls.interpret.sources import as_source
     from textcls.interpret.measures import explain_any
     src = as_source(predictor)
@@ -39,6 +46,8 @@ def explain_texts(predictor, texts: list[str], methods: list[str], *, baseline: 
     for m in methods:
         kw = {} if m == "leave_one_out" else {"baseline": baseline, "n_steps": n_steps, "seed": seed,
                                                 "labels": predictor.labels}
+        if contrast is not None and REGISTRY[m].contrastive:
+            kw.update(contrast=contrast, labels=predictor.labels)
         t0 = time.perf_counter()
         try:
             got = explain_any(predictor.model, insts, m, **kw)
@@ -52,10 +61,42 @@ def explain_texts(predictor, texts: list[str], methods: list[str], *, baseline: 
                 r["label"] = predictor.labels[int(a.target)] if predictor.labels else int(a.target)
             if getattr(a, "delta", None) is not None:
                 entry.update(delta=float(a.delta), converged=bool(a.converged), n_steps=a.n_steps)
+            if contrast is not None:
+                entry["contrast"] = _contrast_of(r, a, predictor.labels)
             r["methods"][m] = entry
+    if contrast is not None:
+        for r in results:
+            _contrast_note(r, asked)
     if verdicts:
         _verdicts(predictor.model, insts, results)
     return results
+
+
+def _contrast_of(r: dict, a, labels) -> str | int | None:
+    """The foil of a contrastive explanation `a` (None for a method that is not contrastive), recorded once per
+    text as r["contrast"]: {"label", "index", "logit_difference"}."""
+    extras = getattr(a, "extras", None) or {}
+    if "contrast" not in extras:
+        return None
+    i = int(extras["contrast"])
+    name = labels[i] if labels else i
+    r.setdefault("contrast", {"label": name, "index": i, "logit_difference": float(a.output)})
+    return name
+
+
+def _contrast_note(r: dict, asked) -> None:
+    """The text's contrast record (asked, used) and the one-line note when there is something to say."""
+    from textcls.interpret.contrastive import NOT_CONTRASTIVE
+    c = r.setdefault("contrast", {"label": None, "index": None, "logit_difference": None})
+    c["asked"] = asked
+    if c["index"] is None:
+        c["note"] = f"no method here is contrastive: {NOT_CONTRASTIVE}"
+    elif c["label"] == r.get("label"):
+        c["note"] = (f"--contrast {c['label']} is the predicted label: a label against itself explains nothing "
+                     "(every contrastive weight is 0)")
+    elif any(e["contrast"] is None for e in r["methods"].values()):
+        plain = ", ".join(m for m, e in r["methods"].items() if e["contrast"] is None)
+        c["note"] = f"{plain}: not contrastive, shown for the predicted label alone"
 
 
 def truncation_note(predictor, n: int) -> str:
@@ -92,17 +133,27 @@ def cmd_explain(args) -> int:
     texts = list(args.texts)
     if not all(t.strip() for t in texts):
         raise UsageError("an empty text has no words to explain")
+    if args.contrast is not None:
+        from textcls.interpret.contrastive import parse
+        try:
+            parse(args.contrast, predictor.labels, predictor.model.config.num_labels)
+        except ValueError as e:
+            raise UsageError(f"--contrast: {one_line(e)}") from None
     results = explain_texts(predictor, texts, methods, baseline=args.baseline, n_steps=args.steps, seed=args.seed,
-                            verdicts=not args.no_verdict)
+                            verdicts=not args.no_verdict, contrast=args.contrast)
     if args.json:
         clean = [{k: v for k, v in r.items() if k != "text"} for r in results]
         obj = clean[0] if len(clean) == 1 else clean
         print(json.dumps(obj, default=json_value))
         return 0
     for r in results:
-        print(printable(f"{r['text']}  ->  {r.get('label', '?')}"))
-        if r.get("note"):
-            print(printable(f"note: {r['note']}"))
+        c = r.get("contrast") or {}
+        why = (f" rather than {c['label']} (logit difference {c['logit_difference']:.3f})"
+               if c.get("index") is not None else "")
+        print(printable(f"{r['text']}  ->  {r.get('label', '?')}{why}"))
+        for note in (r.get("note"), c.get("note")):
+            if note:
+                print(printable(f"note: {note}"))
         width = max(8, *(len(w) for w in r["words"]))
         print(f"{'word':<{width}} " + " ".join(f"{m[:13]:>13}" for m in methods))
         for i, w in enumerate(r["words"]):
@@ -126,11 +177,18 @@ def add_parser(sub) -> None:
                                    "\"label\": ..., \"truncated\": ..., \"methods\": {\"norm\": {\"weights\": [...], "
                                    "\"verdict\": ..., \"naopc_comprehensiveness\": ..., ...}}} for one text, a list of "
                                    "them for several; a text cut to the model's length is explained up to the cut, "
-                                   "and says so (\"note\").")
+                                   "and says so (\"note\"). With --contrast: \"contrast\": {\"label\", "
+                                   "\"index\", \"logit_difference\", \"asked\", \"note\"} and each method's "
+                                   "\"contrast\" (its foil, null when it is not contrastive).")
     add_checkpoint(f)
     f.add_argument("texts", nargs="+", metavar="TEXT", help="texts to explain")
     add_explanation_options(f, "every context-mixing method the model supports, and integrated_gradients")
     add_seed(f)
+    f.add_argument("--contrast", default=None, metavar="LABEL",
+                   help="why the predicted label rather than LABEL (a label name, an index, or runner-up: the "
+                        "second most probable label): the gradient and erasure methods explain logit(predicted) - "
+                        "logit(LABEL), on a 2-label model the log-odds; the attention and context-mixing methods "
+                        "are not contrastive and are shown as without it (docs/contrastive.md)")
     f.add_argument("--no-verdict", action="store_true",
                    help="weights only: no faithfulness verdict per method (the verdict re-runs the model on word "
                         "orders of the text: every order up to 8 words, 19 to 99 random orders beyond)")

@@ -192,6 +192,26 @@ def shipped_summary(scale: str = "medium") -> list[dict[str, Any]]:
     return out
 
 
+def summary_rows(scale: str = "medium") -> list[dict[str, Any]]:
+    """`shipped_summary` as a table, one row per study and series: its paper's claim, the verdict here, the
+    difference in points with its 95 % interval (or why there is none), and when it was measured; a study not
+    measured yet is one row saying how to measure it."""
+    table = []
+    for d in shipped_summary(scale):
+        if not d["shipped"]:
+            table.append({"study": d["study"], "figure": d["figure"], "series": "-", "paper's claim": "-",
+                          "verdict here": "not measured yet", "difference (points)": None, "95 % interval": "",
+                          "measured": f"~{d['minutes_estimate']} min: sh scripts/run_medium_studies.sh {d['study']}"})
+            continue
+        for it in d["verdicts"]:
+            table.append({"study": d["study"], "figure": d["figure"], "series": it["series"],
+                          "paper's claim": it["claim"] or "-", "verdict here": it["verdict"],
+                          "difference (points)": it.get("diff"),
+                          "95 % interval": f"[{it['lo']:+.1f}, {it['hi']:+.1f}]" if "lo" in it else it.get("why", ""),
+                          "measured": f"{d['date']}, {d['minutes']} min"})
+    return table
+
+
 def summary_markdown(scale: str = "medium") -> list[str]:
     """The results.md section on the paper studies at this scale."""
     lines = [f"## Paper studies ({scale} scale)", "",

@@ -55,6 +55,26 @@ def reading(rows: Sequence[dict[str, Any]], within: float = 1.0) -> str:
     return out + "."
 
 
+def tradeoff_rows(infos: Sequence[Any], timed: dict[str, dict[str, Any]],
+                  faith: dict[str, dict[str, Any]] | None = None) -> tuple[list[dict[str, Any]], list[Any]]:
+    """(rows, untimed): a row (see the module docstring) per checkpoint (CheckpointInfo) with a test accuracy and a
+    timing in `timed` ({name: a stored benchmark's checkpoint entry, `predict_ms`, or `time_checkpoints`' row,
+    `ms`}); accuracy in %, `from` "shipped" or "yours", `faith` from `attention_faithfulness`. `untimed`: the
+    checkpoints with a test accuracy and no timing."""
+    rows, untimed = [], []
+    for i in infos:
+        if i.test_accuracy is None:
+            continue
+        t = timed.get(i.name)
+        if t is None:
+            untimed.append(i)
+            continue
+        rows.append({"name": i.name, "from": "shipped" if i.shipped else "yours", "accuracy": 100 * i.test_accuracy,
+                     "ms": t.get("ms", t.get("predict_ms")), "parameters": t.get("parameters"),
+                     "faith": (faith or {}).get(i.name)})
+    return rows, untimed
+
+
 def attention_faithfulness(files: Sequence[str | Path], infos: Sequence[Any]) -> dict[str, dict[str, Any]]:
     """{checkpoint name: {"aopc", "lo", "hi", "random", "n", "naopc", "random_naopc"}}: the AOPC comprehensiveness of each checkpoint's own
     attention (with its bootstrap 95 % interval) and of a random ranking over the whole test split, from the JSON

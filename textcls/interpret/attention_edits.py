@@ -1,25 +1,8 @@
-"""Helpers of the attention edits (permuted, uniform): which maps a model's attention is, the real keys of a
-map, a row spread uniformly, a row permuted among its real keys."""
+"""Helpers of the attention edits (permuted, uniform): the real keys of a map, a row spread uniformly, a row permuted
+among its real keys."""
 from __future__ import annotations
 
-from typing import Any, Sequence
-
 import torch
-
-
-def real_attention_specs(model: Any, names: Sequence[str] | None = None) -> list:
-    """The model's normalised attention maps (kind "attention", values "real"), or the named ones."""
-    specs = [s for s in model.map_specs() if s.kind == "attention" and s.values == "real"]
-    if names is not None:
-        known = {s.name: s for s in model.map_specs()}
-        missing = [n for n in names if n not in known]
-        if missing:
-            raise KeyError(f"{type(model).__name__} has no map(s) {missing}; maps: {sorted(known)}")
-        bad = [n for n in names if known[n].kind != "attention" or known[n].values != "real"]
-        if bad:
-            raise ValueError(f"map(s) {bad} are not normalised attention maps (kind 'attention', values 'real')")
-        specs = [known[n] for n in names]
-    return specs
 
 
 def key_mask(t: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -59,4 +42,4 @@ def permute_rows(t: torch.Tensor, mask: torch.Tensor | None, generator: torch.Ge
     return t.gather(-1, perm).gather(-1, rank)                              # real slot j gets the j-th drawn weight
 
 
-__all__ = ["key_mask", "permute_rows", "real_attention_specs", "uniform_like"]
+__all__ = ["key_mask", "permute_rows", "uniform_like"]

@@ -19,10 +19,12 @@ Methods (`METHODS`; their labels, aliases and properties are registered in textc
 Baselines (`BASELINES`): the embedding of the pad id ("pad") or the unknown-word id ("unk") at every real
 position, or the zero vector ("zero"). Pad positions keep their own embedding, so they never move.
 F is the probability of the target class (output="prob", default) or its logit (output="logit"); the target is
-the predicted class unless given. Gradient methods sum over embedding dimensions; perturbation methods give one
-value per token (the mask groups a token's dimensions). HCAN's (S, W) input is attributed on its (S, W, E)
-embeddings; scores come back per real token, flattened sentence by sentence (the order of Prediction.tokens),
-and as `grid` (S, W).
+the predicted class unless given. With `contrast` (a foil label: an index, a name, or "runner-up"; see
+textcls.interpret.contrastive) F is logit(target) - logit(foil) whatever `output` says: every method then explains
+why the target rather than the foil (the foil is recorded in the Attribution's extras, "contrast"). Gradient
+methods sum over embedding dimensions; perturbation methods give one value per token (the mask groups a token's
+dimensions). HCAN's (S, W) input is attributed on its (S, W, E) embeddings; scores come back per real token,
+flattened sentence by sentence (the order of Prediction.tokens), and as `grid` (S, W).
 
 How the layer is reached: `EmbeddingForward` substitutes the tensor Captum perturbs for model.embed's output
 (a call-scoped, thread-local forward hook), which is exactly what Captum's LayerIntegratedGradients on
@@ -41,6 +43,7 @@ from captum.attr import (InputXGradient, IntegratedGradients, Lime, Occlusion, S
                          ShapleyValueSampling)
 
 from textcls.runtime.threads import for_texts
+from textcls.interpret.contrastive import RUNNER_UP, mark, parse
 from textcls.interpret.embedding_forward import EmbeddingForward
 from textcls.interpret.instances import as_batch, Instance, stack
 from textcls.interpret.probabilities import check_model
@@ -136,9 +139,23 @@ def _targets(f: EmbeddingForward, emb, ids, mask, target) -> torch.Tensor:
     return t
 
 
-def _outputs(f: EmbeddingForward, emb, ids, mask, targets) -> np.ndarray:
+def _foils(f: EmbeddingForward, ids, mask, targets, contrast) -> torch.Tensor | None:
+    """(B,) long: each example's foil (a parsed contrast: an index or RUNNER_UP), or None without a contrast."""
+    if contrast is None:
+        return None
+    if contrast != RUNNER_UP:
+        return torch.full((ids.shape[0],), int(contrast), dtype=torch.long)
     with torch.no_grad():
-        out = f(emb, ids, mask)
+        logits = f.model(ids, mask).logits.clone()                             # (B, C)
+    if logits.shape[1] < 2:
+        raise ValueError("a one-label model has no runner-up to contrast with")
+    logits[torch.arange(ids.shape[0]), targets] = -torch.inf                   # the fact is never its own runner-up
+    return logits.argmax(-1)                                                   # (B,)
+
+
+def _outputs(f: EmbeddingForward, emb, ids, mask, targets, foils=None) -> np.ndarray:
+    with torch.no_grad():
+        out = f(emb, ids, mask, foils)                                         # (B, C)
     return out.gather(1, targets[:, None])[:, 0].double().numpy()
 
 
@@ -164,19 +181,22 @@ def attribute_instances(model, instances: Sequence[Instance], method: str = "int
                         baseline: str = "pad", target=None, output: str = "prob", n_steps: int = 50,
                         tolerance: float = 0.05, atol: float = 1e-4, max_steps: int = 800, window: int = 1,
                         n_samples: int | None = None, seed: int = 0, internal_batch_size: int = 1024,
-                        edits: dict | None = None, labels: Sequence[str] | None = None) -> list[Attribution]:
+                        edits: dict | None = None, labels: Sequence[str] | None = None,
+                        contrast=None) -> list[Attribution]:
     """Attributions of each instance (see the module docstring for the methods and arguments)."""
     with for_texts(len(instances)):  # thread policy (textcls.runtime.threads): one text is interactive work
         return _attribute_instances(model, instances, method, baseline=baseline, target=target, output=output,
                                     n_steps=n_steps, tolerance=tolerance, atol=atol, max_steps=max_steps,
                                     window=window, n_samples=n_samples, seed=seed,
-                                    internal_batch_size=internal_batch_size, edits=edits, labels=labels)
+                                    internal_batch_size=internal_batch_size, edits=edits, labels=labels,
+                                    contrast=contrast)
 
 
 def _attribute_instances(model, instances, method, *, baseline, target, output, n_steps, tolerance, atol,
-                         max_steps, window, n_samples, seed, internal_batch_size, edits, labels):
+                         max_steps, window, n_samples, seed, internal_batch_size, edits, labels, contrast):
     method = canonical_method(method)
     check_model(model)
+    contrast = parse(contrast, labels, model.config.num_labels)
     if not instances:
         return []
     if n_steps < 1 or max_steps < n_steps:
@@ -189,19 +209,22 @@ def _attribute_instances(model, instances, method, *, baseline, target, output, 
         results = []
         tlist = _target_list(target, len(instances))
         for i, inst in enumerate(instances):
-            results += _perturbation(f, [_crop(inst)], method, baseline, tlist[i], unk_id, n_samples, seed)
+            results += _perturbation(f, [_crop(inst)], method, baseline, tlist[i], unk_id, n_samples, seed,
+                                     contrast)
     else:
         ids, mask = stack(instances)
         if method == "integrated_gradients":
             results = _integrated_gradients(f, ids, mask, baseline, target, unk_id, n_steps, tolerance, atol,
-                                            max_steps, internal_batch_size)
+                                            max_steps, internal_batch_size, contrast)
         else:
-            results = _batched(f, ids, mask, method, baseline, target, unk_id, window)
+            results = _batched(f, ids, mask, method, baseline, target, unk_id, window, contrast)
     for inst, r in zip(instances, results):
         r.tokens = inst.tokens
         r.grid = inst.grid(r.scores)
         if labels is not None:
             r.label = str(labels[r.target])
+            if "contrast" in r.extras:
+                mark(r, r.extras["contrast"], labels)
     return results
 
 
@@ -232,12 +255,12 @@ def rows_per_pass(model, ids: torch.Tensor, mask: torch.Tensor, most: int) -> in
 
 def token_attributions(f: EmbeddingForward, method: str, emb: torch.Tensor, base: torch.Tensor | None,
                        ids: torch.Tensor, mask: torch.Tensor, targets: torch.Tensor, *, n_steps: int = 50,
-                       window: int = 1, n_samples: int | None = None, internal_batch_size: int = 1024
-                       ) -> tuple[torch.Tensor, torch.Tensor | None]:
+                       window: int = 1, n_samples: int | None = None, internal_batch_size: int = 1024,
+                       foils: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
     """One Captum method on embeddings `emb` (B, ..., E): token-level attributions (B, ...) (0 at pads) and,
     for IG, the convergence delta (B,). Shapley / LIME run example by example with their feature masks;
-    seed them from outside (torch.random.fork_rng)."""
-    args = (ids, mask)
+    seed them from outside (torch.random.fork_rng). `foils` (B,): explain logit(target) - logit(foil)."""
+    args = (ids, mask) if foils is None else (ids, mask, foils)
     delta = None
     if method == "integrated_gradients":
         # rows per forward pass: at most internal_batch_size, and about 64k tokens (long texts, big models)
@@ -267,7 +290,8 @@ def token_attributions(f: EmbeddingForward, method: str, emb: torch.Tensor, base
                 rows.append(torch.zeros(m.shape))
                 continue
             fm, _ = _feature_mask(m[0], emb.shape[-1])
-            kw = dict(baselines=base[b:b + 1], target=targets[b:b + 1], additional_forward_args=(ids[b:b + 1], m),
+            one = (ids[b:b + 1], m) if foils is None else (ids[b:b + 1], m, foils[b:b + 1])
+            kw = dict(baselines=base[b:b + 1], target=targets[b:b + 1], additional_forward_args=one,
                       feature_mask=fm[None], perturbations_per_eval=rows_per_pass(f.model, ids[b:b + 1], m, 32))
             if method == "shapley":
                 attr = ShapleyValueSampling(f).attribute(emb[b:b + 1], n_samples=n_samples or 25, **kw)
@@ -283,12 +307,14 @@ def _per_example(tok: torch.Tensor, mask: torch.Tensor) -> list[np.ndarray]:
     return [tok[b][mask[b]].double().numpy() for b in range(tok.shape[0])]
 
 
-def _integrated_gradients(f, ids, mask, baseline, target, unk_id, n_steps, tolerance, atol, max_steps, ibs):
+def _integrated_gradients(f, ids, mask, baseline, target, unk_id, n_steps, tolerance, atol, max_steps, ibs,
+                          contrast=None):
     emb = f.embed(ids)
     base = baseline_embedding(f, ids, mask, baseline, unk_id, emb)
     targets = _targets(f, emb, ids, mask, target)
-    fx = _outputs(f, emb, ids, mask, targets)
-    fb = _outputs(f, base, ids, mask, targets)
+    foils = _foils(f, ids, mask, targets, contrast)
+    fx = _outputs(f, emb, ids, mask, targets, foils)
+    fb = _outputs(f, base, ids, mask, targets, foils)
     B = ids.shape[0]
     scores: list[np.ndarray | None] = [None] * B
     deltas, steps_used = np.zeros(B), np.zeros(B, dtype=int)
@@ -302,7 +328,8 @@ def _integrated_gradients(f, ids, mask, baseline, target, unk_id, n_steps, toler
             part = todo[s:s + per]
             sel = torch.tensor(part)
             tok, delta = token_attributions(f, "integrated_gradients", emb[sel], base[sel], ids[sel], mask[sel],
-                                            targets[sel], n_steps=steps, internal_batch_size=ibs)
+                                            targets[sel], n_steps=steps, internal_batch_size=ibs,
+                                            foils=None if foils is None else foils[sel])
             for j, (i, sc) in enumerate(zip(part, _per_example(tok, mask[sel]))):
                 scores[i], deltas[i], steps_used[i] = sc, float(delta[j]), steps
         ok = np.abs(deltas[todo]) <= tolerance * np.abs(fx[todo] - fb[todo]) + atol
@@ -311,44 +338,52 @@ def _integrated_gradients(f, ids, mask, baseline, target, unk_id, n_steps, toler
             break
         steps *= 2
     unconverged = set(todo)
-    return [Attribution("integrated_gradients", scores[i], np.zeros(0), int(targets[i]), float(fx[i]), f.output,
-                        baseline, float(fb[i]), float(deltas[i]), int(steps_used[i]), i not in unconverged,
-                        extras={"tolerance": tolerance, "atol": atol, "max_steps": max_steps})
+    return [_contrasted(Attribution("integrated_gradients", scores[i], np.zeros(0), int(targets[i]), float(fx[i]),
+                                    f.output, baseline, float(fb[i]), float(deltas[i]), int(steps_used[i]),
+                                    i not in unconverged,
+                                    extras={"tolerance": tolerance, "atol": atol, "max_steps": max_steps}), foils, i)
             for i in range(B)]
 
 
-def _batched(f, ids, mask, method, baseline, target, unk_id, window):
+def _contrasted(a: Attribution, foils: torch.Tensor | None, i: int) -> Attribution:
+    """`a` with example i's foil recorded (extras "contrast", output_kind OUTPUT_KIND); as it is without foils."""
+    return a if foils is None else mark(a, int(foils[i]))
+
+
+def _batched(f, ids, mask, method, baseline, target, unk_id, window, contrast=None):
     emb = f.embed(ids)
     targets = _targets(f, emb, ids, mask, target)
-    fx = _outputs(f, emb, ids, mask, targets)
+    foils = _foils(f, ids, mask, targets, contrast)
+    fx = _outputs(f, emb, ids, mask, targets, foils)
     base, fb = None, None
     if method == "occlusion":
         base = baseline_embedding(f, ids, mask, baseline, unk_id, emb)
-        fb = _outputs(f, base, ids, mask, targets)
-    tok, _ = token_attributions(f, method, emb, base, ids, mask, targets, window=window)
+        fb = _outputs(f, base, ids, mask, targets, foils)
+    tok, _ = token_attributions(f, method, emb, base, ids, mask, targets, window=window, foils=foils)
     out = []
     for i, sc in enumerate(_per_example(tok, mask)):
         a = Attribution(method, sc, np.zeros(0), int(targets[i]), float(fx[i]), f.output,
                         baseline if base is not None else None, None if fb is None else float(fb[i]))
         if method == "occlusion":
             a.extras["window"] = window
-        out.append(a)
+        out.append(_contrasted(a, foils, i))
     return out
 
 
-def _perturbation(f, insts, method, baseline, target, unk_id, n_samples, seed):
+def _perturbation(f, insts, method, baseline, target, unk_id, n_samples, seed, contrast=None):
     (inst,) = insts
     ids, mask = inst.batch()
     emb = f.embed(ids)
     base = baseline_embedding(f, ids, mask, baseline, unk_id, emb)
     targets = _targets(f, emb, ids, mask, target)
-    fx, fb = _outputs(f, emb, ids, mask, targets), _outputs(f, base, ids, mask, targets)
+    foils = _foils(f, ids, mask, targets, contrast)
+    fx, fb = _outputs(f, emb, ids, mask, targets, foils), _outputs(f, base, ids, mask, targets, foils)
     ns = n_samples or (25 if method == "shapley" else 200)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        tok, _ = token_attributions(f, method, emb, base, ids, mask, targets, n_samples=ns)
-    return [Attribution(method, _per_example(tok, mask)[0], np.zeros(0), int(targets[0]), float(fx[0]), f.output,
-                        baseline, float(fb[0]), extras={"n_samples": ns})]
+        tok, _ = token_attributions(f, method, emb, base, ids, mask, targets, n_samples=ns, foils=foils)
+    return [_contrasted(Attribution(method, _per_example(tok, mask)[0], np.zeros(0), int(targets[0]), float(fx[0]),
+                                    f.output, baseline, float(fb[0]), extras={"n_samples": ns}), foils, 0)]
 
 
 def attribute(model, ids: torch.Tensor, mask: torch.Tensor | None = None, method: str = "integrated_gradients",
@@ -356,7 +391,7 @@ def attribute(model, ids: torch.Tensor, mask: torch.Tensor | None = None, method
     """Attributions for a batch of token ids (B, L) or (B, S, W) (one example, (L,) or (S, W), is a batch of one).
 
     Keyword arguments as `attribute_instances`: baseline, target, output, n_steps, tolerance, atol, max_steps,
-    window, n_samples, seed, internal_batch_size, edits, labels."""
+    window, n_samples, seed, internal_batch_size, edits, labels, contrast."""
     pad_id = getattr(getattr(model, "config", None), "pad_id", 0)
     ids, mask = as_batch(model, ids, mask)
     insts = Instance.from_batch(ids, mask, tokens, pad_id=pad_id, unk_id=unk_id)

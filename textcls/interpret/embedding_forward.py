@@ -18,6 +18,11 @@ class EmbeddingForward:
     for the call and acts only in the calling thread, so other users of a cached model are never affected.
     A model that pads its input past L (Kim CNN / AGCNN on inputs shorter than the widest window) keeps its own
     embedding for the extra positions.
+
+    With `foil` (B,) long (a contrastive explanation, textcls.interpret.contrastive) the output is the logits minus
+    the foil's logit, whatever `output` says: column t is logit(t) - logit(foil) = log p(t) - log p(foil), so
+    Captum's `target` picks the difference of the fact and the foil. Captum repeats the foil with the other
+    forward arguments (integration steps, perturbations), so each row keeps its own.
     """
 
     def __init__(self, model: torch.nn.Module, output: str = "prob", edits: dict | None = None):
@@ -47,7 +52,8 @@ class EmbeddingForward:
         raise RuntimeError(f"model.embed produced {tuple(out.shape)} but the substituted embedding is "
                            f"{tuple(emb.shape)}; this model calls its embedding in a way attribution cannot follow")
 
-    def __call__(self, emb: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def __call__(self, emb: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor,
+                 foil: torch.Tensor | None = None) -> torch.Tensor:
         handle = self.model.embed.register_forward_hook(self._hook)
         self._local.state = emb
         try:
@@ -55,6 +61,8 @@ class EmbeddingForward:
         finally:
             self._local.state = None
             handle.remove()
+        if foil is not None:
+            return logits - logits.gather(1, foil[:, None])                    # (B, C) logit(t) - logit(foil)
         return torch.softmax(logits, dim=-1) if self.output == "prob" else logits
 
 

@@ -26,9 +26,9 @@ while idle is replaced silently (`check`), with a line in the server's log.
   noticed by the worker itself, which exits within a second (worker.initialize watches its parent).
 
 Many sessions at once: `predict` calls for the same checkpoint that arrive while the worker is busy wait for the
-call in flight and then go together as one batch (`worker.predict_groups`); with nobody else asking, a call
-goes at once, alone. Every other piece of model work (`run_job`: textcls.serve.work) computes in a thread of the
-worker, so one session's long explanation does not hold up another's predictions.
+call in flight and then go together as one batch (`worker.predict_groups`; `waiting` says how many wait); with
+nobody else asking, a call goes at once, alone. Every other piece of model work (`run_job`: textcls.serve.work)
+computes in a thread of the worker, so one session's long explanation does not hold up another's predictions.
 
 `TEXTCLS_WORKER=0` (or off) keeps all model work in the server's process (`enabled()`).
 """
@@ -398,6 +398,17 @@ class ModelWorker:
         if "error" in slot:
             raise slot["error"]
         return slot["result"]
+
+    def waiting(self, path: str, stamp: float, maps: bool = False) -> int | None:
+        """How many `predict` requests for this checkpoint wait for the call in flight (they go together as one
+        batch when it returns), or None when no call for it is in flight: what the batching is doing now
+        (diagnostics, tests)."""
+        key = (str(path), float(stamp), bool(maps))
+        with self._batch_lock:
+            if key not in self._busy:
+                return None
+            group = self._pending.get(key)
+            return 0 if group is None else len(group.items)
 
     def _next(self, key: tuple) -> None:
         """The call for `key` returned: what waited meanwhile goes as one batch, from a thread of its own (the

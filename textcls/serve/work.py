@@ -7,7 +7,9 @@ Where a job runs: the model worker (textcls.serve.worker.start_job, in a thread 
 never holds up another session's predictions), with `load` = its bounded model cache; with the worker off
 (TEXTCLS_WORKER=0), pages.common.cache runs the same function in the server with its own cached models.
 
-Jobs: `facts`, `reading` (how one checkpoint reads a text: tokens, unknown words, which explanation methods and
+Jobs: `interpret` (any registered interpreter: textcls.interpret.interpreters - concepts, salience clusters,
+training-data attribution, the neuron view; new kinds of model work are interpreters, not new jobs) and
+`interpret_why_not` (whether one applies); `facts`, `reading` (how one checkpoint reads a text: tokens, unknown words, which explanation methods and
 interventions apply), Inspect's `pieces`, `attention_verdict` and `side_by_side`; Patch's `patch` (a minimal
 pair patched over one grid); Attribute's `explanation`, `erasure`, `erasure_curves`, `random_erasure`,
 `attention_tests`, `sanity`, `intervention`, `compare_edit` and the data-set run (`slice_start`, `slice_step`,
@@ -40,9 +42,8 @@ def facts(load, path: str, stamp: float):
     p = load(path, stamp)
     specs = tuple(SpecRecord(s.name, tuple(s.axes), s.kind, s.description, s.values)
                   for s in (p.model.map_specs() if hasattr(p.model, "map_specs") else []))
-    stoi = _stoi(p)
     note = getattr(p.model, "attention_note", None)
-    return ModelFacts(specs, dict(stoi) if stoi is not None else None, tuple(p.labels),
+    return ModelFacts(specs, tuple(p.labels),
                       word_pieces=bool(has_word_pieces(p)), attention_note=str(note) if note else None,
                       mixing=tuple(methods_for(p.model)))
 
@@ -123,13 +124,16 @@ def patch(load, path: str, stamp: float, clean: str, corrupt: str, by: str):
 
 # ---------------------------------------------------------------- Attribute
 
-def explanation(load, path: str, stamp: float, text: str, method: str, baseline: str, steps: int, removal: str):
-    """(one explanation of `text` by any registered method: an Attribution or a vector, the seconds it took)."""
+def explanation(load, path: str, stamp: float, text: str, method: str, baseline: str, steps: int, removal: str,
+                contrast=None):
+    """(one explanation of `text` by any registered method: an Attribution or a vector, the seconds it took);
+    `contrast`: a foil label (name or "runner-up") for the contrastive methods (textcls.interpret.contrastive)."""
     from textcls.interpret.methods import explanation as explain
     p = load(path, stamp)
     inst = _instance(p, text)
     t0 = time.perf_counter()
-    value = explain(p.model, inst, method, labels=p.labels, baseline=baseline, steps=steps, removal=removal)
+    value = explain(p.model, inst, method, labels=p.labels, baseline=baseline, steps=steps, removal=removal,
+                    contrast=contrast)
     return value, time.perf_counter() - t0
 
 
@@ -167,12 +171,14 @@ def attention_tests(load, path: str, stamp: float, text: str, n_permutations: in
             "unif": faithfulness.uniform_attention_test(p.model, inst)}
 
 
-def sanity(load, path: str, stamp: float, text: str, method: str, baseline: str, steps: int, removal: str) -> dict:
+def sanity(load, path: str, stamp: float, text: str, method: str, baseline: str, steps: int, removal: str,
+           contrast=None) -> dict:
     """The cascading randomisation check of one explanation (on a copy of the model; textcls.interpret.sanity)."""
     from textcls.interpret.methods import explain
     from textcls.interpret.sanity import cascading_randomisation
     p = load(path, stamp)
-    opts = dict(labels=p.labels, baseline=baseline, n_steps=steps, removal=removal)
+    opts = dict(labels=p.labels, baseline=baseline, n_steps=steps, removal=removal,
+                **({} if contrast is None else {"contrast": contrast}))
     return cascading_randomisation(p.model, [_instance(p, text)], [method],
                                    lambda model, xs, m: explain(model, xs, m, **opts))
 
@@ -408,7 +414,21 @@ def lesson_step(load, lesson_id: str, step: int, value: float | None, infos: lis
     return lessons.run_step(lessons.get(lesson_id).steps[step], lib, value)
 
 
-JOBS = ("facts", "reading", "pieces", "attention_verdict", "side_by_side", "patch", "explanation",
+# ---------------------------------------------------------------- any registered interpreter
+
+def interpret(load, name: str, path: str, stamp: float, inputs: dict, options: dict, progress=None):
+    """`textcls.interpret.interpreters.run` of interpreter `name` on one checkpoint: its result (plain data)."""
+    from textcls.interpret import interpreters
+    return interpreters.run(load(path, stamp), name, inputs, options, progress=progress)
+
+
+def interpret_why_not(load, name: str, path: str, stamp: float) -> str | None:
+    """None where interpreter `name` applies to the checkpoint, else one line saying why not."""
+    from textcls.interpret import interpreters
+    return interpreters.why_not(load(path, stamp), name)
+
+
+JOBS = ("interpret", "interpret_why_not", "facts", "reading", "pieces", "attention_verdict", "side_by_side", "patch", "explanation",
         "erasure_curves", "erasure_flip", "random_erasure", "attention_tests", "sanity", "intervention",
         "compare_edit", "slice_start", "slice_step", "slice_report", "corpus_support", "token_weights",
         "filter_ngrams", "representations", "projection", "flip_report", "activation_statistics", "negation_demo",
@@ -416,11 +436,11 @@ JOBS = ("facts", "reading", "pieces", "attention_verdict", "side_by_side", "patc
         "parameter_count", "lesson_step")
 
 # over many texts: these choose their own thread scope (batch work); every other job runs as interactive work
-OWN_SCOPE = frozenset({"slice_start", "slice_step", "slice_report", "token_weights", "filter_ngrams",
+OWN_SCOPE = frozenset({"interpret", "slice_start", "slice_step", "slice_report", "token_weights", "filter_ngrams",
                        "representations", "projection", "flip_report", "time_checkpoints", "run_bench"})
 
 
-PROGRESS = frozenset({"token_weights", "filter_ngrams", "run_bench"})   # jobs that report progress as they go
+PROGRESS = frozenset({"interpret", "token_weights", "filter_ngrams", "run_bench"})   # jobs that report progress as they go
 
 
 def run(load, job: str, *args, progress=None):

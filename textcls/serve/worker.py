@@ -323,12 +323,10 @@ def warm(env: dict[str, str], paths: list[tuple[str, float]]) -> list[str]:
 def warm_background(env: dict[str, str], paths: list[tuple[str, float]]) -> None:
     """`import_ahead`, then `warm`, in a thread of this process, returning at once: a large model (the pretrained
     encoder: transformers' import, seconds) loads while the requests go on being answered (its import is Python
-    code, which lets the requests' thread run between its steps). A process of its own for the encoders was tried
-    (issue 45) and lost: its second torch import on two cores made "Add the pretrained baseline" 7.85 s against
-    3.64 s.
-
-    Meanwhile the interpreter switches threads faster (`textcls.runtime.threads.beside_requests`: a Compare
-    answered during the load took 5.1 s instead of 1.2 s at Python's default interval)."""
+    code, which lets the requests' thread run between its steps). Meanwhile the interpreter switches threads
+    faster (`textcls.runtime.threads.beside_requests`), so a request answered during the load is not held up by
+    it. Why a thread here and not a process of its own: docs/performance.md ("Why the start-up and the worker are
+    arranged as they are")."""
     threading.Thread(target=_warm_beside_requests, args=(env, paths), name="textcls-warm-large", daemon=True).start()
 
 
@@ -337,8 +335,8 @@ AHEAD = ("textcls.interpret.attributions", "textcls.interpret.faithfulness", "te
 
 
 def import_ahead() -> None:
-    """Import the explanation jobs' modules (Captum, 1-2 s of one core): the first explanation a page asks for
-    does not wait for them. `warm_background` runs it before the encoder's load."""
+    """Import the explanation jobs' modules (AHEAD: Captum and the modules that use it), so the first explanation
+    a page asks for does not wait for them. `warm_background` runs it before the encoder's load."""
     import importlib
 
     from textcls.runtime.trace import span

@@ -284,9 +284,10 @@ DISAGREE = Lesson("methods", "Explanations that disagree",
 from textcls.teach.context_lesson import LEAVE_OUT  # noqa: E402 - registers its step kind
 from textcls.teach.patching_lesson import PATCHING  # noqa: E402 - registers its step kind
 import textcls.teach.shortcut_lesson  # noqa: E402,F401 - registers the "shortcut" step kind
+from textcls.teach.concepts_lesson import CONCEPTS  # noqa: E402 - registers its step kinds
 
 LESSONS: tuple[Lesson, ...] = (WHAT_ATTENTION, ACT_VS_TRANSFORMER, GATES, NEGATION, HCAN_WORDS, EXPLANATION, DISAGREE,
-                               LEAVE_OUT, PATCHING)
+                               LEAVE_OUT, PATCHING, CONCEPTS)
 
 
 def get(lesson_id: str) -> Lesson:

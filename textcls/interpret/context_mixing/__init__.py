@@ -16,8 +16,6 @@ from __future__ import annotations
 from typing import Sequence
 
 METHODS = ("norm", "globenc", "alti", "value_zeroing", "decompx")
-LABELS = {"norm": "Norm-based attention (Kobayashi)", "globenc": "GlobEnc", "alti": "ALTI",
-          "value_zeroing": "Value zeroing", "decompx": "DecompX"}
 
 
 def _family(model) -> str | None:
@@ -82,4 +80,4 @@ def explain_instances(model, instances: Sequence, method: str, batch_size: int =
     return run(model, instances, method, batch_size)
 
 
-__all__ = ["LABELS", "METHODS", "applicable", "check", "explain_instances", "methods_for"]
+__all__ = ["METHODS", "applicable", "check", "explain_instances", "methods_for"]

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 ENGINE_OPTIONS = ("labels", "baseline", "n_steps", "seed", "target", "output", "tolerance", "atol", "max_steps",
-                  "window", "n_samples", "internal_batch_size", "edits")
+                  "window", "n_samples", "internal_batch_size", "edits", "contrast")
 
 
 def attribute(model, instances, method: str, **options) -> list:

@@ -9,6 +9,7 @@ from textcls.interpret.methods.registry import register_method
 @register_method("integrated_gradients", "Integrated gradients", short="IG", kind="gradient",
                  signed=True, needs_gradients=True,
                  uses_baseline=True, uses_steps=True, cost="steps", aliases=('ig',),
+                 contrastive=True,
                  help="the gradient integrated along the path from a baseline to the text; sums to F(x) - F(baseline)")
 def explain(model, instances, **options) -> list:
     from textcls.interpret.methods._captum import attribute

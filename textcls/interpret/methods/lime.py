@@ -8,6 +8,7 @@ from textcls.interpret.methods.registry import register_method
 @register_method("lime", "LIME", short="LIME", kind="perturbation",
                  signed=True, needs_gradients=False,
                  uses_baseline=True, uses_steps=False, cost="samples", aliases=(),
+                 contrastive=True,
                  help="a weighted linear fit of the label's probability on random word subsets")
 def explain(model, instances, **options) -> list:
     from textcls.interpret.methods._captum import attribute

@@ -8,6 +8,7 @@ from textcls.interpret.methods.registry import register_method
 @register_method("occlusion", "Occlusion", short="occlusion", kind="perturbation",
                  signed=True, needs_gradients=False,
                  uses_baseline=True, uses_steps=False, cost="per word", aliases=(),
+                 contrastive=True,
                  help="the drop in the label's probability when the word is replaced by the baseline")
 def explain(model, instances, **options) -> list:
     from textcls.interpret.methods._captum import attribute

@@ -5,7 +5,11 @@ lessons - reads it. Adding a method is one module with one `@register_method(...
 
 A method is a function `explain(model, instances, **options) -> list` giving one explanation per instance (an
 `Attribution`, or a vector of one weight per token); the options every consumer passes are `labels`,
-`baseline`, `n_steps`, `seed` and `removal` (a method uses those it declares and ignores the rest).
+`baseline`, `n_steps`, `seed` and `removal` (a method uses those it declares and ignores the rest), and
+`contrast`: a foil label (name, index or "runner-up"; None = an ordinary explanation) that a `contrastive` method
+explains its label against - the gradient and erasure methods, on logit(label) - logit(foil)
+(textcls.interpret.contrastive). The model's own attention and the context-mixing methods are not contrastive:
+they weigh how tokens mix, not a label's score.
 """
 from __future__ import annotations
 
@@ -42,11 +46,17 @@ class Method:
     help: str = ""
     bucketed: bool = True              # batched.importances groups texts by length (False: it batches itself)
     reference_only: bool = False       # a floor to compare with (random), not an explanation to show
+    contrastive: bool = False          # reads `contrast`: explains logit(label) - logit(foil)
 
     @property
     def slow(self) -> bool:
         """One pass per word or per sample: the Attribute page caps the text length for these."""
         return self.cost in ("per word", "samples")
+
+    def signed_with(self, contrast=None) -> bool:
+        """Whether a weight can be negative: a contrastive erasure speaks for the foil when it is (leave-one-out,
+        unsigned alone, is then signed); saliency stays a size (the L1 norm of the gradient)."""
+        return self.signed or (contrast is not None and self.contrastive and self.kind == "perturbation")
 
 
 REGISTRY: dict[str, Method] = {}     # in registration order: the order the CLI and the pages list them
@@ -56,7 +66,7 @@ _ALIASES: dict[str, str] = {}
 def register_method(name: str, label: str, *, short: str, kind: str, signed: bool, needs_gradients: bool,
                     uses_baseline: bool, cost: str, help: str, uses_steps: bool = False, uses_removal: bool = False,
                     applies: Callable[[Any], str | None] | None = None, aliases: Sequence[str] = (),
-                    bucketed: bool = True, reference_only: bool = False):
+                    bucketed: bool = True, reference_only: bool = False, contrastive: bool = False):
     """Decorator: register `explain(model, instances, **options)` under `name` (once)."""
     if cost not in COSTS:
         raise ValueError(f"cost class {cost!r}: choose one of {', '.join(COSTS)}")
@@ -71,7 +81,7 @@ def register_method(name: str, label: str, *, short: str, kind: str, signed: boo
                 raise ValueError(f"alias {a!r} of {name!r} is already a method or an alias")
         REGISTRY[name] = Method(name, label, short, kind, fn, signed, needs_gradients, uses_baseline, uses_steps,
                                 uses_removal, cost, applies or (lambda model: None), tuple(aliases), help,
-                                bucketed, reference_only)
+                                bucketed, reference_only, contrastive)
         _ALIASES.update(dict.fromkeys(aliases, name))
         return fn
     return deco
@@ -132,22 +142,26 @@ def parse(raw: str, model=None) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def options_used(name: str, *, baseline: str = "pad", n_steps: int = 50, removal: str = "delete"
-                 ) -> dict[str, Any]:
+def options_used(name: str, *, baseline: str = "pad", n_steps: int = 50, removal: str = "delete",
+                 contrast=None) -> dict[str, Any]:
     """The options that change this method's result (a cache key ignores the others)."""
     m = get(name)
     return {"baseline": baseline if m.uses_baseline else None, "n_steps": n_steps if m.uses_steps else None,
-            "removal": removal if m.uses_removal else None}
+            "removal": removal if m.uses_removal else None, "contrast": contrast if m.contrastive else None}
 
 
 def explain(model, instances: Sequence, method: str, **options) -> list:
     """One explanation per instance by a registered method (thread policy: one to a few texts are interactive
-    work, more are batch work; textcls.runtime.threads)."""
+    work, more are batch work; textcls.runtime.threads). A `contrast` for a method that is not contrastive is
+    a ValueError (one line)."""
     from textcls.runtime.threads import for_texts
     m = get(method)
     why = m.applies(model)
     if why is not None:
         raise ValueError(f"{m.name} does not apply to this model: {why}")
+    if options.get("contrast") is not None and not m.contrastive:
+        from textcls.interpret.contrastive import NOT_CONTRASTIVE
+        raise ValueError(f"{m.name} cannot explain one label rather than another: {NOT_CONTRASTIVE}")
     if not instances:
         return []
     with for_texts(len(instances)):
@@ -155,10 +169,12 @@ def explain(model, instances: Sequence, method: str, **options) -> list:
 
 
 def explanation(model, inst, method: str, *, labels=None, baseline: str = "pad", steps: int = 50,
-                removal: str = "delete"):
+                removal: str = "delete", contrast=None):
     """One explanation of one instance by a registered method: an `Attribution` or a vector of one weight per
-    token (`baseline`, `steps` and `removal` reach the methods that use them)."""
-    return explain(model, [inst], method, labels=labels, baseline=baseline, n_steps=steps, removal=removal)[0]
+    token (`baseline`, `steps`, `removal` and `contrast` reach the methods that use them)."""
+    opts = {} if contrast is None else {"contrast": contrast}
+    return explain(model, [inst], method, labels=labels, baseline=baseline, n_steps=steps, removal=removal,
+                   **opts)[0]
 
 
 __all__ = ["COSTS", "KINDS", "Method", "REGISTRY", "canonical", "explain", "explanation", "get", "labels",

@@ -8,6 +8,7 @@ from textcls.interpret.methods.registry import register_method
 @register_method("shapley", "Shapley sampling", short="Shapley", kind="perturbation",
                  signed=True, needs_gradients=False,
                  uses_baseline=True, uses_steps=False, cost="samples", aliases=('shapley_value_sampling', 'svs'),
+                 contrastive=True,
                  help="each word's average marginal contribution over random word orders")
 def explain(model, instances, **options) -> list:
     from textcls.interpret.methods._captum import attribute

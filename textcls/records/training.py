@@ -1,16 +1,12 @@
-"""Plain dataclasses with no torch. What a training run reports: `StepEvent` after every optimiser step,
+"""What a training run reports, as plain dataclasses (no torch): `StepEvent` after every optimiser step and
 `EpochEvent` after every epoch (what callbacks receive), and the run's `History` (saved as history.json), whose
-epochs are `EpochRecord`s: one flat shape for every model (older files with a nested "dev" table still read). What a
-prediction is: `Prediction` (textcls.inference makes it; numpy maps). What the app's server needs to know of a
-model it does not load itself (textcls.serve): `ModelFacts`, with its maps' specs as `SpecRecord`, and how it reads one
-text and what applies to it there (`TextReading`)."""
+epochs are `EpochRecord`s: one flat shape for every model (older files with a nested "dev" table still read;
+`History.from_json` checks a parsed file against the schema first)."""
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 
 @dataclass
@@ -169,69 +165,4 @@ def _number_or_none(v) -> bool:
     return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
 
 
-@dataclass
-class Prediction:
-    label: str
-    probabilities: dict[str, float]
-    tokens: list[str]                                     # what the model saw, in order (after truncation)
-    maps: dict[str, np.ndarray] = field(default_factory=dict)  # batch axis removed, cropped to true length
-    truncated: bool = False                               # the text was cut to the tokenizer's max length
-    sentences: list[list[str]] | None = None              # hierarchical models: the sentences' words
-    label_index: int = -1
-
-    def to_dict(self, include_maps: bool = False) -> dict[str, Any]:
-        d = {"label": self.label, "label_index": self.label_index, "probabilities": self.probabilities,
-             "tokens": self.tokens, "truncated": self.truncated}
-        if self.sentences is not None:
-            d["sentences"] = self.sentences
-        if include_maps:
-            d["maps"] = {k: v.tolist() for k, v in self.maps.items()}
-        return d
-
-
-@dataclass(frozen=True)
-class SpecRecord:
-    """A `textcls.models.outputs.MapSpec` as plain data (the same fields, no validation, no torch): what the
-    figures read of a map spec (name, axes, kind, values)."""
-    name: str
-    axes: tuple[str, ...]
-    kind: str
-    description: str = ""
-    values: str = "real"
-
-
-@dataclass(frozen=True)
-class ModelFacts:
-    """What a page needs to know of a checkpoint's model without holding it: its maps' specs and, for a word
-    vocabulary, the token -> id map (None for word pieces and models without one). `map_specs()` and `stoi` read
-    like a Predictor's `model.map_specs()` and `tokenizer.vocab.stoi`. For Inspect: `word_pieces` (a Hugging Face
-    model whose piece attention can be shown), `attention_note` (the model's `attention_note`: why it has no
-    editable attention) and `mixing` (the context-mixing methods that apply to it)."""
-    specs: tuple[SpecRecord, ...] = ()
-    stoi: dict[str, int] | None = None
-    labels: tuple[str, ...] = ()
-    word_pieces: bool = False
-    attention_note: str | None = None
-    mixing: tuple[str, ...] = ()
-
-    def map_specs(self) -> list[SpecRecord]:
-        return list(self.specs)
-
-
-@dataclass(frozen=True)
-class TextReading:
-    """How one checkpoint reads one text, and what applies to it there (textcls.serve.work.reading): what the
-    Attribute page lays out before it computes an explanation, without holding the model."""
-    tokens: tuple[str, ...]                       # the tokens the model reads (one per real position)
-    n: int                                        # how many
-    unknown: int | None                           # how many its word vocabulary does not know (None: no vocabulary)
-    not_applicable: dict[str, str]                # explanation method -> why it does not apply to this model
-    attention_source: str | None                  # what its own attention importance reads (None: it has none)
-    labels: tuple[str, ...]
-    interventions: tuple[str, ...]                # the kinds it offers (textcls.interpret.records), in the UI's order
-    heads: int = 0                                # what they may pick (the model's InterventionSpec): heads per layer,
-    layers: int = 0                               # layers (0: one block),
-    filters: dict[str, int] = field(default_factory=dict)   # map with a filter axis -> its number of filters,
-    activations: tuple[str, ...] = ()             # activations the swap may pick,
-    activation: str | None = None                 # and the one it replaces (its config's value)
-    word_level: bool = True                       # whether its tokens are words (not characters or pieces)
+__all__ = ["EpochEvent", "EpochRecord", "History", "StepEvent"]

@@ -1,0 +1,87 @@
+"""The one door from a page to any registered interpreter (textcls.interpret.interpreters): its option widgets built
+from its declared options, and its result - computed where `cache.model_job` decides (the model worker when it is
+on), keyed on (interpreter, checkpoint folder, its stamp, inputs, options). A cheap interpreter (cost "pass") is
+cached across sessions with st.cache_data; one that passes over a split or a training set runs on a click with a
+progress bar and is kept in this session. A page lays out what comes back; it computes nothing itself."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import streamlit as st
+
+from pages.common import widgets as w
+from pages.common.cache import model_job, stamp
+
+
+def options_form(name: str, key: str, *, skip: tuple[str, ...] = (), columns: int = 3) -> dict:
+    """One widget per option of interpreter `name` (its help as the tooltip); `skip`: options the page sets
+    itself. Returns {option: value}."""
+    from textcls.interpret.interpreters import get
+    it = get(name)
+    shown = [o for o in it.options if o.name not in skip]
+    out = {}
+    cols = st.columns(min(columns, max(1, len(shown)))) if shown else []
+    for n, o in enumerate(shown):
+        k = f"{key}_{o.name}"
+        with cols[n % len(cols)]:
+            if o.choices:
+                out[o.name] = st.selectbox(o.title, list(o.choices), index=list(o.choices).index(o.default),
+                                           help=o.help, key=k)
+            elif o.type is bool:
+                out[o.name] = st.checkbox(o.title, value=o.default, help=o.help, key=k)
+            elif o.type in (int, float):
+                out[o.name] = st.number_input(o.title, value=o.default, min_value=o.type(o.low) if o.low is not None
+                                              else None, max_value=o.type(o.high) if o.high is not None else None,
+                                              step=1 if o.type is int else None, help=o.help, key=k)
+            else:
+                out[o.name] = st.text_input(o.title, value=o.default, help=o.help, key=k)
+    return out
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _interpret(name: str, path: str, mtime: float, inputs_json: str, options_json: str):
+    return model_job("interpret", name, path, mtime, json.loads(inputs_json), json.loads(options_json))
+
+
+def interpret(name: str, path: str | Path, inputs: dict, options: dict | None = None):
+    """The result of interpreter `name` on a checkpoint, cached per (interpreter, checkpoint and its stamp, inputs,
+    options). Raises InterpreterError (one line) for bad input or a model it does not apply to."""
+    return _interpret(name, str(path), stamp(path), json.dumps(inputs, sort_keys=True),
+                      json.dumps(options or {}, sort_keys=True))
+
+
+def on_click(name: str, path: str | Path, inputs: dict, options: dict | None, *, key: str, button: str,
+             what: str):
+    """A run over a split or a training set: the result kept in this session if it was computed, else a button
+    that computes it with a progress bar (errors are one line). None until computed."""
+    store = st.session_state.setdefault("_interpreted", {})
+    request = (name, str(path), stamp(path), json.dumps(inputs, sort_keys=True), json.dumps(options or {},
+                                                                                            sort_keys=True))
+    if request in store:
+        return store[request]
+    if not st.button(button, key=f"{key}_run", type="primary", icon=":material/play_arrow:"):
+        return None
+    bar = st.progress(0.0, text="Starting…")
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(min(1.0, done / max(total, 1)), text=f"{done:,} / {total:,}")
+    from textcls.interpret.interpreters import InterpreterError
+    with w.or_one_line(what, stop=False):
+        try:
+            store[request] = model_job("interpret", name, str(path), request[2], dict(inputs), dict(options or {}),
+                                       progress=progress)
+        except InterpreterError as e:             # bad input: a message, never a traceback
+            st.warning(w.md_escape(" ".join(str(e).split())), icon=":material/info:")
+    bar.empty()
+    return store.get(request)
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _why_not(name: str, path: str, mtime: float):
+    return model_job("interpret_why_not", name, path, mtime)
+
+
+def why_not(name: str, path: str | Path) -> str | None:
+    """None where interpreter `name` applies to the checkpoint, else the one line saying why not (cached)."""
+    return _why_not(name, str(path), stamp(path))
