@@ -244,3 +244,34 @@ def test_rollout_of_a_single_identity_layer_is_uniform_received_attention():
     att = np.broadcast_to(np.eye(3), (1, 2, 3, 3))                          # (N=1, h=2, L, L)
     r = _rollout({"attention": att}, np.ones(3, dtype=bool))
     np.testing.assert_allclose(r, [1 / 3] * 3, atol=1e-6)
+
+
+@pytest.mark.parametrize("ckpt", ["act-sst2", "hcan-sst2", "kim_cnn-sst2"])
+@pytest.mark.parametrize("method", ["saliency", "grad_x_input"])
+def test_gradient_methods_take_one_forward_pass_and_equal_captums(ckpt, method, shipped_predictors):
+    """Saliency and gradient x input come from one forward and one backward pass (the target, the runner-up and
+    F(x) from the same pass), and equal Captum's Saliency / InputXGradient exactly, with and without a contrast."""
+    from textcls.interpret import as_source
+    from textcls.interpret.attributions import _foils, _targets, _gradient, _per_example, token_attributions
+    from textcls.interpret.contrastive import RUNNER_UP
+    from textcls.interpret.embedding_forward import EmbeddingForward
+    from textcls.interpret.instances import stack
+    p = shipped_predictors[ckpt]
+    ids, mask = stack(as_source(p).instances(["not a good film at all", "superb", "a dull , lifeless film . bad"]))
+    f = EmbeddingForward(p.model, output="prob")
+    calls = []
+    hook = p.model.register_forward_hook(lambda *a: calls.append(1))
+    try:
+        for contrast in (None, RUNNER_UP):
+            calls.clear()
+            new = _gradient(f, ids, mask, method, None, contrast)
+            assert len(calls) == 1
+            emb = f.embed(ids)
+            t = _targets(f, emb, ids, mask, None)
+            foils = _foils(f, ids, mask, t, contrast)
+            tok, _ = token_attributions(f, method, emb, None, ids, mask, t, foils=foils)
+            for a, b in zip(new, _per_example(tok, mask)):
+                assert np.array_equal(a.scores, b)
+            assert [a.target for a in new] == t.tolist()
+    finally:
+        hook.remove()

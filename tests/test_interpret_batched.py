@@ -266,3 +266,26 @@ def test_cli_faithfulness_fast(capsys):
     assert [x["method"] for x in lines] == ["attention", "random", "leave_one_out", None]
     assert lines[-1]["flip_orders"] is False and "permutation_median_tvd" not in lines[-1]
     assert "erasure_fraction_to_flip" not in lines[0] and "aopc_comprehensiveness_ci" in lines[0]
+
+
+def test_without_the_flip_test_no_single_word_variant_is_scored_and_the_aopc_is_the_same(shipped_predictors):
+    """flips=False: AOPC, NAOPC and rank agreement need no one-word variants, so none are scored for them (unless
+    leave-one-out is a method; NAOPC's beam scores them as its first step) and those numbers are exactly those of
+    the full run; the flip fields are absent."""
+    p = shipped_predictors["act-sst2"]
+    texts = ["a dull , lifeless film", "the acting is superb and the story moving", "not good", "fine"]
+    for beam in (None, 1):
+        kw = dict(methods=("attention", "grad_x_input"), reference="attention", attention_tests=False,
+                  naopc_beam=beam, flip_orders=False)
+        full = B.SliceRun(p, texts, **kw)
+        full.run()
+        lean = B.SliceRun(p, texts, flips=False, **kw)
+        lean.run()
+        if beam is None:             # 16 words; 5 of their one-word variants are points of the curves too
+            assert lean.n_variants == full.n_variants - 11 and full.n_variants == 35
+        for a, b in zip(full.per_example, lean.per_example):
+            assert "erasure_top_flip" in a and "erasure_top_flip" not in b
+            for key in ("aopc_comprehensiveness", "aopc_sufficiency", "kendall_tau_ref") + (
+                    ("naopc_comprehensiveness", "naopc_sufficiency") if beam else ()):
+                # equal up to float32 rounding (the variants share padded batches in another composition)
+                assert a[key] == pytest.approx(b[key], abs=1e-6, nan_ok=True), key

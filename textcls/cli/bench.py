@@ -1,7 +1,8 @@
 """`textcls bench`: parameters, speed and memory of every model (random weights) and the shipped checkpoints
-(ACT Table 5, LAMA Fig. 4); with --latency, one sentence's latency per thread count, idle and under --load
-(textcls/experiments/bench.py, latency.py). The experiments import torch: they are imported where the command
-runs, so `--help` and `list` stay light."""
+(ACT Table 5, LAMA Fig. 4); with --latency, one sentence's latency per thread count, idle and under --load; with
+--explanations, textcls's explanations and their scoring per text, beside ferret-xai's when --ferret names a Python
+that has it (textcls/experiments/bench.py, latency.py, explain_bench.py). The experiments import torch: they are
+imported where the command runs, so `--help` and `list` stay light."""
 from __future__ import annotations
 
 import os
@@ -30,12 +31,26 @@ def _bench_arguments(p) -> None:
                         "gradients, at each thread count (1, torch's default, TEXTCLS_THREADS'), idle and with --load")
     g.add_argument("--load", type=count("load"), default=0, metavar="N",
                    help="with --latency: also measure with N busy background processes (started and stopped by "
-                        "the command), e.g. 2")
+                        "the command), e.g. 2; with --explanations: the whole timed run beside them")
     g.add_argument("--latency-threads", default=None, metavar="N,M",
                    help="with --latency: the thread counts to compare (default: 1, torch's default and the policy's)")
     g.add_argument("--pattern", default=LATENCY_PATTERN,
                    help=f"with --latency: checkpoint folder names to time (default {LATENCY_PATTERN})")
     g.add_argument("--no-ig", action="store_true", help="with --latency: skip integrated gradients")
+    e = p.add_argument_group("explanations (--explanations): textcls's explanations per text, beside ferret-xai's")
+    e.add_argument("--explanations", action="store_true",
+                   help="time integrated gradients, gradient x input and comprehensiveness + sufficiency (AOPC) per "
+                        "sst2 test text with one torch thread (--threads to change), at ferret's settings; with "
+                        "--load N under N busy processes (docs/performance.md)")
+    e.add_argument("--checkpoint", default=None, metavar="DIR",
+                   help="with --explanations: the checkpoint (default checkpoints/minilm-sst2; --ferret needs a "
+                        "Hugging Face one)")
+    e.add_argument("--texts", type=int, default=None, metavar="N",
+                   help="with --explanations: the first N sst2 test texts (default 50)")
+    e.add_argument("--ferret", default=None, metavar="PYTHON",
+                   help="with --explanations: a Python where ferret-xai is installed (e.g. /tmp/fenv/bin/python); "
+                        "the same texts go through ferret's explainers and AOPC in that process, text by text beside "
+                        "textcls's (textcls never imports ferret)")
 
 
 def _progress(message: str) -> None:
@@ -55,10 +70,17 @@ def _bench_job(args) -> Callable[[], int]:
             raise ValueError(f"--models: unknown model(s) {unknown}; known: {', '.join(sorted(known))}")
     if args.json is not None and Path(args.json).is_dir():
         raise ValueError(f"--json {args.json} is a folder; give a file name")
+    if getattr(args, "explanations", False):
+        return _explain_job(args)
+    explain_flags = [f for f, v in (("--checkpoint", getattr(args, "checkpoint", None)),
+                                    ("--texts", getattr(args, "texts", None)),
+                                    ("--ferret", getattr(args, "ferret", None))) if v is not None]
+    if explain_flags:
+        raise ValueError(f"{', '.join(explain_flags)} go(es) with --explanations")
     if getattr(args, "latency", False):
         return _latency_job(args)
     if getattr(args, "load", 0) or getattr(args, "latency_threads", None):
-        raise ValueError("--load and --latency-threads go with --latency")
+        raise ValueError("--load goes with --latency or --explanations; --latency-threads with --latency")
 
     def job() -> int:
         result = run_bench(quick=args.quick, models=models, seq_len=args.seq_len, batch_size=args.batch_size,
@@ -100,6 +122,37 @@ def _latency_job(args) -> Callable[[], int]:
     return job
 
 
+def _explain_job(args) -> Callable[[], int]:
+    from textcls.experiments.bench import write_json
+    from textcls.experiments.explain_bench import (DEFAULT_CHECKPOINT, DEFAULT_TEXTS, FerretUnavailable,
+                                                   format_explain_bench, python_path, run_explain_bench, sst2_texts)
+    if args.latency or args.latency_threads or args.models is not None:
+        raise ValueError("--explanations goes without --latency, --latency-threads and --models")
+    checkpoint = args.checkpoint or DEFAULT_CHECKPOINT
+    if not Path(checkpoint).is_dir():
+        raise ValueError(f"--checkpoint {checkpoint}: no such folder")
+    n = DEFAULT_TEXTS if args.texts is None else args.texts
+    sst2_texts(n)                                                  # ValueError: outside the test split
+    ferret = python_path(args.ferret) if args.ferret is not None else None
+    if ferret:
+        from textcls.checkpoint.hf import is_hf_folder
+        if not is_hf_folder(checkpoint):
+            raise ValueError(f"--ferret needs a Hugging Face checkpoint (e.g. {DEFAULT_CHECKPOINT}); {checkpoint} "
+                             "is not one")
+
+    def job() -> int:
+        try:
+            result = run_explain_bench(checkpoint, texts=n, load=args.load, ferret=ferret,
+                                       torch_threads=args.threads or 1, progress=_progress)
+        except FerretUnavailable as e:
+            raise UsageError(one_line(e)) from None
+        print(format_explain_bench(result))
+        if args.json:
+            print(f"wrote {write_json(result, args.json)}")
+        return 0
+    return job
+
+
 def cmd_bench(args) -> int:
     try:
         job = _bench_job(args)
@@ -111,6 +164,7 @@ def cmd_bench(args) -> int:
 def add_parser(sub) -> None:
     b = sub.add_parser("bench", help="parameters, speed and memory of every model; ACT Table 5, LAMA Fig. 4",
                        description="Benchmark the models (random weights) and the shipped checkpoints; with "
-                                   "--latency, one sentence's latency per thread count, idle and under --load.")
+                                   "--latency, one sentence's latency per thread count, idle and under --load; with "
+                                   "--explanations, explanations and their scoring per text beside ferret-xai's.")
     _bench_arguments(b)
     b.set_defaults(func=cmd_bench)

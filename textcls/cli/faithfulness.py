@@ -83,7 +83,7 @@ def cmd_faithfulness(args) -> int:
         run = SliceRun(predictor, texts, methods, reference=reference, removal=args.removal, baseline=args.baseline,
                        n_steps=args.steps, n_permutations=args.permutations,
                        attention_tests=not (args.no_attention_tests or args.fast), seed=args.seed,
-                       flip_orders=not (args.no_flip_orders or args.fast),
+                       flip_orders=not (args.no_flip_orders or args.fast), flips=not args.no_flips,
                        chunk=args.chunk, naopc_beam=None if args.no_naopc else args.beam,
                        **({} if args.random_orders is None else {"random_orders": args.random_orders}))
     except ValueError as e:
@@ -174,6 +174,9 @@ def add_parser(sub) -> None:
                    help="random orders of the erasure-flip test per text (default 1: the mean over texts averages "
                         "them; 5 gives the numbers of one text's own report)")
     f.add_argument("--no-attention-tests", action="store_true", help="skip the permutation / uniform tests")
+    f.add_argument("--no-flips", action="store_true",
+                   help="skip the flip test (single-word flips and erasure-flip orders): no one-word variants are "
+                        "scored unless leave-one-out is a method (AOPC, NAOPC and rank agreement need none)")
     f.add_argument("--no-flip-orders", action="store_true",
                    help="skip the erasure-flip orders (the fraction of words removed before the label flips); the "
                         "single-word flips stay")

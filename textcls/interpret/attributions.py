@@ -350,7 +350,37 @@ def _contrasted(a: Attribution, foils: torch.Tensor | None, i: int) -> Attributi
     return a if foils is None else mark(a, int(foils[i]))
 
 
+def _gradient(f, ids, mask, method, target, contrast=None) -> list[Attribution]:
+    """Saliency (|dF/de| summed over the embedding) or gradient x input (e . dF/de) from one forward and one
+    backward pass: the same pass gives the predicted target, the runner-up foil and F(x) (Captum's Saliency and
+    InputXGradient compute the same gradient but need the target and F(x) from passes of their own)."""
+    emb = f.embed(ids)                                                           # (B, T, E) or (B, S, T, E)
+    x = emb.clone().requires_grad_(True)
+    with torch.enable_grad():
+        logits = f.logits(x, ids, mask)                                          # (B, C)
+        targets = logits.detach().argmax(-1) if target is None else _targets(f, emb, ids, mask, target)
+        foils = None
+        if contrast is not None:
+            if contrast == RUNNER_UP:
+                if logits.shape[1] < 2:
+                    raise ValueError("a one-label model has no runner-up to contrast with")
+                other = logits.detach().clone()
+                other[torch.arange(ids.shape[0]), targets] = -torch.inf          # never the fact itself
+                foils = other.argmax(-1)                                         # (B,)
+            else:
+                foils = torch.full((ids.shape[0],), int(contrast), dtype=torch.long)
+        fx = f.from_logits(logits, foils).gather(1, targets[:, None])[:, 0]     # (B,)
+        grad, = torch.autograd.grad(fx.sum(), x)                                 # (B, ..., E)
+    tok = grad.abs().sum(-1) if method == "saliency" else (emb * grad).sum(-1)   # (B, ...)
+    tok = tok.detach() * mask.to(tok.dtype)
+    fxs = fx.detach().double().numpy()
+    return [_contrasted(Attribution(method, sc, np.zeros(0), int(targets[i]), float(fxs[i]), f.output, None, None),
+                        foils, i) for i, sc in enumerate(_per_example(tok, mask))]
+
+
 def _batched(f, ids, mask, method, baseline, target, unk_id, window, contrast=None):
+    if method in ("saliency", "grad_x_input"):
+        return _gradient(f, ids, mask, method, target, contrast)
     emb = f.embed(ids)
     targets = _targets(f, emb, ids, mask, target)
     foils = _foils(f, ids, mask, targets, contrast)
@@ -408,13 +438,5 @@ def attribute_texts(source, texts: Sequence[str], method: str = "integrated_grad
     return attribute_instances(src.model, insts, method, **kw)
 
 
-def ig_completeness_gap(a: Attribution) -> float:
-    """|sum(scores) - (F(x) - F(baseline))| - the quantity IG's delta reports (equal up to rounding)."""
-    if a.baseline_output is None:
-        raise ValueError(f"{a.method} has no baseline output")
-    return abs(a.total - (a.output - a.baseline_output))
-
-
-__all__ = ["METHODS", "BASELINES", "Attribution", "WeightedRidge",
-           "attribute", "attribute_instances", "attribute_texts", "baseline_embedding", "canonical_method", "token_attributions",
-           "ig_completeness_gap"]
+__all__ = ["METHODS", "BASELINES", "Attribution", "WeightedRidge", "attribute", "attribute_instances",
+           "attribute_texts", "baseline_embedding", "canonical_method", "token_attributions"]

@@ -132,7 +132,7 @@ class SliceRun:
                  n_permutations: int = 30, attention_tests: bool = True, captum_metrics: bool = False,
                  n_perturb: int = 20, seed: int = 0, k_pct: float = 20, chunk: int | None = None,
                  n_bootstrap: int = 1000, random_orders: int = RANDOM_ORDERS, flip_orders: bool = True,
-                 naopc_beam: int | None = None):
+                 naopc_beam: int | None = None, flips: bool = True):
         _check_removal(removal)
         src = as_source(source, tokenizer)
         self.src, self.model = src, src.model
@@ -161,7 +161,8 @@ class SliceRun:
         self.removal, self.baseline, self.n_steps, self.seed, self.k_pct = removal, baseline, n_steps, seed, k_pct
         self.n_permutations, self.captum_metrics, self.n_perturb = n_permutations, captum_metrics, n_perturb
         self.chunk, self.n_bootstrap, self.random_orders = chunk, n_bootstrap, random_orders
-        self.flip_orders = bool(flip_orders)
+        self.flips = bool(flips)
+        self.flip_orders = bool(flip_orders) and self.flips
         if naopc_beam is not None:
             check_count("beam", naopc_beam, "naopc_beam")
         self.naopc_beam = naopc_beam
@@ -230,7 +231,9 @@ class SliceRun:
         V = Variants(model, insts, self.removal)
         t = time.perf_counter()
         base = {i: V.add(i, ()) for i in texts}
-        singles = {i: [V.add(i, (k,)) for k in range(insts[i].n)] for i in texts}
+        # one variant per word: leave-one-out's and the single-word flips' (no other measure needs them)
+        want = self.flips or "leave_one_out" in self.methods
+        singles = {i: [V.add(i, (k,)) for k in range(insts[i].n)] if want else [] for i in texts}
         V.run()
         spent = time.perf_counter() - t
         if "leave_one_out" in self.methods and texts:            # leave-one-out's standalone cost: its variants' share
@@ -344,9 +347,7 @@ class SliceRun:
             p = V.probs(base[i])
             j = int(p.argmax())
             label = j
-            flips_single = np.array([int(V.probs(v).argmax()) != label for v in singles[i]])
             top = jobs[method_job[(m, i)]][1][0]
-            others = [x for x in range(n) if x != top]
 
             def frac(job):
                 first = job[3]
@@ -356,8 +357,12 @@ class SliceRun:
                            "aopc_sufficiency": aopc[(m, i)][1],
                            **({"naopc_comprehensiveness": naopc(aopc[(m, i)][0], bounds[i]["comprehensiveness"]),
                                "naopc_sufficiency": naopc(aopc[(m, i)][1], bounds[i]["sufficiency"], False)}
-                              if i in bounds else {}), "erasure_top_flip": bool(flips_single[top]),
-                           "erasure_random_flip": float(np.mean(flips_single[others])) if others else float("nan")}
+                              if i in bounds else {})}
+            if self.flips:
+                flips_single = np.array([int(V.probs(v).argmax()) != label for v in singles[i]])
+                others = [x for x in range(n) if x != top]
+                out[(m, i)].update(erasure_top_flip=bool(flips_single[top]), erasure_random_flip=float(
+                    np.mean(flips_single[others])) if others else float("nan"))
             if self.flip_orders:
                 f0, never = frac(jobs[method_job[(m, i)]])
                 rf = [frac(jobs[r])[0] for r in random_jobs[i]]
@@ -414,7 +419,7 @@ class SliceRun:
         settings = {"removal": self.removal, "reference": self.reference, "baseline": self.baseline,
                     "n_steps": self.n_steps, "n_permutations": self.n_permutations, "n_texts": self.done,
                     "n_total": self.total, "stopped": not self.finished, "bins": list(BINS), "k_pct": self.k_pct,
-                    "random_orders": self.random_orders, "flip_orders": self.flip_orders,
+                    "random_orders": self.random_orders, "flip_orders": self.flip_orders, "flips": self.flips,
                     "naopc_beam": self.naopc_beam,
                     "notes": list(self.notes), "variants_scored": self.n_variants,
                     "model": self.src.name or getattr(self.model, "registry_name", "")}
@@ -428,7 +433,7 @@ def evaluate_slice(source, texts: Sequence[str], methods: Sequence[str] = ("atte
                    n_perturb: int = 20, seed: int = 0, k_pct: float = 20, progress: Progress | None = None,
                    should_stop: Callable[[], bool] | None = None, chunk: int | None = None,
                    random_orders: int = RANDOM_ORDERS, flip_orders: bool = True,
-                   naopc_beam: int | None = None) -> SliceReport:
+                   naopc_beam: int | None = None, flips: bool = True) -> SliceReport:
     """Faithfulness of several explanation methods of one model over N texts, batched across texts.
 
     `source` is a Predictor or a model with `tokenizer=`. Methods: Captum methods (attributions module), the
@@ -443,12 +448,14 @@ def evaluate_slice(source, texts: Sequence[str], methods: Sequence[str] = ("atte
     (the fraction removed to flip: about 0.7 n prefixes per order and text, most of a run's passes) and keeps the
     single-word flips, which leave-one-out scores anyway: the fast set. `naopc_beam`: the beam width of each text's
     AOPC bounds for NAOPC (textcls.interpret.chance; None, the default: no NAOPC; 1, the command line's default,
-    scores about ten times the erasure variants of the curves alone: the bounds' passes)."""
+    scores about ten times the erasure variants of the curves alone: the bounds' passes). flips=False skips the
+    flip test altogether (its single-word variants too, unless leave-one-out is a method: AOPC, NAOPC and rank
+    agreement need none of them)."""
     run = SliceRun(source, texts, methods, tokenizer=tokenizer, removal=removal, reference=reference,
                    baseline=baseline, n_steps=n_steps, n_permutations=n_permutations,
                    attention_tests=attention_tests, captum_metrics=captum_metrics, n_perturb=n_perturb, seed=seed,
                    k_pct=k_pct, chunk=chunk, random_orders=random_orders, flip_orders=flip_orders,
-                   naopc_beam=naopc_beam)
+                   naopc_beam=naopc_beam, flips=flips)
     return run.run(progress, should_stop).report()
 
 

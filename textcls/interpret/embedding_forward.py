@@ -52,18 +52,26 @@ class EmbeddingForward:
         raise RuntimeError(f"model.embed produced {tuple(out.shape)} but the substituted embedding is "
                            f"{tuple(emb.shape)}; this model calls its embedding in a way attribution cannot follow")
 
-    def __call__(self, emb: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor,
-                 foil: torch.Tensor | None = None) -> torch.Tensor:
+    def logits(self, emb: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The model's logits (B, C) with `emb` in place of model.embed's output."""
         handle = self.model.embed.register_forward_hook(self._hook)
         self._local.state = emb
         try:
-            logits = self.model(ids, mask, edits=self.edits).logits
+            return self.model(ids, mask, edits=self.edits).logits
         finally:
             self._local.state = None
             handle.remove()
+
+    def from_logits(self, logits: torch.Tensor, foil: torch.Tensor | None = None) -> torch.Tensor:
+        """What f returns for these logits (B, C): logit(t) - logit(foil) with a foil, else probabilities or
+        logits as `output` says."""
         if foil is not None:
             return logits - logits.gather(1, foil[:, None])                    # (B, C) logit(t) - logit(foil)
         return torch.softmax(logits, dim=-1) if self.output == "prob" else logits
+
+    def __call__(self, emb: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor,
+                 foil: torch.Tensor | None = None) -> torch.Tensor:
+        return self.from_logits(self.logits(emb, ids, mask), foil)
 
 
 __all__ = ["EmbeddingForward"]
