@@ -49,7 +49,7 @@ MAX_SLOW_TOKENS = 150
 WINDOW = 60            # tokens per view of a long text (grid columns stay readable)
 REMOVAL_TEXT = {"delete": "deleting it (the text closes up)", "pad": "replacing it by the pad id",
                 "unk": "replacing it by the unknown-word id"}
-VIEWS = ["Reasons", "Agreement", "Faithfulness", "Interventions", "Counterfactual"]
+VIEWS = ["Reasons", "Agreement", "Faithfulness", "Interventions", "Counterfactual", "Training data"]
 
 valid = w.require_checkpoints()
 by_name = {i.name: i for i in valid}
@@ -187,7 +187,8 @@ if n_long > WINDOW:
     window = (start - 1, WINDOW)
 
 
-tab_reasons, tab_agree, tab_faith, tab_int, tab_cf = st.tabs(VIEWS, key="attr_view", on_change="rerun")
+tab_reasons, tab_agree, tab_faith, tab_int, tab_cf, tab_data = st.tabs(VIEWS, key="attr_view",
+                                                                      on_change="rerun")
 
 # ---------------------------------------------------------------- reasons (each checkpoint shown when it is ready)
 
@@ -501,3 +502,12 @@ if tab_cf.open:
                         st.markdown(f"**{w.md_escape(r.model)}** - own attention before and after")
                         shaded(r.tokens_before, r.importance_before, window=window)
                         shaded(r.tokens_after, r.importance_after, window=window)
+
+# ---------------------------------------------------------------- the training sentences behind the prediction
+
+if tab_data.open:
+    with tab_data:
+        from pages.common.influence_view import show_proponents
+        names = [r.info.name for r in rows]
+        pick = st.selectbox("Checkpoint", names, key="attr_tracin_ck") if len(names) > 1 else names[0]
+        show_proponents(next(r.info.path for r in rows if r.info.name == pick), text, key="attr_tracin")

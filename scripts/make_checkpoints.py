@@ -140,11 +140,13 @@ def main(argv=None) -> int:
             meta["vocab"] = {"size": len(res.tokenizer.vocab), "extra_vocab": extra, "min_freq": min_freq}
             with tempfile.TemporaryDirectory() as tmp:
                 half = save_checkpoint(Path(tmp) / "half", res.model, res.tokenizer, res.labels, meta=meta,
+                                       snapshots=res.snapshots,
                                        history=res.history, float16=True)
                 acc16 = evaluate(load_checkpoint(half), bundle.splits["test"])["accuracy"]
             use16 = abs(acc16 - acc32) < 1e-9
             meta["storage"] = {"float16": use16, "test_accuracy_float16": acc16, "test_accuracy_float32": acc32}
-            save_checkpoint(final, res.model, res.tokenizer, res.labels, meta=meta, history=res.history,
+            save_checkpoint(final, res.model, res.tokenizer, res.labels, meta=meta, snapshots=res.snapshots,
+                            history=res.history,
                             float16=use16)
             size = sum(f.stat().st_size for f in final.iterdir()) / 1e6
             row = dict(checkpoint=final.name, dev_accuracy=new_dev, dev_existing=old_dev,

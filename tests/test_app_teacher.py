@@ -11,7 +11,7 @@ from urllib.parse import parse_qs
 import numpy as np
 import pytest
 
-from app_pages import REPO, open_page, page_text
+from app_pages import open_page, page_text
 from test_app_home_compare_inspect import SENTENCE, build_checkpoints
 
 MINE = "my own sentence : the soup was cold but the waiter was kind ."
@@ -168,15 +168,14 @@ def test_sentence_labels_are_cut_between_words():
 
 # ---------------------------------------------------------------- item 6: a gate switching a feature off
 
-def test_the_gate_demo_finds_a_closed_gate_that_moves_the_prediction():
+def test_the_gate_demo_finds_a_closed_gate_that_moves_the_prediction(shipped_predictors):
     """Lab's AGCNN demo on its default sentence: the gate map that matters moves the prediction by more than a
     tenth, a closed gate (exactly 0) is found, and opening it alone moves the prediction; the words name the
     gate and the n-gram, never gate_h3_k5 or 'TVD'."""
-    import textcls
     from textcls.interpret import as_source
     from textcls.interpret.lab import GATE_SENTENCE, gate_closure_lines, gate_closures
     from textcls.viz.explanations import gate_closure_figure
-    p = textcls.load_checkpoint(REPO / "checkpoints" / "agcnn-sst2")
+    p = shipped_predictors["agcnn-sst2"]
     src = as_source(p)
     (inst,) = src.instances([GATE_SENTENCE])
     res = gate_closures(p.model, inst, labels=src.labels)

@@ -13,7 +13,7 @@ import logging
 import numpy as np
 import pytest
 
-from app_pages import REPO, open_page, page_text, user_folders
+from app_pages import open_page, page_text, user_folders
 
 GATE_TEXT = "the acting is superb , but the plot is not very good ."
 SST2 = ["act-sst2", "agcnn-sst2", "hcan-sst2", "kim_cnn-sst2", "lama-sst2", "transformer-sst2"]
@@ -66,13 +66,12 @@ def test_inspect_agcnn_gates_are_blank_past_the_end_and_the_off_ones_are_said():
     assert "Opening only that gate moves" in text                        # the Lab's gate that matters
 
 
-def test_kim_cnn_and_generic_maps_leave_positions_past_the_end_blank():
+def test_kim_cnn_and_generic_maps_leave_positions_past_the_end_blank(shipped_predictors):
     """The same padding in Kim CNN's maps and in the generic view of AGCNN's: blank, not 0."""
-    import textcls
     from textcls import viz
     for name, view, opts, key in (("kim_cnn-sst2", "AG-F3", {"h": 4}, "conv_h4"),
                                   ("agcnn-sst2", "generic", {"maps": ["gate_h5_k1"]}, "gate_h5_k1")):
-        p = textcls.load_checkpoint(REPO / "checkpoints" / name)
+        p = shipped_predictors[name]
         (r,) = p.predict(GATE_TEXT, return_maps=True)
         specs = {s.name: s for s in p.model.map_specs()}
         vi = viz.ViewInput(p.model.registry_name, specs, r.maps, list(r.tokens), r.sentences, title=name,
@@ -213,12 +212,11 @@ def test_attribute_shows_the_entity_tagging_only_for_a_relation_checkpoint():
 
 # ---------------------------------------------------------------- the all-heads grid's type
 
-def test_all_heads_grid_labels_are_at_least_11_px():
+def test_all_heads_grid_labels_are_at_least_11_px(shipped_predictors):
     """Inspect's Transformer view, all layers x heads, on a short sentence: the token labels were 8 px (about 7 on
     screen). Every label of the grid is at least 11 px, and still fits its tile."""
-    import textcls
     from textcls import viz
-    p = textcls.load_checkpoint(REPO / "checkpoints" / "transformer-sst2")
+    p = shipped_predictors["transformer-sst2"]
     (r,) = p.predict("a gripping , beautifully acted film", return_maps=True)
     specs = {s.name: s for s in p.model.map_specs()}
     for width in (900, 470):

@@ -43,10 +43,9 @@ def test_explain_bad_input_is_one_line_exit_2(args, words, capsys):
     assert words in err and "\n" not in err
 
 
-def test_faithfulness_scores_plausibility_sanity_and_cost(capsys):
-    import textcls
+def test_faithfulness_scores_plausibility_sanity_and_cost(capsys, shipped_predictors):
     from textcls.interpret.sanity import cascade_units
-    units = cascade_units(textcls.load_checkpoint(CKPT / "transformer-sst2").model)
+    units = cascade_units(shipped_predictors["transformer-sst2"].model)
     assert [n for n, _ in units][:2] == ["out", "fc"]
     assert main(["faithfulness", str(CKPT / "transformer-sst2"), "--split", "test", "--limit", "5", "--methods",
                  "norm,value_zeroing,random", "--fast", "--sanity", "2", "--quiet", "--json"]) == 0

@@ -121,10 +121,10 @@ def _explain(p, texts, method) -> list[np.ndarray]:
 
 @pytest.mark.parametrize("method", CONTEXT_MIXING)
 @pytest.mark.parametrize("ckpt", ["long-bert", "transformer-sst2"])
-def test_chunks_give_the_numbers_of_the_whole_computation(folder, method, ckpt, monkeypatch):
+def test_chunks_give_the_numbers_of_the_whole_computation(folder, method, ckpt, monkeypatch, shipped_predictors):
     """A limit of 1 MB makes every chunk one position (one zeroed copy); the default limit computes a short text
     in one piece. Same numbers."""
-    p = textcls.load_checkpoint(folder if ckpt == "long-bert" else REPO / "checkpoints" / ckpt)
+    p = textcls.load_checkpoint(folder) if ckpt == "long-bert" else shipped_predictors[ckpt]
     whole = _explain(p, SHORT, method)
     monkeypatch.setenv("TEXTCLS_EXPLAIN_MAX_MEMORY_MB", "1")
     for a, b in zip(whole, _explain(p, SHORT, method)):

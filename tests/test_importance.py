@@ -11,7 +11,6 @@ import pytest
 import textcls
 from textcls.interpret import importance
 from textcls import viz
-from textcls.checkpoint import load_checkpoint
 from textcls.interpret import as_source
 from textcls.interpret.methods import explanation
 
@@ -21,11 +20,11 @@ TEXT = ("The food was great and the staff were friendly. But the service was pai
 
 
 @pytest.fixture(scope="module", params=textcls.list_models())
-def shipped(request):
+def shipped(request, shipped_predictors):
     path = SHIPPED / f"{request.param}-sst2"
     if not path.exists():
         pytest.skip(f"no shipped {path.name}")
-    return request.param, load_checkpoint(path)
+    return request.param, shipped_predictors[path.name]
 
 
 def test_compare_inspect_and_attribute_shade_the_same_weights(shipped):

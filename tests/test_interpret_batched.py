@@ -78,13 +78,13 @@ CAPTUM_TEXTS = 50 if FULL else 6
 @pytest.mark.parametrize("methods", [pytest.param(METHODS[:3], id="attention-random-loo"),
                                      pytest.param(CAPTUM, id="captum")])
 @pytest.mark.parametrize("name", SST2)
-def test_batched_equals_the_per_text_path(name, methods, texts):
+def test_batched_equals_the_per_text_path(name, methods, texts, shipped_predictors):
     """Every number of the batched path against the per-text functions on the same texts. The erasure
     reference is run on the batched path's importances (the per-text importances are compared on their own:
     equal to TOL, IG to 1e-4 relative, up to CNN ties on repeated words - see tie_broken; leave-one-out to
     DIFF_TOL); the erasure-flip random orders, the same for every method, are checked once per text
     (n_random_orders=0 for the others), with a data set's default count (1) and one text's (5)."""
-    pred = textcls.load_checkpoint(REPO / "checkpoints" / name)
+    pred = shipped_predictors[name]
     model = pred.model
     orders = 5 if methods == CAPTUM else B.RANDOM_ORDERS         # both: one text's own 5, a data set's 1
     if FULL:
@@ -156,8 +156,8 @@ def test_batched_equals_the_per_text_path(name, methods, texts):
             assert rep.model_row == {}
 
 
-def test_a_run_stops_between_chunks_and_reports_the_texts_done(texts):
-    pred = textcls.load_checkpoint(REPO / "checkpoints" / "kim_cnn-sst2")
+def test_a_run_stops_between_chunks_and_reports_the_texts_done(texts, shipped_predictors):
+    pred = shipped_predictors["kim_cnn-sst2"]
     seen = []
     run = B.SliceRun(pred, texts[:30], ("attention", "random"), chunk=8)
     run.run(progress=lambda d, t: seen.append((d, t)), should_stop=lambda: run.done >= 16)
@@ -208,10 +208,10 @@ def test_cli_faithfulness_json_lines(capsys):
     assert last["random_orders"] == 0
 
 
-def test_random_orders_set_the_erasure_flip_baseline(texts):
+def test_random_orders_set_the_erasure_flip_baseline(texts, shipped_predictors):
     """One random order a text (a data set's default) and five (one text's own report) both equal the per-text
     erasure_flip with as many orders; zero orders leave the baseline out (nan)."""
-    pred = textcls.load_checkpoint(REPO / "checkpoints" / "kim_cnn-sst2")
+    pred = shipped_predictors["kim_cnn-sst2"]
     for orders in (0, 1, 5):
         run = B.SliceRun(pred, texts[:8], ["random"], reference="random", attention_tests=False,
                          random_orders=orders).run()
@@ -242,10 +242,10 @@ def test_cli_faithfulness_bad_input_exits_2(args, message, capsys, monkeypatch):
     assert len(err) == 1 and message in err[0] and "Traceback" not in err[0], err
 
 
-def test_without_flip_orders_the_fast_set_keeps_every_other_number(texts):
+def test_without_flip_orders_the_fast_set_keeps_every_other_number(texts, shipped_predictors):
     """flip_orders=False (the CLI's --fast) leaves out only the erasure-flip orders: the AOPC curves, rank agreement
     and single-word flips are the full run's, and it scores fewer variants."""
-    pred = textcls.load_checkpoint(REPO / "checkpoints" / "lama-sst2")
+    pred = shipped_predictors["lama-sst2"]
     full = B.SliceRun(pred, texts[:10], ["attention", "random", "leave_one_out"], attention_tests=False).run()
     fast = B.SliceRun(pred, texts[:10], ["attention", "random", "leave_one_out"], attention_tests=False,
                       flip_orders=False).run()

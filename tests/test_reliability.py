@@ -60,11 +60,11 @@ def in_thread(fn, seconds: float = 60):
 # ---------------------------------------------------------------- 1-2 silent wrong answers
 
 
-def test_a_negative_batch_size_is_refused_not_answered(capsys):
+def test_a_negative_batch_size_is_refused_not_answered(capsys, shipped_predictors):
     assert main(["evaluate", str(SHIPPED / "kim_cnn-trec"), "--batch-size", "-1", "--limit", "20"]) == 2
     assert "--batch-size must be >= 1" in error_line(capsys)
     from textcls.data.batching import encode_split, predict_encoded
-    p = load_checkpoint(SHIPPED / "kim_cnn-trec")
+    p = shipped_predictors["kim_cnn-trec"]
     enc = encode_split(p.tokenizer, load_data("trec", limit=5).splits["test"])
     with pytest.raises(LimitError, match="batch_size"):
         predict_encoded(p.model, enc, batch_size=-1)
@@ -157,12 +157,12 @@ def test_every_count_option_is_bounded_with_exit_2(args, flag, tmp_path, capsys)
     assert not (tmp_path / "o").exists()
 
 
-def test_the_library_bounds_the_same_counts():
+def test_the_library_bounds_the_same_counts(shipped_predictors):
     from textcls.interpret.batched import SliceRun
     from textcls.train.config import TrainConfig
     with pytest.raises(LimitError, match="workers"):
         TrainConfig(workers=100_000)
-    p = load_checkpoint(SHIPPED / "kim_cnn-trec")
+    p = shipped_predictors["kim_cnn-trec"]
     for kw in ({"n_permutations": 10**9}, {"n_steps": 10**9}, {"random_orders": 10**9}):
         with pytest.raises(LimitError):
             SliceRun(p, ["a text"], ["random"], **kw)
@@ -282,8 +282,8 @@ def test_relation_generators_edit_words_never_tags(name, generator, capsys):
         parse_spans(ex["edited"].split())              # all four tags, each entity non-empty
 
 
-def test_a_relation_text_longer_than_the_window_keeps_its_entities():
-    p = load_checkpoint(SHIPPED / "act-semeval2010")
+def test_a_relation_text_longer_than_the_window_keeps_its_entities(shipped_predictors):
+    p = shipped_predictors["act-semeval2010"]
     n = p.tokenizer.config.max_len
     text = " ".join(["filler"] * (n + 50)) + " the <e1>burst</e1> was caused by water <e2>pressure</e2> ."
     pred = p.predict([text])[0]

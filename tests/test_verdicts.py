@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def act():
-    return textcls.load_checkpoint(ROOT / "checkpoints" / "act-sst2")
+def act(shipped_predictors):
+    return shipped_predictors["act-sst2"]
 
 
 def _inst(p, text):

@@ -237,14 +237,13 @@ def test_grouped_predictions_equal_single_ones_and_a_bad_group_fails_alone(two):
     assert out[2][1].probabilities == pytest.approx(single.probabilities, abs=1e-6)
 
 
-def test_predictions_from_the_worker_equal_the_servers_own_and_sessions_are_batched(two):
+def test_predictions_from_the_worker_equal_the_servers_own_and_sessions_are_batched(two, shipped_predictors):
     """One real worker (it imports torch): eight sessions asking while a ninth's call is in flight get exactly
     their own answers, in one call for the eight."""
-    from textcls.checkpoint import load_checkpoint
     from textcls.records import Prediction
     path = str(SST2[0])
     texts = [f"a {'good ' * k}film" for k in range(8)]
-    local = load_checkpoint(path).predict(texts, return_maps=True)
+    local = shipped_predictors[SST2[0].name].predict(texts, return_maps=True)
     two.predict(path, 1.0, ["warm up"], maps=True)          # the model is loaded before the crowd comes
     got, calls = _asked_together(two, path, [[t] for t in texts], maps=True)
     assert calls == ["predict", "predict_groups"]            # the one in flight; one batch for the eight
@@ -394,15 +393,14 @@ def test_every_other_page_answers_without_torch_in_the_servers_interpreter():
             "agcnn_gates", "bench_models", "lama_f4"} <= set(lines["asked"].split(","))
 
 
-def test_worker_requests_run_on_one_thread_under_the_default_policy(monkeypatch):
+def test_worker_requests_run_on_one_thread_under_the_default_policy(monkeypatch, shipped_predictors):
     """One text's requests run in the interactive scope (1 thread by default: 2 collapse on a busy 2-core
     machine), the model's load included, whatever the process's own setting; a split is batch work."""
     import torch
 
-    from textcls.checkpoint import load_checkpoint
     from textcls.runtime import threads
     monkeypatch.delenv(threads.ENV, raising=False)
-    path, model = str(SST2[2]), load_checkpoint(SST2[2])          # act-sst2: attention, context mixing (norm)
+    path, model = str(SST2[2]), shipped_predictors[SST2[2].name]   # act-sst2: attention, context mixing (norm)
     seen: dict[str, list] = {}
 
     def predictor(p, stamp, device="cpu"):                        # where every request meets its model

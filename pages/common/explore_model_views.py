@@ -20,11 +20,17 @@ def _one(s, key: str, name: str):
     return info
 
 
+def _on_split(s) -> None:
+    st.caption(f"On the split {w.md_escape(s.bundle.name)} / {w.md_escape(s.split_name)} (up to the number of texts "
+               "set below); the slice above is not applied here.")
+
+
 def concepts(s) -> None:
     """TCAV: is a concept (a few texts) significant for a class, layer by layer?"""
     from pages.common import tcav_view
     info = _one(s, "tcav", "tcav")
     if info is not None:
+        _on_split(s)
         tcav_view.show(info.path, data=s.bundle.name, split=s.split_name)
 
 
@@ -33,6 +39,7 @@ def clusters(s) -> None:
     from pages.common import clusters_view
     info = _one(s, "clusters", "clusters")
     if info is not None:
+        _on_split(s)
         clusters_view.show(info.path, data=s.bundle.name, split=s.split_name)
 
 
@@ -41,7 +48,8 @@ def mislabelled(s) -> None:
     from pages.common import influence_view
     info = _one(s, "influence", "influence")
     if info is not None:
-        influence_view.show_mislabelled(info.path, data=s.bundle.name)
+        st.caption(f"Over the training set {w.md_escape(info.name)} was trained on (not the split above).")
+        influence_view.show_mislabelled(info.path, key=f"exp_mislabelled_{info.name}")
 
 
 VIEWS = {"Concepts": concepts, "Clusters": clusters, "Mislabelled": mislabelled}

@@ -24,18 +24,20 @@ def options_form(name: str, key: str, *, skip: tuple[str, ...] = (), columns: in
     cols = st.columns(min(columns, max(1, len(shown)))) if shown else []
     for n, o in enumerate(shown):
         k = f"{key}_{o.name}"
+        preset = k in st.session_state              # a value set by the page (or the URL): no default beside it
         with cols[n % len(cols)]:
             if o.choices:
-                out[o.name] = st.selectbox(o.title, list(o.choices), index=list(o.choices).index(o.default),
-                                           help=o.help, key=k)
+                at = {} if preset else {"index": list(o.choices).index(o.default)}
+                out[o.name] = st.selectbox(o.title, list(o.choices), help=o.help, key=k, **at)
             elif o.type is bool:
-                out[o.name] = st.checkbox(o.title, value=o.default, help=o.help, key=k)
+                out[o.name] = st.checkbox(o.title, help=o.help, key=k, **({} if preset else {"value": o.default}))
             elif o.type in (int, float):
-                out[o.name] = st.number_input(o.title, value=o.default, min_value=o.type(o.low) if o.low is not None
-                                              else None, max_value=o.type(o.high) if o.high is not None else None,
-                                              step=1 if o.type is int else None, help=o.help, key=k)
+                out[o.name] = st.number_input(o.title, min_value=o.type(o.low) if o.low is not None else None,
+                                              max_value=o.type(o.high) if o.high is not None else None,
+                                              step=1 if o.type is int else None, help=o.help, key=k,
+                                              **({} if preset else {"value": o.default}))
             else:
-                out[o.name] = st.text_input(o.title, value=o.default, help=o.help, key=k)
+                out[o.name] = st.text_input(o.title, help=o.help, key=k, **({} if preset else {"value": o.default}))
     return out
 
 

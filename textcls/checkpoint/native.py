@@ -6,6 +6,7 @@
     vocab.json         the vocabulary (`Vocab.to_json()`).
     model.safetensors  the weights (float32, or float16 with `float16=True`; loaded back as float32).
     history.json       the training history (per-epoch loss/accuracy, stop reason); optional on load.
+    tracin.safetensors TracIn's saved epochs (checkpoint.snapshots, interpret.influence); optional.
 
 Saving goes through the package's one folder writer (`files.write_folder`): everything to a hidden temporary
 folder beside the target, fsynced, renamed into place; an existing checkpoint is replaced only once the new one is
@@ -40,6 +41,7 @@ from textcls.checkpoint.files import (FLOAT_DTYPES, CheckpointError, check_file,
                                       recover_folder, safetensors_header, write_folder)
 from textcls.checkpoint.hf import hf_summary, is_hf_folder
 from textcls.checkpoint.legacy import config_from_dict
+from textcls.checkpoint.snapshots import SNAPSHOT_FILE, check_snapshots, write_snapshots
 from textcls.runtime.files import finite_json
 from textcls.runtime.limits import MAX_JSON_BYTES, Limits
 from textcls.runtime.paths import checkpoint_roots, shipped_checkpoints
@@ -50,7 +52,7 @@ if TYPE_CHECKING:  # torch is imported where it is used: listing checkpoints mus
 
 FORMAT = "textcls-checkpoint"
 FORMAT_VERSION = 1
-FILES = ("config.json", "vocab.json", "model.safetensors", "history.json")
+FILES = ("config.json", "vocab.json", "model.safetensors", "history.json", SNAPSHOT_FILE)
 REQUIRED = ("config.json", "vocab.json", "model.safetensors")
 RESERVED = ("format", "format_version", "model", "model_config", "labels", "tokenizer", "weights_dtype",
             "num_parameters", "created", "library_version")
@@ -119,8 +121,9 @@ def check_target(path: str | Path) -> Path:
 
 
 def save_checkpoint(path: str | Path, model: torch.nn.Module, tokenizer, labels, meta: dict[str, Any] | None = None,
-                    history=None, float16: bool = False) -> Path:
-    """Write a checkpoint folder at `path` (atomically; see the module docstring). Returns the path."""
+                    history=None, float16: bool = False, snapshots=None) -> Path:
+    """Write a checkpoint folder at `path` (atomically; see the module docstring), with TracIn's `snapshots`
+    (interpret.influence.Snapshots) when given. Returns the path."""
     import torch
 
     from textcls import __version__
@@ -167,6 +170,8 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module, tokenizer, labels,
                             ("history.json", history_text)):
             (tmp / name_).write_bytes(text.encode("utf-8"))
         save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt", "textcls_model": name})
+        if snapshots is not None:
+            write_snapshots(tmp, snapshots, float16)
     return write_folder(path, write)        # fsynced, renamed into place (files.write_folder)
 
 
@@ -243,7 +248,7 @@ class Validated:
     shapes: dict[str, tuple[int, ...]]   # the state dict's tensor shapes, from the meta-device model
 
 
-_CHECKED_FILES = ("config.json", "vocab.json", "model.safetensors", "history.json")
+_CHECKED_FILES = FILES
 _REMEMBERED_LOCK = threading.Lock()
 _KEY_LOCKS: dict[tuple, threading.Lock] = {}
 REMEMBERED_MAX = 256            # verdicts kept per store; a full store starts again empty
@@ -381,6 +386,8 @@ def _validate(path: Path, limits) -> Validated:
         raise CheckpointError(f"{path}: tensor {bad!r} holds NaN or infinite values")
     if (path / "history.json").exists():
         _check_trained(path, cfg, load_history(path))
+    if (path / SNAPSHOT_FILE).exists() or (path / SNAPSHOT_FILE).is_symlink():
+        check_snapshots(path, skeleton)
     return Validated(cfg, entry, config, tokenizer, shapes)
 
 

@@ -242,7 +242,7 @@ def _train(args, out: Path, overrides, tok, train_over, dev_name: str, use_arrow
                          max_vocab=args.max_vocab, extra_vocab=args.extra_vocab, tokenizer_overrides=tok,
                          train_overrides=train_over, paper_training=args.paper_training, seed=args.seed,
                          float16=args.float16, limit=args.limit, data_spec=args.data, arrow=use_arrow,
-                         num_proc=args.num_proc)
+                         num_proc=args.num_proc, snapshots=args.snapshots)
         from textcls.train import faults               # the test hook's environment: read here, and only here
         result = run_training(spec, callbacks=[progress, *faults.from_env()])
     finally:
@@ -301,6 +301,10 @@ def add_parser(sub) -> None:
     t.add_argument("--num-proc", type=count("num_proc"), default=None,
                    help="tokenising processes for --arrow (default: the usable cores, at most 8)")
     t.add_argument("--float16", action="store_true", help="store the weights as float16")
+    t.add_argument("--snapshots", choices=("last", "full", "off"), default="last",
+                   help="what each epoch keeps for `influence` (TracIn): last = the output layer's weights and the "
+                        "learning rate (a few KB, the fast variant), full = every weight (a copy of the model per "
+                        "epoch), off = nothing (default: last; textcls models, not hf: encoders)")
     t.add_argument("--freeze-word-embeddings", action=argparse.BooleanOptionalAction, default=None,
                    help="--model hf:...: keep the word-piece embeddings fixed (default: frozen)")
     add_device(t, None, "cuda when there is one, under torchrun cuda:LOCAL_RANK")

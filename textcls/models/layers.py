@@ -239,3 +239,14 @@ class CenterLoss(nn.Module):
         delta = torch.zeros_like(self.centers).index_add_(0, labels, diff)  # (C, D)
         counts = torch.bincount(labels, minlength=C).to(self.centers.dtype)  # (C,)
         self.centers -= self.rate * delta / (1.0 + counts).unsqueeze(1)
+
+
+def output_layer(model: nn.Module) -> nn.Linear | None:
+    """The last Linear layer that maps to the classes (the one Kim 2014's max-norm constraint applies to, and the
+    one TracIn's fast variant reads)."""
+    n = getattr(getattr(model, "config", None), "num_labels", None)
+    found = None
+    for m in model.modules():
+        if isinstance(m, nn.Linear) and m.out_features == n:
+            found = m
+    return found

@@ -4,6 +4,8 @@ sentences made a prediction, textcls.interpret.influence), both through the inte
 kinds, "tcav" and "influence", with textcls.teach.steps.KINDS."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -58,17 +60,25 @@ def influence_figure(r, title: str) -> FigureOut:
     fig.update_xaxes(title="TracIn influence on the prediction's loss (> 0: helped it)", zeroline=True)
     style_figure(fig, title, 120 + 26 * len(rows))
     table = pd.DataFrame([{"text": e.text, "label": e.label, "value": e.score} for e in rows])
+    how = "cosine" if r.run.normalize else "dot product"
+    over = ("at the final weights (no saved epochs)" if r.run.final_only
+            else "summed over the saved epochs, each times its learning rate")
     return FigureOut("influence", title, fig, table,
-                     "TracIn (Pruthi et al. 2020): for each training sentence, the sum over the saved epochs of "
-                     "learning rate x (its loss gradient . this prediction's loss gradient). Blue: training on it "
-                     "lowered this prediction's loss; red: raised it.")
+                     f"TracIn (Pruthi et al. 2020): for each training sentence, the {how} of its loss gradient and "
+                     f"this prediction's, {over}. Blue: training on it lowered this prediction's loss; red: raised "
+                     "it.")
 
 
 def _influence(step: Step, lib: Library, value: float | None) -> StepResult:
     """The training sentences that most helped (proponents) and most opposed (opponents) one prediction."""
     inp = step.input
-    name, r = _run(lib, inp["checkpoint"], "influence", {"text": inp["text"]}, {"top": inp.get("top", 6)})
-    notes = [f"{name} predicts {r.predicted} for '{r.text}' (probability of {r.label}: {r.probability:.2f})."]
+    from textcls.interpret.influence import SNAPSHOT_FILE
+    info, _ = lib.predictor(*inp["checkpoint"])
+    epochs = "saved" if (Path(info.path) / SNAPSHOT_FILE).is_file() else "final"    # shipped: trained before
+    name, r = _run(lib, inp["checkpoint"], "influence", {"text": inp["text"]},
+                   {"top": inp.get("top", 6), "epochs": epochs, "normalize": bool(inp.get("normalize", False))})
+    notes = [f"{name} predicts {r.predicted} for '{r.text}' (probability of {r.label}: {r.probability:.2f}). "
+             f"Scores over {r.run.over}."]
     for what, group in (("helped most", r.proponents[:3]), ("opposed most", r.opponents[:3])):
         if group:
             notes.append(f"The training sentences that {what}: " + "; ".join(
@@ -79,8 +89,8 @@ def _influence(step: Step, lib: Library, value: float | None) -> StepResult:
                      f"the proponents: {', '.join(repr(w) for w in words)}.")
     return StepResult([influence_figure(r, f"{name}: which training sentences made '{short(r.text, 40)}' "
                                            f"{r.predicted}")], notes,
-                      input=f"'{inp['text']}'; training set: sst2's train split ({r.run.train_size} sentences), "
-                            f"epochs {', '.join(map(str, r.run.epochs))}", used=[name])
+                      input=f"'{inp['text']}'; training set: sst2's train split ({r.run.train_size} sentences)",
+                      used=[name])
 
 
 KINDS["tcav"] = _tcav
@@ -109,9 +119,12 @@ CONCEPTS = Lesson("concepts", "What did the model learn, and from which sentence
          "TCAV compares against random directions. Why is a control concept still worth running?"),
     Step("Which training sentences taught it that 'not good' is negative?",
          "Now a single decision. TracIn follows training: every time the model learned from a training sentence, "
-         "its loss on our sentence went up or down a little. Adding those changes over the saved epochs gives each "
-         "training sentence a score: blue ones helped the decision, red ones worked against it.",
-         "influence", {"checkpoint": ("kim_cnn", "sst2"), "text": "the movie was not good", "top": 6,
+         "its loss on our sentence went up or down a little - by how much the two sentences' loss gradients point "
+         "the same way (here their cosine, so that a few training sentences with huge gradients do not top every "
+         "list). Adding those changes over the epochs gives each training sentence a score: blue ones "
+         "helped the decision, red ones worked against it. (This shipped model kept no epochs, so we use its final "
+         "weights alone: one term of the sum.)",
+         "influence", {"checkpoint": ("kim_cnn", "sst2"), "text": "the movie was not good", "top": 6, "normalize": True,
                        "look_for_words": ("not", "n't", "no", "never")},
          "Do the blue sentences contain 'not' or another negation? Are they negative reviews? What are the red "
          "ones?",

@@ -66,6 +66,7 @@ from textcls.analysis.metrics import macro_f1
 from textcls.records import EpochEvent, EpochRecord, History, StepEvent
 from textcls.runtime.threads import batch_work
 from textcls.train.config import TrainConfig
+from textcls.models.layers import output_layer  # noqa: F401 - the layer max-norm and TracIn read
 
 # ---------------------------------------------------------------- config, events, history
 
@@ -73,16 +74,6 @@ from textcls.train.config import TrainConfig
 Callback = Callable[[Any], None]
 OptimizerFactory = Callable[[list, TrainConfig], torch.optim.Optimizer]   # (trainable parameters, config)
 Schedule = Callable[[int, int], float]          # (steps taken so far, total steps) -> factor on each group's lr
-
-
-def output_layer(model: torch.nn.Module) -> torch.nn.Linear | None:
-    """The last Linear layer that maps to the classes (the one Kim 2014's max-norm constraint applies to)."""
-    n = getattr(getattr(model, "config", None), "num_labels", None)
-    found = None
-    for m in model.modules():
-        if isinstance(m, torch.nn.Linear) and m.out_features == n:
-            found = m
-    return found
 
 
 def make_optimizer(params, config: TrainConfig) -> torch.optim.Optimizer:

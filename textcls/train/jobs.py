@@ -116,6 +116,13 @@ class JobState:
         return min(1.0, self.step / self.total_steps) if self.total_steps else 0.0
 
     @property
+    def seconds_left(self) -> float | None:
+        """Training time still to go at the pace so far; None before the first step or without a total."""
+        if not (self.step and self.total_steps and self.elapsed > 0):
+            return None
+        return self.elapsed / self.step * (self.total_steps - self.step)
+
+    @property
     def wall_seconds(self) -> float:
         end = self.finished if self.finished is not None else time.time()
         return max(0.0, end - self.started) if self.started else 0.0

@@ -46,6 +46,7 @@ class TrainResult:
     data_name: str
     embedding_coverage: float | None = None
     seconds: float = 0.0
+    snapshots: Any = None            # TracIn's saved epochs (interpret.influence.Snapshots), for save_checkpoint
 
 
 def nothing_trained(history: History) -> bool:
@@ -172,6 +173,9 @@ class TrainSpec:
     arrow: bool | None = field(default=False, metadata={
         "help": "read the data as memory-mapped Arrow tables; None: the rule of data.datasets.use_arrow"})
     num_proc: int | None = field(default=None, metadata={"help": "tokenising processes on the Arrow path"})
+    snapshots: str = field(default="last", metadata={
+        "help": "what each epoch keeps for TracIn (textcls.train.snapshots): last (the output layer's weights, a "
+                "few KB), full (every weight) or off"})
     limits: Limits | None = field(default=None, metadata={
         "help": "the machine-protecting limits (default: the environment's): the parameter count is checked on "
                 "the meta device before the model is built, the training memory before the first step"})
@@ -186,6 +190,9 @@ class TrainSpec:
                 raise ValueError(f"epochs must be a whole number for a textcls model (a fraction only for hf: "
                                  f"encoders), got {e!r}")
             self.epochs = int(e)
+        from textcls.train.snapshots import SNAPSHOT_KINDS
+        if self.snapshots not in SNAPSHOT_KINDS:
+            raise ValueError(f"snapshots must be one of {', '.join(SNAPSHOT_KINDS)}, got {self.snapshots!r}")
 
 
 def train_from_spec(data, model: str, *, callbacks: Iterable[Callback] = (),
@@ -293,11 +300,14 @@ def run_training(spec: TrainSpec, callbacks: Iterable[Callback] = (),
     longest = dataclasses.replace(tokenizer.config, **train_enc.longest())  # batches pad to their longest text
     check_training(training_bytes(net, tcfg.batch_size, longest), limits)
     torch.manual_seed(seed)                  # the probe drew no random numbers, but keep the run's seed exact
-    history = fit(net, train_enc, dev_enc, tcfg, callbacks, stop_event)
+    from textcls.train.snapshots import EpochSnapshots
+    kept = EpochSnapshots(net, spec.snapshots)
+    history = fit(net, train_enc, dev_enc, tcfg, [*callbacks, kept], stop_event)
     if nothing_trained(history):        # diverged before an epoch completed: nothing to evaluate, nothing saved
         return TrainResult(net, tokenizer, labels, history, {}, None, bundle.name, coverage,
                            time.perf_counter() - t0)
 
+    snapshots = kept.snapshots(history, tcfg)
     ignore = default_ignore_label(bundle.name, labels)
     metrics: dict[str, Any] = {}
     for split_name in ("dev", "test"):
@@ -334,6 +344,6 @@ def run_training(spec: TrainSpec, callbacks: Iterable[Callback] = (),
             "library_version": __version__,
         }
         path = save_checkpoint(spec.out, net, tokenizer, labels, meta=meta, history=history,
-                               float16=spec.float16)
+                               float16=spec.float16, snapshots=snapshots)
     return TrainResult(net, tokenizer, labels, history, metrics, path, bundle.name, coverage,
-                       time.perf_counter() - t0)
+                       time.perf_counter() - t0, snapshots)

@@ -3,13 +3,15 @@ al. 2020) over the epochs a checkpoint saved, the maths in textcls.interpret.inf
 
     python -m textcls influence CKPT "TEXT" [--data NAME] [--top 10] [--method fast|exact] [--projection D] [--json]
     python -m textcls influence CKPT --self [--data NAME] [--top 10] [--json]
+    python -m textcls influence CKPT "TEXT" --epochs final      (a checkpoint trained without saved epochs)
 
 With a text: its proponents (the training examples whose training steps lowered the loss of the text's predicted
 label, or of --label) and its opponents (raised it), each with its text, gold label and score. With --self: the
 training examples ranked by self-influence, highest first (likely mislabelled or atypical). The training set is
 the train split of --data (default: the data set the checkpoint records, at the --limit it was trained with).
-A checkpoint without saved epochs (trained before they were kept, or with --snapshots off) does not apply: one
-line says how to get them. Imports no torch."""
+A checkpoint without saved epochs (trained before they were kept, or with --snapshots off) exits 2 with one line
+saying how to get them, unless --epochs final asks for the final checkpoint alone (one term of the sum: the
+gradient similarity at the final weights). Imports no torch."""
 from __future__ import annotations
 
 import time
@@ -29,7 +31,13 @@ OPTIONS = (
            choices=("fast", "exact")),
     Option("projection", 0, "fast method: project the output layer's input to this many dimensions (seeded "
            "random projection, unbiased); 0 keeps it whole", low=0, high=65_536),
+    Option("normalize", False, "divide each epoch's gradients by their norms (their cosine): proponents that "
+           "resemble the text, not the few training examples with the largest gradients that raw TracIn puts "
+           "first for every text", label="Normalise (cosine)"),
     Option("label", "", "the label whose loss is traced (default: the predicted one)"),
+    Option("epochs", "saved", "saved: sum over the epochs the training run kept (TracIn); final: the final "
+           "checkpoint alone (one term at learning rate 1, a gradient-similarity approximation), for a checkpoint "
+           "trained without saved epochs", choices=("saved", "final")),
 )
 
 
@@ -60,11 +68,21 @@ class Run:
     snapshots: str               # "last" (output layer) or "full"
     projection: int
     seconds: float
+    normalize: bool = False      # scores from unit gradients (cosine)
+    final_only: bool = False     # the final checkpoint alone (--epochs final), not saved epochs
+
+    @property
+    def over(self) -> str:
+        """What the scores sum over, in words."""
+        if self.final_only:
+            return "the final checkpoint alone (no saved epochs: a gradient-similarity approximation of TracIn)"
+        return f"epoch{'s' if len(self.epochs) > 1 else ''} {', '.join(map(str, self.epochs))}"
 
     def to_dict(self) -> dict:
         return {"data": self.data, "train_size": self.train_size, "epochs": list(self.epochs),
                 "lrs": list(self.lrs), "method": self.method, "snapshots": self.snapshots,
-                "projection": self.projection, "seconds": self.seconds}
+                "projection": self.projection, "normalize": self.normalize, "final_only": self.final_only,
+                "seconds": self.seconds}
 
 
 @dataclass(frozen=True)
@@ -111,10 +129,7 @@ def _applies(predictor) -> str | None:
     info = getattr(predictor, "info", None) or {}
     if info.get("format") != "textcls-checkpoint" or getattr(predictor, "path", None) is None:
         return "training-data influence reads the epochs a textcls training run saved; this is not such a checkpoint"
-    from textcls.interpret.influence import SNAPSHOT_FILE
-    if not (Path(predictor.path) / SNAPSHOT_FILE).is_file():
-        return how_to_get(predictor)
-    return None
+    return None                     # without saved epochs: --epochs final, or one line saying how to get them
 
 
 _CACHE: dict = {}              # (checkpoint files, training set, projection) -> the training set's fast quantities
@@ -124,6 +139,8 @@ def _identity(path: Path) -> tuple:
     from textcls.interpret.influence import SNAPSHOT_FILE
     out = []
     for name in ("model.safetensors", SNAPSHOT_FILE):
+        if not (path / name).exists():
+            continue
         st = (path / name).stat()
         out.append((name, st.st_ino, st.st_size, st.st_mtime_ns))
     return (str(path.absolute()), *out)
@@ -143,16 +160,16 @@ def _training_set(predictor, inputs: dict):
     return [t for t, _ in rows], [y for _, y in rows], inputs.get("limit")
 
 
-def _snapshots(predictor):
-    from textcls.interpret.influence import check_fits, read_snapshots
+def _snapshots(predictor, epochs: str = "saved"):
+    from textcls.interpret.influence import check_fits, final_snapshot, read_snapshots
     try:
-        snaps = read_snapshots(predictor.path)
+        snaps = final_snapshot(predictor.model) if epochs == "final" else read_snapshots(predictor.path)
         if snaps is not None:
             check_fits(snaps, predictor.model)
     except (OSError, ValueError) as e:
         raise InterpreterError(" ".join(str(e).split())) from None
     if snaps is None:
-        raise InterpreterError(how_to_get(predictor))
+        raise InterpreterError(how_to_get(predictor) + "; or --epochs final: the final checkpoint alone")
     return snaps
 
 
@@ -164,8 +181,9 @@ def _short(text: str, n: int = 100) -> str:
 def render(result) -> str:
     """The CLI's text output: one line per example."""
     r = result.run
-    head = (f"TracIn ({r.method}, {r.snapshots} snapshots{f', projection {r.projection}' if r.projection else ''}) "
-            f"over epochs {', '.join(map(str, r.epochs))} of the {r.train_size:,} training examples of {r.data} "
+    head = (f"TracIn ({r.method}, {r.snapshots} snapshots{f', projection {r.projection}' if r.projection else ''}"
+            f"{', cosine' if r.normalize else ''}) "
+            f"over {r.over} of the {r.train_size:,} training examples of {r.data} "
             f"({r.seconds:.1f} s)")
     if isinstance(result, SelfInfluence):
         lines = [head, "self-influence, highest first (likely mislabelled or atypical):"]
@@ -185,7 +203,9 @@ def render(result) -> str:
                       cost="training set", applies=_applies, progress=True, command="influence",
                       help="the training examples behind a prediction (TracIn over the saved epochs), or every "
                            "training example ranked by self-influence (--self)",
-                      render=render)
+                      render=render,
+                      example={"checkpoint": "kim_cnn-sst2", "inputs": {"text": "the movie was not good"},
+                               "options": {"epochs": "final", "top": 3}})
 def run(predictor, inputs: dict, progress=None, **options):
     """Proponents and opponents of inputs["text"] (Influence), or --self's ranking (SelfInfluence)."""
     import torch
@@ -200,14 +220,17 @@ def run(predictor, inputs: dict, progress=None, **options):
     if options["label"] and options["label"] not in predictor.labels:
         raise InterpreterError(f"--label {options['label']!r} is not one of the model's labels "
                                f"({', '.join(predictor.labels)})")
+    if text is None and options["normalize"]:
+        raise InterpreterError("--normalize applies to a text's proponents; self-influence is a gradient's norm")
     method, projection = options["method"], int(options["projection"])
     if method == "exact" and projection:
         raise InterpreterError("--projection applies to the fast method only")
-    snaps = _snapshots(predictor)
+    snaps = _snapshots(predictor, options["epochs"])
     texts, gold, limit = _training_set(predictor, inputs)
     y = torch.tensor(gold)                                                        # (N,)
     name = data_name(predictor, inputs)
-    key = (_identity(Path(predictor.path)), name, str(inputs.get("data_root")), limit, len(texts), projection)
+    key = (_identity(Path(predictor.path)), name, str(inputs.get("data_root")), limit, len(texts), projection,
+           options["epochs"])
     train_q = None
     if method == "fast":
         train_q = _CACHE.get(key)
@@ -220,7 +243,8 @@ def run(predictor, inputs: dict, progress=None, **options):
 
     def done() -> Run:
         return Run(name, len(texts), tuple(snaps.epochs[i] for i in traj), tuple(snaps.lrs[i] for i in traj),
-                   method, snaps.kind, projection, time.perf_counter() - t0)
+                   method, snaps.kind, projection, time.perf_counter() - t0, bool(options["normalize"]),
+                   options["epochs"] == "final")
 
     if text is None:
         if train_q is not None:
@@ -239,11 +263,13 @@ def run(predictor, inputs: dict, progress=None, **options):
     test_y = torch.tensor([predictor.labels.index(label)])                        # (1,)
     test_enc = inf.encode(predictor.tokenizer, [text], test_y.tolist())
     if train_q is not None:
-        scores = inf.fast_scores(inf.fast_quantities(predictor.model, snaps, test_enc, test_y, projection), train_q)[0]
+        test_q = inf.fast_quantities(predictor.model, snaps, test_enc, test_y, projection)
+        scores = inf.fast_scores(test_q, train_q, options["normalize"])[0]
         preds = train_q.logits.argmax(-1)
     else:
         enc = inf.encode(predictor.tokenizer, texts, gold)
-        scores = inf.exact_influence(predictor.model, snaps, enc, y, test_enc, test_y, progress=progress)[0][0]
+        scores = inf.exact_influence(predictor.model, snaps, enc, y, test_enc, test_y, progress=progress,
+                                     normalize=options["normalize"])[0][0]
         preds = inf.layer_inputs(predictor.model, snaps.layer, enc)[1].argmax(-1)
 
     def examples(ranked) -> tuple[Example, ...]:
