@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.common import widgets as w
-from pages.common.interpreters import on_click, options_form
+from pages.common.interpreters import on_click, options_form, split_inputs
 from textcls.viz.concepts import cluster_figure
 
 SHOWN = 50                # texts listed per cluster
@@ -21,11 +21,9 @@ def show(path, data: str | None = None, split: str | None = None, *, key: str = 
     st.caption("Salience clustering (Ebert et al. 2022, as LIT runs it): each text's top tokens by an explanation "
                "method, as a vector over the vocabulary; k-means groups texts the model decides on the same words.")
     options = options_form("clusters", key)
-    limit = st.number_input("Split texts (0 = the whole split)", 0, 1_000_000, 500, step=100, key=f"{key}_limit",
-                            help="A seeded sample of the split. Integrated gradients, occlusion, Shapley and LIME "
-                                 "take much longer per text than gradient x input.")
-    inputs = {"data": data, "split": split or "test", "limit": int(limit) or None}
-    r = on_click("clusters", path, {k: v for k, v in inputs.items() if v is not None}, options, key=key,
+    inputs = split_inputs(key, data, split, help="A seeded sample of the split. Integrated gradients, occlusion, "
+                                                 "Shapley and LIME take much longer per text than gradient x input.")
+    r = on_click("clusters", path, inputs, options, key=key,
                  button="Cluster", what="Salience clustering")
     if r is None:
         return

@@ -41,6 +41,15 @@ def options_form(name: str, key: str, *, skip: tuple[str, ...] = (), columns: in
     return out
 
 
+def split_inputs(key: str, data: str | None, split: str | None, *, help: str, default: int = 500) -> dict:
+    """The inputs of an interpreter that reads a split: the data set and split the page chose, and a widget for how
+    many of its texts (a seeded sample; 0 = all)."""
+    limit = st.number_input("Split texts (0 = the whole split)", 0, 1_000_000, default, step=100, key=f"{key}_limit",
+                            help=help)
+    inputs = {"data": data, "split": split or "test", "limit": int(limit) or None}
+    return {k: v for k, v in inputs.items() if v is not None}
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
 def _interpret(name: str, path: str, mtime: float, inputs_json: str, options_json: str):
     return model_job("interpret", name, path, mtime, json.loads(inputs_json), json.loads(options_json))

@@ -9,7 +9,7 @@ import streamlit as st
 
 from pages.common import cache
 from pages.common import widgets as w
-from pages.common.interpreters import on_click, options_form
+from pages.common.interpreters import on_click, options_form, split_inputs
 from textcls.viz.concepts import tcav_figure
 
 SOURCES = ("A shipped concept", "Texts typed here", "A slice saved on Explore")
@@ -66,13 +66,11 @@ def show(path, data: str | None = None, split: str | None = None, *, key: str = 
                          key=f"{key}_label")
     options = options_form("tcav", key, skip=("label",))
     options["label"] = "" if label == "every class" else label
-    limit = st.number_input("Split texts (0 = the whole split)", 0, 1_000_000, 500, step=100, key=f"{key}_limit",
-                            help="A seeded sample of the split: the texts the scores count and the random "
-                                 "comparison texts are drawn from.")
+    inputs = split_inputs(key, data, split, help="A seeded sample of the split: the texts the scores count and the "
+                                                 "random comparison texts are drawn from.")
     if concept is None:
         return
-    inputs = {"concept": concept, "data": data, "split": split or "test", "limit": int(limit) or None}
-    r = on_click("tcav", path, {k: v for k, v in inputs.items() if v is not None}, options, key=key,
+    r = on_click("tcav", path, {"concept": concept, **inputs}, options, key=key,
                  button="Run TCAV", what="TCAV")
     if r is None:
         return
