@@ -1,11 +1,13 @@
 """Explore: a data split across several models at once - slices with metrics per checkpoint, the embedding
 projector (two to four models side by side; select points to make a slice, open one in Inspect or Attribute),
 nearest training texts in each model's space, generated counterfactuals with flip rates, and thresholds and
-calibration (ROC / PR with AUC, reliability and ECE). Checkpoints, data, view, slice and text live in the URL.
+calibration (ROC / PR with AUC, reliability and ECE); per checkpoint, concepts (TCAV), salience clusters and the
+training examples ranked by self-influence. Checkpoints, data, view, slice and text live in the URL.
 
 Every number comes from the library (textcls.analysis.slices, representations, counterfactuals, calibration,
-viz.dataset) through the cached wrappers of pages.common.cache and pages.common.work (the model worker computes the
-representations and counterfactuals); this page only lays it out.
+viz.dataset, the interpreters) through the cached wrappers of pages.common.cache, pages.common.work and
+pages.common.interpreters (the model worker computes the model work); the views are laid out by
+pages.common.explore_views and explore_model_views; this page arranges them.
 """
 from __future__ import annotations
 

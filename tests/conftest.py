@@ -1,4 +1,5 @@
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -23,6 +24,17 @@ torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "0") or 0) or max(1,
 def _seed():
     torch.manual_seed(0)
     yield
+
+
+@pytest.fixture(autouse=True)
+def _main_module():
+    """AppTest runs a page script as __main__ and leaves it there; multiprocessing's spawn (the training jobs)
+    re-runs __main__ by its path in the child, which for a page made from a function is a script that cannot run
+    alone. Each test gets the original __main__ back."""
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None:
+        sys.modules["__main__"] = main
 
 
 @pytest.fixture(autouse=True)

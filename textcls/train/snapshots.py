@@ -45,7 +45,14 @@ class EpochSnapshots:
             return None
         best = history.best_epoch
         final = best if best in self.epochs and (config.restore_best or history.diverged) else self.epochs[-1]
-        return Snapshots(self.kind, self.layer, list(self.epochs), list(self.lrs), final, list(self.states))
+        # only the epochs up to the one the checkpoint holds (TracIn sums over no other) whose weights are finite
+        # (a run that diverged has non-finite weights after it; a checkpoint refuses a non-finite tensor)
+        keep = [i for i, e in enumerate(self.epochs)
+                if e <= final and all(bool(torch.isfinite(v).all()) for v in self.states[i].values())]
+        if not keep:
+            return None
+        return Snapshots(self.kind, self.layer, [self.epochs[i] for i in keep], [self.lrs[i] for i in keep], final,
+                         [self.states[i] for i in keep])
 
 
 __all__ = ["SNAPSHOT_KINDS", "EpochSnapshots"]

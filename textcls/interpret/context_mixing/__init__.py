@@ -37,6 +37,8 @@ def applicable(model) -> dict[str, str | None]:
     if fam is None:
         return dict.fromkeys(METHODS, f"{type(model).__name__} has no self-attention between tokens")
     if fam == "act":
+        if model.config.relative_positions:
+            return dict.fromkeys(METHODS, "relation classification (relative positions) is not covered")
         why = "ACT mixes tokens by attentive convolution, not self-attention: only its global attention is an " \
               "attention, and norm covers it"
         return {m: None if m == "norm" else why for m in METHODS}
