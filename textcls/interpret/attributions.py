@@ -44,6 +44,7 @@ from captum.attr import (InputXGradient, IntegratedGradients, Lime, Occlusion, S
 
 from textcls.runtime.threads import for_texts
 from textcls.interpret.contrastive import RUNNER_UP, mark, parse
+from textcls.interpret.contrastive import foils as foils_of
 from textcls.interpret.embedding_forward import EmbeddingForward
 from textcls.interpret.instances import as_batch, Instance, stack
 from textcls.interpret.probabilities import check_model
@@ -143,14 +144,12 @@ def _foils(f: EmbeddingForward, ids, mask, targets, contrast) -> torch.Tensor | 
     """(B,) long: each example's foil (a parsed contrast: an index or RUNNER_UP), or None without a contrast."""
     if contrast is None:
         return None
-    if contrast != RUNNER_UP:
-        return torch.full((ids.shape[0],), int(contrast), dtype=torch.long)
-    with torch.no_grad():
-        logits = f.model(ids, mask).logits.clone()                             # (B, C)
-    if logits.shape[1] < 2:
-        raise ValueError("a one-label model has no runner-up to contrast with")
-    logits[torch.arange(ids.shape[0]), targets] = -torch.inf                   # the fact is never its own runner-up
-    return logits.argmax(-1)                                                   # (B,)
+    logits = None
+    if contrast == RUNNER_UP:
+        with torch.no_grad():
+            logits = f.model(ids, mask).logits.numpy()                         # (B, C)
+    return torch.as_tensor(foils_of(logits if logits is not None else np.zeros((ids.shape[0], 1)),
+                                    targets.tolist(), contrast))               # (B,)
 
 
 def _outputs(f: EmbeddingForward, emb, ids, mask, targets, foils=None) -> np.ndarray:
@@ -359,16 +358,8 @@ def _gradient(f, ids, mask, method, target, contrast=None) -> list[Attribution]:
     with torch.enable_grad():
         logits = f.logits(x, ids, mask)                                          # (B, C)
         targets = logits.detach().argmax(-1) if target is None else _targets(f, emb, ids, mask, target)
-        foils = None
-        if contrast is not None:
-            if contrast == RUNNER_UP:
-                if logits.shape[1] < 2:
-                    raise ValueError("a one-label model has no runner-up to contrast with")
-                other = logits.detach().clone()
-                other[torch.arange(ids.shape[0]), targets] = -torch.inf          # never the fact itself
-                foils = other.argmax(-1)                                         # (B,)
-            else:
-                foils = torch.full((ids.shape[0],), int(contrast), dtype=torch.long)
+        foils = None if contrast is None else torch.as_tensor(                   # (B,)
+            foils_of(logits.detach().numpy(), targets.tolist(), contrast))
         fx = f.from_logits(logits, foils).gather(1, targets[:, None])[:, 0]     # (B,)
         grad, = torch.autograd.grad(fx.sum(), x)                                 # (B, ..., E)
     tok = grad.abs().sum(-1) if method == "saliency" else (emb * grad).sum(-1)   # (B, ...)
