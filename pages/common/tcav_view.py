@@ -78,7 +78,7 @@ def show(path, data: str | None = None, split: str | None = None, *, key: str = 
                f"{r.runs} random runs, {r.n_texts:,} texts of the split, {r.seconds:.1f} s.")
     df = pd.DataFrame([{"class": x.label, "layer": x.layer, "score (LIT)": x.score, "mean score": x.score_mean,
                         "random mean": x.random_mean, "p": x.p_value,
-                        "verdict": "significant" if x.significant else "not significant",
+                        "verdict": x.verdict,
                         "CAV accuracy": x.cav_accuracy, "texts of the class": x.n_examples} for x in r.rows])
     st.dataframe(df, hide_index=True, width="stretch")
     for lab in r.labels:

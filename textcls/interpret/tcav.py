@@ -228,7 +228,6 @@ def _raw(site: _Site, got: dict, out) -> tuple[list, Any]:
 
 def _pool(site: _Site, x, real, pooling: str, grad: bool):
     """(B, T, d) -> (B, d): the mean over real positions (a gradient: their sum), or position 0 for cls."""
-    import torch
     if x.dim() == 2:
         return x                                                                       # (B, d) already pooled
     if pooling == "cls":
@@ -305,6 +304,15 @@ class TcavRow:
     accuracy_mean: float
     n_examples: int                 # split texts predicted as the class
 
+    @property
+    def verdict(self) -> str:
+        """In words: not significant (p > 0.05), or significant and on which side of the random directions (a
+        concept can push a class's logit down as surely as up)."""
+        if not self.significant:
+            return "not significant"
+        above = (self.score_mean or 0.0) > (self.random_mean or 0.0)
+        return f"significant, {'above' if above else 'below'} random"
+
 
 @dataclass(frozen=True)
 class TcavResult:
@@ -327,7 +335,7 @@ class TcavResult:
     def to_dict(self) -> dict[str, Any]:
         clean = lambda v: None if isinstance(v, float) and not np.isfinite(v) else v     # noqa: E731
         out = {k: v for k, v in asdict(self).items() if k not in ("rows", "scores")}
-        out["rows"] = [{k: clean(v) for k, v in asdict(r).items()} for r in self.rows]
+        out["rows"] = [{**{k: clean(v) for k, v in asdict(r).items()}, "verdict": r.verdict} for r in self.rows]
         out["scores"] = {k: {n: [clean(x) for x in v] for n, v in d.items()} for k, d in self.scores.items()}
         out.update(labels=list(self.labels), layers=list(self.layers), notes=list(self.notes))
         return out

@@ -34,11 +34,8 @@ def _tcav(step: Step, lib: Library, value: float | None) -> StepResult:
                    {"label": inp["label"], "runs": inp.get("runs", 15), "layer": inp.get("layer", "all")})
     notes = []
     for x in r.rows:
-        if x.significant:
-            side = "above" if (x.score_mean or 0) > (x.random_mean or 0) else "below"
-            verdict = f"significant (p = {x.p_value:.2g}), {side} the random directions"
-        else:
-            verdict = "not significant (p > 0.05): no different from a random direction"
+        verdict = (f"{x.verdict} (p = {x.p_value:.2g})" if x.significant
+                   else "not significant (p > 0.05): no different from a random direction")
         notes.append(f"{name}, {x.layer}: the concept '{inp['concept']}' scores {x.score_mean:.2f} for class "
                      f"{x.label} against {x.random_mean:.2f} for random directions; {verdict}. The concept's "
                      f"direction separates its texts from random ones with accuracy {x.accuracy_mean:.2f}.")

@@ -48,7 +48,7 @@ def _render(r) -> str:
              f"{'class':12s} {'layer':18s} {'score':>6s} {'random':>7s} {'p':>7s} {'CAV acc':>8s}  verdict"]
     for x in r.rows:
         p = "-" if x.p_value is None else f"{x.p_value:.4f}"
-        verdict = "significant" if x.significant else "not significant"
+        verdict = x.verdict
         lines.append(f"{x.label[:12]:12s} {x.layer[:18]:18s} {fmt(x.score):>6s} {fmt(x.random_mean):>7s} {p:>7s} "
                      f"{x.cav_accuracy:>8.2f}  {verdict}")
     return "\n".join(lines + list(r.notes))
