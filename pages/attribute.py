@@ -1,19 +1,12 @@
 """Attribute: why each model decided, by its own attention and by Captum attributions, how faithful those
-explanations are, and what happens when we intervene or edit a word. Every number comes from
-`textcls.interpret`, computed by the model worker, through the cached wrappers of `pages.common.work` (per
-checkpoint, text and settings, shared by every session, so a revisit is instant); this page only lays it out and
-imports no torch.
-
-Only what is on screen is computed: the tabs track which one is open (st.tabs with on_change="rerun") and only
-the open tab runs. The Reasons tab shows each checkpoint's explanations as soon as they are ready; Agreement,
-Faithfulness, Interventions and Counterfactual compute when opened, the data-set panel when its expander is open
-and Run is pressed (a whole split, batched across texts, with a progress bar and Stop). A cached model is shared
-read-only; interventions act through edits or on a copy. "Why the label rather than another" (pages.common.contrast)
-turns the gradient and erasure explanations into contrastive ones: logit(label) - logit(the runner-up, or a label
-chosen)."""
+explanations are, what happens when we intervene or edit a word, and which training sentences the prediction rests
+on. Every number comes from `textcls.interpret` through the cached wrappers of `pages.common.work` (computed by the
+model worker, shared by every session); this page lays it out (its longer tabs: pages.common.attribute_parts) and
+imports no torch. Only the open tab runs (st.tabs with on_change="rerun"); the data-set panel runs when its
+expander is open and Run is pressed. "Why the label rather than another" (pages.common.contrast) turns the
+gradient and erasure explanations into contrastive ones: logit(label) - logit(the runner-up, or a label chosen)."""
 from __future__ import annotations
 
-import hashlib
 
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -25,6 +18,7 @@ import streamlit as st
 from pages.common import contrast as C
 from pages.common import inside_app, shared, work
 from pages.common import widgets as w
+from pages.common.attribute_parts import counterfactual, erasure_checks, interventions, shaded, training_data
 from pages.common.attribute_slice import slice_panel
 from textcls import viz
 from textcls.interpret import records as R
@@ -60,11 +54,6 @@ DEFAULT_CKPTS = ([n for n in names if by_name[n].data == "sst2" and not w.is_pre
                  or [n for n in names if not w.is_pretrained(by_name[n])][:6] or names[:6])
 # A relation checkpoint alone (no sentiment one): its example is a relation sentence with marked entities.
 RELATION_ONLY = all(w.needs_entities(by_name[n]) for n in DEFAULT_CKPTS) and bool(DEFAULT_CKPTS)
-
-
-def shaded(tokens, weights, label: str | None = None, window: tuple[int, int] | None = None) -> None:
-    """Inline shaded words: `viz.token_highlight_html` escapes every token and the label; st.html shows it."""
-    st.html(viz.token_highlight_html(list(tokens), weights, label=label, window=window))
 
 
 shared.seed_text("attr_text", w.RELATION_EXAMPLE if RELATION_ONLY else SENTENCE,
@@ -259,26 +248,6 @@ if tab_agree.open:
 
 # ---------------------------------------------------------------- faithfulness
 
-def faithfulness(row: Row, expl: dict, prog: w.Progress):
-    """({method: (erasure curves, erasure flip)}, random-ranking curves, leave-one-out, attention tests) of one
-    checkpoint; every part cached per (checkpoint, text, settings)."""
-    path, name = row.info.path, w.md_escape(row.info.name)
-    out = {}
-    for m in expl:
-        with prog.step(f"{name}: removing the words {LABELS[m]} ranks first…"):
-            out[m] = work.erasure(path, text, m, baseline=baseline, steps=steps, removal=removal,
-                                  contrast=row.contrast)
-    with prog.step(f"{name}: word orders drawn at random, the best and the worst, and leave-one-out…"):
-        seen = ([ec["aopc_comprehensiveness"] for ec, _ in out.values()],
-                [ec["aopc_sufficiency"] for ec, _ in out.values()])
-        rand = work.random_erasure(path, text, removal=removal, observed=seen)
-        loo = scores_of(work.explanation(path, text, "leave_one_out", removal=removal))
-    with prog.step(f"{name}: permuted and uniform attention…"):
-        extra = work.attention_tests(path, text)
-    return out, rand, loo, extra
-
-
-
 if tab_faith.open:
     with tab_faith:
         st.caption(f"m(x) = probability of the predicted class; removing a word = {REMOVAL_TEXT[removal]}. "
@@ -309,7 +278,8 @@ if tab_faith.open:
                            "excerpt to measure it.")
                 continue
             try:
-                out, rand, loo, extra = faithfulness(row, expl, prog)
+                out, rand, loo, extra = erasure_checks(row, expl, prog, text, LABELS, baseline=baseline,
+                                                       steps=steps, removal=removal)
             except Exception as e:  # noqa: BLE001 - one checkpoint's failure is reported, the others still shown
                 st.error(f"{w.md_escape(info.name)}: faithfulness failed: {type(e).__name__}: {w.md_escape(e)}")
                 continue
@@ -411,103 +381,16 @@ if tab_faith.open:
 
 if tab_int.open:
     with tab_int:
-        pick = st.selectbox("Checkpoint", [r.info.name for r in rows], key="attr_int_ckpt", persist_state="page")
-        row = next(r for r in rows if r.info.name == pick)
-        read = row.read
-        offer = read                                    # what the model declares it lets a user change
-        options = list(read.interventions)
-        if not options:
-            st.info("This model exposes nothing to intervene on.")
-        else:
-            kind = st.radio("Intervention", options, horizontal=True, key="attr_int_kind", persist_state="page")
-            choice: dict = {}
-            if kind == R.PERMUTED:
-                choice["seed"] = st.number_input("Seed", 0, 10_000, 0, key="attr_int_seed", persist_state="page")
-            elif kind == R.HEAD:
-                c1, c2 = st.columns(2)
-                choice["head"] = c1.selectbox("Head", list(range(offer.heads)), key="attr_int_head",
-                                              persist_state="page",
-                                              format_func=lambda h: f"head {h + 1}")  # from 1, as on Inspect
-                if offer.layers:
-                    layer = c2.selectbox("Layer", ["every layer"] + list(range(offer.layers)), key="attr_int_layer",
-                                         persist_state="page", format_func=lambda v: v if isinstance(v, str)
-                                         else f"layer {v + 1}")
-                    choice["layer"] = None if layer == "every layer" else int(layer)
-            elif kind == R.FILTER:
-                c1, c2 = st.columns(2)
-                choice["fmap"] = c1.selectbox("Feature map", list(offer.filters), key="attr_int_fmap",
-                                              persist_state="page")
-                choice["filter"] = c2.number_input("Filter (f1 = the first, as on Inspect)", 1,
-                                                   max(1, offer.filters[choice["fmap"]]), 1, key="attr_int_filter",
-                                                   persist_state="page") - 1
-            elif kind == R.ACTIVATION:
-                choice["activation"] = st.selectbox(f"Replace {read.activation} by",
-                                                    [a for a in offer.activations if a != read.activation],
-                                                    key="attr_int_act", persist_state="page")
-            try:
-                with st.spinner(f"Running {w.md_escape(pick)} with the intervention…"):
-                    res = work.intervention(row.info.path, text, kind, choice)
-                st.markdown(f"**{w.md_escape(res['describe'])}** - TVD {res['tvd']:.4f}; decision "
-                            + ("**flips**" if res["flipped"] else "unchanged") + ".")
-                w.show_figure(F.probability_shift(res["labels"], res["probs_before"], res["probs_after"],
-                                                  f"{pick}: probabilities before and after"), "attr_int_probs")
-                if res["attention_before"] is not None:
-                    shaded(read.tokens, res["attention_before"], label="own attention before", window=window)
-                    shaded(read.tokens, res["attention_after"], label="own attention after", window=window)
-            except ValueError as e:
-                st.warning(w.md_escape(e))
-            except Exception as e:  # noqa: BLE001 - the worker could not answer: one line
-                st.error(f"{w.md_escape(pick)}: the intervention failed: {type(e).__name__}: {w.md_escape(e)}")
+        interventions(rows, text, window)
 
 # ---------------------------------------------------------------- counterfactual
 
 if tab_cf.open:
     with tab_cf:
-        word_level = [r for r in rows if r.read.word_level]
-        toks = list((word_level or rows)[0].read.tokens)
-        c1, c2 = st.columns([2, 2])
-        # the controls belong to this sentence: a new sentence gets fresh ones (never the old sentence's word)
-        sent_key = hashlib.sha1("\x1f".join(toks).encode("utf-8")).hexdigest()[:12]
-        negation = [i for i, t in enumerate(toks) if t in ("not", "never", "no", "n't")]
-        idx = c1.selectbox("Word to change", list(range(len(toks))), key=f"attr_cf_idx_{sent_key}",
-                           format_func=lambda i, toks=toks: f"{i + 1}: {toks[i]}", index=None,
-                           placeholder="Pick a word" + (f" (e.g. {negation[0] + 1}: {toks[negation[0]]})"
-                                                        if negation else ""))
-        repl = c2.text_input("Replace by (empty = delete)", value="", key=f"attr_cf_repl_{sent_key}").strip()
-        if idx is None:
-            st.info("Pick a word to change; leave the replacement empty to delete it. Nothing is run until then.")
-        else:
-            edited = R.edit_tokens(toks, idx, repl or None)
-
-            def cut(t: str, n: int = 2000) -> str:
-                return t if len(t) <= n else t[:n] + f" … ({len(t):,} characters in all)"
-            st.text(f"Before: {cut(' '.join(toks))}\nAfter:  {cut(edited)}")
-            try:
-                with st.spinner(f"Running the edit through {len(rows)} model(s)…"):
-                    cf = work.compare_edit({r.info.name: r.info.path for r in rows}, " ".join(toks), edited)
-            except Exception as e:  # noqa: BLE001
-                st.error(f"{type(e).__name__}: {w.md_escape(e)}")
-                cf = []
-            table = []
-            for r in cf:
-                labs = r.labels or [str(i) for i in range(len(r.probs_before))]
-                table.append({"checkpoint": r.model, "before": labs[r.label_before],
-                              "p before": float(r.probs_before[r.label_before]), "after": labs[r.label_after],
-                              "p after": float(r.probs_after[r.label_after]), "flips": r.flipped, "TVD": r.tvd})
-            if table:
-                st.dataframe(pd.DataFrame(table), hide_index=True)
-            for r in cf:
-                if r.importance_before is not None:
-                    with st.container(border=True):
-                        st.markdown(f"**{w.md_escape(r.model)}** - own attention before and after")
-                        shaded(r.tokens_before, r.importance_before, window=window)
-                        shaded(r.tokens_after, r.importance_after, window=window)
+        counterfactual(rows, window)
 
 # ---------------------------------------------------------------- the training sentences behind the prediction
 
 if tab_data.open:
     with tab_data:
-        from pages.common.influence_view import show_proponents
-        names = [r.info.name for r in rows]
-        pick = st.selectbox("Checkpoint", names, key="attr_tracin_ck") if len(names) > 1 else names[0]
-        show_proponents(next(r.info.path for r in rows if r.info.name == pick), text, key="attr_tracin")
+        training_data(rows, text)
