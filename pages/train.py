@@ -35,18 +35,18 @@ st.caption("Choose a data set, a model and its hyper-parameters (the paper's val
            "loss and dev accuracy while it trains. Training runs in the background: you can use the other pages "
            "meanwhile, and the checkpoint appears on them as soon as it is saved.")
 
-REGISTRY = cache.job_registry()
+JOB_TABLE = cache.job_registry()
 jobs: list[str] = st.session_state.setdefault(JOBS_KEY, [])
 seen: set = st.session_state.setdefault(SEEN_KEY, set())
 # the user's folder: training never writes into the repository
-trainer = tp.Trainer(REGISTRY, jobs, w.session_id(), cache.user_checkpoints(), current_limits())
+trainer = tp.Trainer(JOB_TABLE, jobs, w.session_id(), cache.user_checkpoints(), current_limits())
 
 
 def unique_name(model: str, data: str) -> str:
     """The name the CLI would give (`runtime.paths.run_name`: MODEL-DATA, then -2, -3, ...), also skipping the
     names of runs still training on this server (their folders appear only when they are saved)."""
     from textcls.runtime.paths import run_name
-    busy = {Path(str(x.spec.get("out"))).name for x in map(REGISTRY.snapshot, REGISTRY.running()) if x is not None}
+    busy = {Path(str(x.spec.get("out"))).name for x in map(JOB_TABLE.snapshot, JOB_TABLE.running()) if x is not None}
     return run_name(model, data, taken=lambda n: n in busy or any((r / n).exists() for r in cache.checkpoint_roots()))
 
 
@@ -174,11 +174,11 @@ else:
 
 st.subheader("3 · Runs")
 tp.others_table(trainer)
-live_jobs = [j for j in jobs if REGISTRY.get(j) is not None]
+live_jobs = [j for j in jobs if JOB_TABLE.get(j) is not None]
 if not live_jobs:
     st.info("No run yet in this session. Set things up above and press "
             f"**{'Start fine-tuning' if kind == PRETRAINED else 'Start training'}**.",
             icon=":material/model_training:")
     st.stop()
-polling = any(REGISTRY.get(j).is_alive() for j in live_jobs)
+polling = any(JOB_TABLE.get(j).is_alive() for j in live_jobs)
 st.fragment(tp.runs, run_every=tp.POLL_SECONDS if polling else None)(trainer, live_jobs, seen, polling)

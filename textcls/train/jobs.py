@@ -15,7 +15,7 @@ nothing half-written, saves are atomic).
 Where jobs live: a `JobRegistry` (jobs by id). A job must outlive the script run - and the page - that started
 it, so it cannot live in st.session_state: the app keeps one process-wide registry (`pages/common/cache.py`
 `job_registry()`, an st.cache_resource, which also survives the dev server's re-imports of this package) and
-keeps only job *ids* in st.session_state. `REGISTRY` below is the same for library callers (one per import);
+keeps only job *ids* in st.session_state. `JOBS` below is the same for library callers (one per import);
 `JobRegistry` can also be created on its own (tests do).
 
 Life of a job (`status`):
@@ -537,8 +537,8 @@ class JobRegistry:
             return [k for k, j in self._jobs.items() if j.is_alive()]
 
 
-REGISTRY = JobRegistry()
-"""A process-wide registry for library callers (the app uses pages/common/cache.job_registry())."""
+JOBS = JobRegistry()
+"""The process-wide table of training jobs for library callers (the app uses pages/common/cache.job_registry())."""
 
 
-__all__ = ["FINISHED", "REGISTRY", "STATUSES", "JobError", "JobRegistry", "JobState", "TrainingJob"]
+__all__ = ["FINISHED", "JOBS", "STATUSES", "JobError", "JobRegistry", "JobState", "TrainingJob"]
