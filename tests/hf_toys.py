@@ -16,27 +16,32 @@ def vocab() -> list[str]:
 
 
 def tiny_folder(root: str | Path, arch: str = "bert", labels=("negative", "positive"), seed: int = 0,
-                meta: dict | None = None) -> Path:
-    """A save_pretrained folder ROOT/tiny-ARCH; `meta` is written as textcls.json (data set, metrics)."""
+                meta: dict | None = None, *, name: str | None = None, positions: int = 64,
+                tokenizer_max: int | None = None) -> Path:
+    """A save_pretrained folder ROOT/NAME (default tiny-ARCH); `meta` is written as textcls.json (data set,
+    metrics). `positions`: the position table's size; `tokenizer_max`: the tokenizer's model_max_length (None:
+    the tokenizer's own default, which caps nothing)."""
     import json
 
     import torch
     from transformers import (BertConfig, BertForSequenceClassification, BertTokenizerFast, DistilBertConfig,
                               DistilBertForSequenceClassification)
-    root = Path(root) / f"tiny-{arch}"
+    root = Path(root) / (name or f"tiny-{arch}")
     root.mkdir(parents=True, exist_ok=True)
     (root / "vocab.txt").write_text("\n".join(vocab()) + "\n", encoding="utf-8")
-    tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(vocab())}, do_lower_case=True)
+    tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(vocab())}, do_lower_case=True,
+                            **({} if tokenizer_max is None else {"model_max_length": tokenizer_max}))
     id2label = dict(enumerate(labels))
     label2id = {v: k for k, v in id2label.items()}
     torch.manual_seed(seed)
     if arch == "bert":
         cfg = BertConfig(vocab_size=len(vocab()), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                         intermediate_size=64, max_position_embeddings=64, id2label=id2label, label2id=label2id)
+                         intermediate_size=64, max_position_embeddings=positions, id2label=id2label,
+                         label2id=label2id)
         model = BertForSequenceClassification(cfg)
     else:
         cfg = DistilBertConfig(vocab_size=len(vocab()), dim=32, n_layers=2, n_heads=4, hidden_dim=64,
-                               max_position_embeddings=64, id2label=id2label, label2id=label2id)
+                               max_position_embeddings=positions, id2label=id2label, label2id=label2id)
         model = DistilBertForSequenceClassification(cfg)
     model.save_pretrained(root, safe_serialization=True)
     tok.save_pretrained(root)

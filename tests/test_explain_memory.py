@@ -19,7 +19,7 @@ import torch
 
 pytest.importorskip("transformers")
 
-from hf_toys import vocab  # noqa: E402
+from hf_toys import tiny_folder  # noqa: E402
 
 import textcls  # noqa: E402
 from textcls.cli import main  # noqa: E402
@@ -35,18 +35,7 @@ CONTEXT_MIXING = ("norm", "globenc", "alti", "value_zeroing", "decompx")
 
 def long_bert(root: Path) -> Path:
     """A tiny random BertForSequenceClassification (hidden 32, 2 layers, 4 heads) with 1,024 positions."""
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
-    folder = root / "long-bert"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "vocab.txt").write_text("\n".join(vocab()) + "\n", encoding="utf-8")
-    tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(vocab())}, do_lower_case=True, model_max_length=1024)
-    torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=len(vocab()), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                     intermediate_size=64, max_position_embeddings=1024, id2label={0: "negative", 1: "positive"},
-                     label2id={"negative": 0, "positive": 1})
-    BertForSequenceClassification(cfg).save_pretrained(folder, safe_serialization=True)
-    tok.save_pretrained(folder)
-    return folder
+    return tiny_folder(root, name="long-bert", positions=1024, tokenizer_max=1024)
 
 
 @pytest.fixture(scope="module")

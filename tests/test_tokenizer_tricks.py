@@ -146,19 +146,8 @@ def test_a_text_with_no_words_gets_no_verdict(folders, ckpt, text, capsys):
 def test_a_position_table_shorter_than_the_probe_text_is_compared_on_the_words_that_fit(tmp_path):
     """A model of 12 positions reads fewer pieces than the probe text has: the probe is cut to the words that fit
     before the two encodings are compared, so a sound folder is not refused for it (nor for a short max_len)."""
-    import torch
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
-
-    from hf_toys import vocab
-    folder = tmp_path / "short-bert"
-    folder.mkdir()
-    tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(vocab())}, do_lower_case=True)
-    torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=len(vocab()), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                     intermediate_size=64, max_position_embeddings=12, id2label={0: "negative", 1: "positive"},
-                     label2id={"negative": 0, "positive": 1})
-    BertForSequenceClassification(cfg).save_pretrained(folder, safe_serialization=True)
-    tok.save_pretrained(folder)
+    from hf_toys import tiny_folder
+    folder = tiny_folder(tmp_path, name="short-bert", positions=12)
     p = textcls.load_checkpoint(folder)
     got = np.array([list(p.predict(t)[0].probabilities.values()) for t in TEXTS[:1]])
     np.testing.assert_allclose(got, _transformers_probabilities(folder, TEXTS[:1]), atol=1e-5)
