@@ -13,6 +13,8 @@ import streamlit as st
 from pages.common import widgets as w
 from pages.common.cache import model_job, stamp
 
+KEPT_RUNS = 8          # results of runs over a split or a training set kept per session (the newest)
+
 
 def options_form(name: str, key: str, *, skip: tuple[str, ...] = (), columns: int = 3) -> dict:
     """One widget per option of interpreter `name` (its help as the tooltip); `skip`: options the page sets
@@ -82,6 +84,8 @@ def on_click(name: str, path: str | Path, inputs: dict, options: dict | None, *,
         try:
             store[request] = model_job("interpret", name, str(path), request[2], dict(inputs), dict(options or {}),
                                        progress=progress)
+            while len(store) > KEPT_RUNS:                # a split's result can be large: the oldest go
+                store.pop(next(iter(store)))
         except InterpreterError as e:             # bad input: a message, never a traceback
             st.warning(w.md_escape(" ".join(str(e).split())), icon=":material/info:")
     bar.empty()
