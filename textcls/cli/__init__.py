@@ -73,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command: 0 ok, 1 a failed run, 2 bad input (one line on stderr), 130 interrupted."""
     args = build_parser().parse_args(argv)
     saved: dict[str, str | None] = {}
+    clean = False                                   # ran through: the ranks leave their group together
     try:
         bad_input = bad_input_types()
         check_counts(args)
@@ -81,7 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             from textcls.runtime.paths import user_home
             saved["MPLCONFIGDIR"] = None
             os.environ["MPLCONFIGDIR"] = str(user_home() / "matplotlib")
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        clean = True
+        return code
     except bad_input as e:
         print(f"{PROG} {args.command}: error: {rank_prefix()}{one_line(e)}", file=sys.stderr)
         if os.environ.get("TEXTCLS_DEBUG"):
@@ -109,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 os.environ[key] = value
         dist_mod = sys.modules.get("textcls.runtime.distributed")
         if dist_mod is not None:
-            dist_mod.shutdown()
+            dist_mod.shutdown(clean)
 
 
 __all__ = ["PROG", "UsageError", "build_parser", "main"]
