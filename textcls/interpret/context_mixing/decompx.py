@@ -26,33 +26,38 @@ classifier heads differ; not wired) nor ACT (no self-attention).
 Memory: a layer holds every position's parts of every position and their value vectors (2 x T x T x d floats per
 text) and works through the positions in chunks sized to the explanation's limit (explain_max_memory_mb); a text
 whose parts alone exceed the limit is refused in one line naming the most positions that fit (`check_memory`).
+Work skipped, the numbers kept up to float32 rounding (`attention`; tests/test_context_mixing_speed_equivalence.py):
+the first layer maps only each token's own part through W_V and W_O (the others are 0), and the last layer,
+which computes only the pooled rows, mixes the parts before mapping them.
 """
 from __future__ import annotations
 
 import torch
 
 from textcls.interpret.context_mixing.trace import (FLOAT_BYTES, Block, Trace, attention_input, attention_probs,
-    budget_bytes, row_slices)
+    budget_bytes, mixed_vectors, row_slices, split_heads)
 
 
-def split_bias(parts: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    """parts (B, T, K, d) + bias (d,) split over k in proportion to |parts_k . bias| (DecompX "absdot")."""
+def split_bias(parts: torch.Tensor, bias: torch.Tensor | None, inplace: bool = False) -> torch.Tensor:
+    """parts (B, T, K, d) + bias (d,) split over k in proportion to |parts_k . bias| (DecompX "absdot");
+    `inplace`: added to `parts` itself."""
     if bias is None:
         return parts
-    w = torch.einsum("btkd,d->btk", parts, bias).abs()                          # (B, T, K)
-    w = w / w.sum(-1, keepdim=True).clamp(min=1e-12)
-    return parts + w.unsqueeze(-1) * bias
+    w = (parts @ bias).abs_()                                                    # (B, T, K)
+    w /= w.sum(-1, keepdim=True).clamp(min=1e-12)
+    return parts.addcmul_(w.unsqueeze(-1), bias) if inplace else torch.addcmul(parts, w.unsqueeze(-1), bias)
 
 
 def linear(parts: torch.Tensor, lin) -> torch.Tensor:
-    return split_bias(parts @ lin.weight.t(), lin.bias)                          # (..., out)
+    return split_bias(parts @ lin.weight.t(), lin.bias, inplace=True)            # (..., out)
 
 
 def layer_norm(parts: torch.Tensor, ln, total: torch.Tensor) -> torch.Tensor:
     """parts (B, T, K, d) of `total` (B, T, d) through ln as a linear map of each part; beta split."""
-    s = (total.var(-1, unbiased=False, keepdim=True) + ln.eps).sqrt()           # (B, T, 1)
-    out = ln.weight * (parts - parts.mean(-1, keepdim=True)) / s.unsqueeze(2)   # (B, T, K, d)
-    return split_bias(out, ln.bias)
+    c = total - total.mean(-1, keepdim=True)                                     # (B, T, d)
+    s = (c.square().mean(-1, keepdim=True) + ln.eps).sqrt()                     # (B, T, 1) (torch.var: slower)
+    out = parts - parts.mean(-1, keepdim=True)                                   # (B, T, K, d)
+    return split_bias(out.mul_(ln.weight / s.unsqueeze(2)), ln.bias, inplace=True)
 
 
 def slope(fn, a: torch.Tensor) -> torch.Tensor:
@@ -60,13 +65,14 @@ def slope(fn, a: torch.Tensor) -> torch.Tensor:
     eps = 1e-4
     small = a.abs() < eps
     safe = torch.where(small, torch.ones_like(a), a)
-    d0 = (fn(torch.full_like(a, eps)) - fn(torch.full_like(a, -eps))) / (2 * eps)
+    ends = fn(torch.tensor([eps, -eps], dtype=a.dtype))                          # (2,)
+    d0 = (ends[0] - ends[1]) / (2 * eps)
     return torch.where(small, d0, fn(safe) / safe)
 
 
 def nonlinear(parts: torch.Tensor, fn) -> torch.Tensor:
-    total = parts.sum(-2)                                                        # (..., d)
-    return parts * slope(fn, total).unsqueeze(-2)
+    """parts (..., K, d) through fn: each part times the slope at their sum (in place: `parts` is overwritten)."""
+    return parts.mul_(slope(fn, parts.sum(-2)).unsqueeze(-2))
 
 
 def ffn(parts: torch.Tensor, b: Block) -> torch.Tensor:
@@ -114,28 +120,51 @@ def _chunks(rows: torch.Tensor, per_row: int, fixed: int) -> list[torch.Tensor]:
     return [rows[s] for s in row_slices(len(rows), per_row, fixed)]
 
 
-def values(parts: torch.Tensor, b: Block, x: torch.Tensor, real: torch.Tensor, first: bool, chunks):
-    """The value vectors of the parts of the attention's input (the parts themselves; LN1 of them in a pre-LN
-    block), per head, without the bias: (B, H, T, K, dh), made a chunk of positions at a time; and the bias still
-    to split. As the authors (DecompX src/modeling_bert.py BertLayer.forward, lines 761-793): in the first layer
-    every position is still its own token alone and the value bias goes with it through the weights
-    (a_{i<-k} = sum_h alpha^h_ik (x_k W_V^h + b_V^h) W_O^h: their `value_layer` holds b_V), leaving b_O; later
-    layers map the parts without b_V and leave b_O + W_O b_V (their `accumulated_bias`)."""
+def attention(parts: torch.Tensor, b: Block, x: torch.Tensor, real: torch.Tensor, first: bool, P: torch.Tensor,
+              rows: torch.Tensor | None, chunks):
+    """(mix, bias): mix(r) gives the attention's output parts of positions r (B, q, K, d) without the bias; the
+    bias is what is left to split. As the authors (DecompX src/modeling_bert.py BertLayer.forward, lines
+    761-793): in the first layer every position is still its own token alone and the value bias goes with it
+    through the weights (a_{i<-k} = sum_h alpha^h_ik (x_k W_V^h + b_V^h) W_O^h: their `value_layer` holds b_V),
+    leaving b_O; later layers map the parts without b_V and leave b_O + W_O b_V (their `accumulated_bias`).
+    The value parts (the parts themselves; LN1 of them in a pre-LN block), per head, are made a chunk of
+    positions at a time; in the first layer only each token's own part is mapped (the others are 0), and where
+    only a few rows are asked for (the last layer's pooled ones) the parts are mixed first and mapped after."""
     B, T, K, d = parts.shape
     H = b.heads
-    v = parts.new_empty(B, H, T, K, d // H)
-    for r in chunks:
-        src = layer_norm(parts[:, r], b.ln1, x[:, r]) if b.pre_ln else parts[:, r]
-        v[:, :, r] = (src @ b.v.weight.t()).view(B, len(r), K, H, -1).permute(0, 3, 1, 2, 4)
+    wo = b.o.weight.t()                                                          # (d, d)
+    if first:                                                                    # parts[:, j, k] = [j = k] x_j
+        own = parts[:, torch.arange(T), torch.arange(T)].unsqueeze(2)            # (B, T, 1, d)
+        src = (layer_norm(own, b.ln1, x) if b.pre_ln else own)[:, :, 0]          # (B, T, d)
+        v = src @ b.v.weight.t()                                                 # (B, T, d)
+        if b.v.bias is not None:
+            v = v + real[..., None].to(v.dtype) * b.v.bias
+        f = torch.einsum("bhtk,hkd->bhtd", split_heads(v, H), wo.reshape(H, -1, d))   # (B, H, T, d)
+        return (lambda r: mixed_vectors(P[:, :, r], f)), b.o.bias
     bias = b.o.bias
     if b.v.bias is not None:
-        if first:                                                                # v_{j<-k} += [j = k] b_V
-            i = torch.arange(min(T, K))
-            v[:, :, i, i] += real[:, None, i, None].to(v.dtype) * b.v.bias.view(H, -1)[None, :, None, :]
-        else:
-            carried = b.o.weight @ b.v.bias                                      # W_O b_V (d,)
-            bias = carried if bias is None else bias + carried
-    return v, bias
+        carried = b.o.weight @ b.v.bias                                          # W_O b_V (d,)
+        bias = carried if bias is None else bias + carried
+    if rows is not None and H * len(rows) <= min(T, d):                          # a few rows: mix, then map
+        src = layer_norm(parts, b.ln1, x) if b.pre_ln else parts                 # (B, T, K, d)
+        wv = b.v.weight.view(H, -1, d)                                           # (H, dh, d)
+
+        def mix_first(r):
+            m = torch.einsum("bhqj,bjkd->bhqkd", P[:, :, r], src)                # (B, H, q, K, d)
+            return torch.einsum("bhqkd,hed->bqkhe", m, wv).reshape(B, m.shape[2], K, d) @ wo
+        return mix_first, bias
+    v = parts.new_empty(B, H, T, K, d // H)                                      # (B, H, T, K, dh)
+    for r in chunks:
+        src = layer_norm(parts[:, r], b.ln1, x[:, r]) if b.pre_ln else parts[:, r]
+        v[:, :, r] = (src @ b.v.weight.t()).view(B, src.shape[1], K, H, -1).permute(0, 3, 1, 2, 4)
+    flat = v.view(B, H, T, -1)                                                   # (B, H, T, K * dh)
+
+    def mix(r):
+        Pr = P[:, :, r]                                                          # (B, H, q, T)
+        q = Pr.shape[2]
+        mixed = (Pr @ flat).view(B, H, q, K, -1).permute(0, 2, 3, 1, 4).reshape(B, q, K, d)
+        return mixed @ wo                                                        # (B, q, K, d)
+    return mix, bias
 
 
 def block(parts: torch.Tensor, b: Block, x: torch.Tensor, real: torch.Tensor, first: bool = False,
@@ -149,20 +178,16 @@ def block(parts: torch.Tensor, b: Block, x: torch.Tensor, real: torch.Tensor, fi
     B, T, K, d = parts.shape
     per_row = B * row_bytes(K, d, b.ffn_in.out_features)
     fixed = held_bytes(B, T, d, b.heads)
-    v, bias = values(parts, b, x, real, first, _chunks(torch.arange(T), per_row, fixed))
     P = attention_probs(b, attention_input(b, x), real)                          # (B, H, T, T)
-    flat = v.view(B, b.heads, T, -1)                                             # (B, H, T, K * dh)
-    for r in _chunks(torch.arange(T) if rows is None else rows, per_row, fixed):
-        q = len(r)
-        mixed = (P[:, :, r] @ flat).view(B, b.heads, q, K, -1).permute(0, 2, 3, 1, 4).reshape(B, q, K, d)
-        out = mixed @ b.o.weight.t()                                             # (B, q, K, d) without the bias
+    every = row_slices(T, per_row, fixed)                                        # chunks of positions
+    mix, bias = attention(parts, b, x, real, first, P, rows, every)
+    for r in every if rows is None else _chunks(rows, per_row, fixed):
+        p = split_bias(mix(r).add_(parts[:, r]), bias, inplace=True)             # (B, q, K, d) residual + attention
         if b.pre_ln:
-            p = split_bias(parts[:, r] + out, bias)
-            new = p + ffn(layer_norm(p, b.ln2, p.sum(2)), b)
+            new = ffn(layer_norm(p, b.ln2, p.sum(2)), b).add_(p)
         else:
-            pre1 = split_bias(parts[:, r] + out, bias)
-            x1_parts = layer_norm(pre1, b.ln1, pre1.sum(2))
-            pre2 = x1_parts + ffn(x1_parts, b)
+            x1_parts = layer_norm(p, b.ln1, p.sum(2))
+            pre2 = ffn(x1_parts, b).add_(x1_parts)
             new = layer_norm(pre2, b.ln2, pre2.sum(2))
         parts[:, r] = new
     return parts
