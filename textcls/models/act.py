@@ -165,6 +165,8 @@ class ACTLayer(nn.Module):
 
 @model_class('act')
 class ACT(TextClassifier):
+    context_mixing = "act"                  # its global attention only
+
     def __init__(self, config: ACTConfig, embeddings=None):
         super().__init__(config)
         c = config

@@ -63,6 +63,10 @@ class TextClassifier(nn.Module):
     """
 
     registry_name: str = ""
+    # A capability the family declares: the name of the reader of textcls.interpret.context_mixing that reads its
+    # self-attention blocks ("transformer", "hf", "act", or one a plugin registers with register_family); None:
+    # no self-attention between tokens, so the context-mixing methods do not apply.
+    context_mixing: str | None = None
 
     def __init__(self, config: BaseConfig):
         super().__init__()

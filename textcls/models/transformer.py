@@ -250,6 +250,8 @@ class ClassDecoder(nn.Module):
 
 @model_class('transformer')
 class Transformer(TextClassifier):
+    context_mixing = "transformer"
+
     def __init__(self, config: TransformerConfig, embeddings=None):
         super().__init__(config)
         c = config

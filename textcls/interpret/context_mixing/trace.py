@@ -306,22 +306,20 @@ def _hf(model, ids, mask) -> Trace:
     return Trace(blocks, hooks.seen + [last.value], real, owner, pool, head, logits.detach(), fam)
 
 
+READERS = {"transformer": _transformer, "hf": _hf, "act": _act}   # capability -> reader(model, ids, mask) -> Trace
+
+
 def trace(model, ids: torch.Tensor, mask: torch.Tensor) -> Trace:
-    """Run `model` once on (B, L) word ids and read it (no gradient)."""
-    from textcls.models.act import ACT
-    from textcls.models.hf.model import HFClassifier
-    from textcls.models.transformer import Transformer
+    """Run `model` once on (B, L) word ids and read it (no gradient), with the reader its family declares
+    (`model.context_mixing`: READERS, or one registered with context_mixing.register_family)."""
+    reader = READERS.get(getattr(model, "context_mixing", None))
+    if reader is None:
+        raise ValueError(f"context mixing needs a model with self-attention (Transformer, ACT's global attention, "
+                         f"a Hugging Face encoder); {type(model).__name__} has none")
     was = model.training
     model.eval()
     try:
         with torch.no_grad():
-            if isinstance(model, Transformer):
-                return _transformer(model, ids, mask)
-            if isinstance(model, HFClassifier):
-                return _hf(model, ids, mask)
-            if isinstance(model, ACT):
-                return _act(model, ids, mask)
+            return reader(model, ids, mask)
     finally:
         model.train(was)
-    raise ValueError(f"context mixing needs a model with self-attention (Transformer, ACT's global attention, "
-                     f"a Hugging Face encoder); {type(model).__name__} has none")

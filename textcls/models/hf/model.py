@@ -303,6 +303,7 @@ class HFClassifier(TextClassifier):
     """A transformers sequence classifier called on word ids (see the module docstring)."""
 
     registry_name = "hf"
+    context_mixing = "hf"
 
     def __init__(self, hf_model: nn.Module, table: WordTable, config: HFConfig, family=None):
         from textcls.models.hf.family import Family, decoder_head, takes_mask
