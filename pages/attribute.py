@@ -20,6 +20,7 @@ from pages.common import inside_app, shared, work
 from pages.common import widgets as w
 from pages.common.attribute_parts import counterfactual, erasure_checks, interventions, shaded, training_data
 from pages.common.attribute_slice import slice_panel
+from pages.common.interpreters import option_widgets
 from textcls import viz
 from textcls.interpret import records as R
 from textcls.interpret.plausibility import evidence_labels, plausibility
@@ -77,6 +78,8 @@ with st.form("attr_form"):
                                                     "below 5 % of the output difference (at most 800).")
     contrast = C.form_choice([by_name[n].labels for n in st.session_state.get("attr_ckpts", []) if n in by_name],
                              "attr_contrast")
+    own = M.own_options(st.session_state.get("attr_methods", []))       # the chosen methods' own typed options
+    method_opts = {m: option_widgets(opts, f"attr_opt_{m}") for m, opts in own.items()}
     st.form_submit_button("Explain", type="primary")
 
 shared.keep_text(text)
@@ -143,7 +146,7 @@ def explain_row(row: Row, prog: w.Progress | None = None) -> tuple[dict, list[st
         with prog.step(label) if prog else nullcontext():
             try:
                 expl[m] = work.explanation(row.info.path, text, m, baseline=baseline, steps=steps, removal=removal,
-                                           contrast=row.contrast)
+                                           contrast=row.contrast, options=method_opts.get(m))
             except ValueError as e:
                 notes.append(f"{LABELS[m]}: {e}")
             except Exception as e:  # noqa: BLE001
@@ -279,7 +282,7 @@ if tab_faith.open:
                 continue
             try:
                 out, rand, loo, extra = erasure_checks(row, expl, prog, text, LABELS, baseline=baseline,
-                                                       steps=steps, removal=removal)
+                                                       steps=steps, removal=removal, options=method_opts)
             except Exception as e:  # noqa: BLE001 - one checkpoint's failure is reported, the others still shown
                 st.error(f"{w.md_escape(info.name)}: faithfulness failed: {type(e).__name__}: {w.md_escape(e)}")
                 continue
@@ -297,7 +300,8 @@ if tab_faith.open:
                     with prog.step(f"{w.md_escape(info.name)}: {LABELS[m]} with the layers randomised…"):
                         try:
                             rho = work.sanity(info.path, text, m, baseline=baseline, steps=steps,
-                                               removal=removal, contrast=row.contrast)["final"][m]
+                                               removal=removal, contrast=row.contrast,
+                                               options=method_opts.get(m))["final"][m]
                         except Exception as e:  # noqa: BLE001 - ValueError: it does not apply; else the worker
                             st.caption(f"{w.md_escape(info.name)} · {LABELS[m]}: no sanity check: "
                                        f"{w.md_escape(e)}")
@@ -323,7 +327,7 @@ if tab_faith.open:
                                       if check_sanity else {}),
                                    "seconds (when computed)": work.explanation_seconds(
                                        info.path, text, m, baseline=baseline, steps=steps, removal=removal,
-                                       contrast=row.contrast)})
+                                       contrast=row.contrast, options=method_opts.get(m))})
             st.markdown(f"**{w.md_escape(info.name)}** " + " ".join(badges))
             mr = {"checkpoint": info.name, "model": viz.model_title(info.model)}
             perm, unif = extra.get("perm"), extra.get("unif")

@@ -38,7 +38,8 @@ def user_folders(monkeypatch, tmp_path: Path, checkpoints: Path, *, data: Path |
         import streamlit as st
         monkeypatch.setenv("TEXTCLS_DATA", str(data))
         monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-        st.cache_data.clear()
+        from pages.common import cache as page_cache
+        page_cache.forget(data=True)
     return own
 
 

@@ -26,7 +26,8 @@ def explore(ckpts, monkeypatch, bundled_data):
     monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(ckpts[0]))
     monkeypatch.setenv("TEXTCLS_DATA", str(bundled_data))
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    st.cache_data.clear()
+    from pages.common import cache as page_cache
+    page_cache.forget(data=True)
 
     def make(params: dict | None = None) -> AppTest:
         return open_page(PAGE, params=params, timeout=180)
@@ -144,7 +145,8 @@ def test_a_six_class_task_gets_a_reliability_diagram_and_no_roc(tmp_path, monkey
     save_checkpoint(tmp_path / "ck" / "kim_trec_tiny", model, tok, trec.labels, meta={"data": {"name": "trec"}})
     monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(tmp_path / "ck"))
     monkeypatch.setenv("TEXTCLS_DATA", str(bundled_data))
-    st.cache_data.clear()
+    from pages.common import cache as page_cache
+    page_cache.forget(data=True)
     at = open_page(PAGE, params={"ckpt": "kim_trec_tiny", "data": "trec", "view": "Thresholds"}, timeout=180)
     assert "two-class tasks" in text_of(ok(at))
     assert len(at.get("plotly_chart")) == 1                         # the reliability diagram only

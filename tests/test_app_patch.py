@@ -95,7 +95,7 @@ def test_the_worker_job_returns_plain_data(ckpts):
     from textcls.checkpoint import load_checkpoint
     from textcls.interpret.patching import PairError
     from textcls.serve import work
-    assert "patch" in work.JOBS and "patch" not in work.OWN_SCOPE
+    assert "patch" in work.JOBS and not work.JOBS["patch"].own_scope
     load = lambda path, stamp: load_checkpoint(path)  # noqa: E731
     path = str(ckpts[0] / "transformer_tiny")
     r = work.run(load, "patch", path, 1.0, "the movie was not good", "the movie was very good", "layer")

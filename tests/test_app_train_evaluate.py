@@ -228,7 +228,8 @@ def eval_app(trained, tmp_path, monkeypatch, bundled_data):
     monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(trained))
     monkeypatch.setenv("TEXTCLS_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("TEXTCLS_DATA", str(bundled_data))
-    st.cache_data.clear()
+    from pages.common import cache as page_cache
+    page_cache.forget(data=True)
     at = app("pages/evaluate.py")
     at.selectbox(key="eval_split").set_value("dev")
     at.run()
@@ -346,7 +347,8 @@ def test_evaluate_on_the_users_own_file(trained, tmp_path, monkeypatch):
     """Evaluate accepts an uploaded labelled file (columns chosen), evaluates all of it, and reports a malformed
     file by its line, like Train."""
     monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(trained))
-    st.cache_data.clear()
+    from pages.common import cache as page_cache
+    page_cache.forget(data=True)
     at = app("pages/evaluate.py")
     at.radio(key="eval_source").set_value("Your labelled file")
     at.run()
@@ -404,7 +406,8 @@ def test_comparison_pages_open_on_every_main_task_checkpoint_and_curves_name_the
     monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(root))
     monkeypatch.setenv("TEXTCLS_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("TEXTCLS_DATA", str(bundled_data))
-    st.cache_data.clear()
+    from pages.common import cache as page_cache
+    page_cache.forget(data=True)
     every = [f"m{k}_sst2" for k in range(4)]
     at = app("pages/explore.py")
     assert at.multiselect(key="exp_ckpts").value == every

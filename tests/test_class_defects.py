@@ -243,7 +243,8 @@ def test_explore_neighbours_show_whole_texts(tmp_path_factory, monkeypatch, bund
     names = build_checkpoints(root, models=("kim_cnn",))
     monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(root))
     monkeypatch.setenv("TEXTCLS_DATA", str(bundled_data))
-    st.cache_data.clear()
+    from pages.common import cache as page_cache
+    page_cache.forget(data=True)
     query = ("the film is a gripping , beautifully acted drama whose plot never quite comes together , but the "
              "actors keep it alive from the first scene to the last .")
     at = open_page("pages/explore.py", params={"ckpt": names[0], "data": "sst2", "split": "dev",

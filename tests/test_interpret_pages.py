@@ -185,7 +185,8 @@ def test_attribute_page_counterfactual_and_slice(run_page):
     assert list(box.options)[:2] == ["1: a", "2: dull"]
     assert not any("After:" in t.value for t in at.text)
     open_view(at, "Faithfulness")
-    assert not at.get("number_input")                          # the data-set panel is closed: nothing built
+    assert not [n for n in at.get("number_input") if n.key.startswith("attr_slice")]   # its panel closed: not built
+    assert at.number_input(key="attr_opt_occlusion_window").value == 1        # occlusion's own option, in the form
     at.session_state["attr_slice_open"] = True
     at.run()
     at.number_input(key="attr_slice_n").set_value(5)

@@ -46,20 +46,22 @@ def registered_toy():
 
 
 def test_options_are_typed_checked_and_one_line_when_wrong():
+    from textcls.interpret.options import OptionError
+    assert issubclass(InterpreterError, OptionError)          # an interpreter's bad option is one of its bad inputs
     o = Option("k", 10, "k", low=1, high=50)
     assert o.check("7") == 7 and o.type is int and o.flag == "--k"
     for bad, says in ((0, "between 1 and 50"), ("x", "expected int"), (2.5, "expected int")):
-        with pytest.raises(InterpreterError, match=says):
+        with pytest.raises(OptionError, match=says):
             o.check(bad)
     assert Option("p", 0.5, "p").check("0.25") == 0.25
-    with pytest.raises(InterpreterError, match="expected float"):
+    with pytest.raises(OptionError, match="expected float"):
         Option("p", 0.5, "p").check("nan")
     b = Option("full", False, "b")
     assert b.check("yes") is True and b.check("0") is False
-    with pytest.raises(InterpreterError):
+    with pytest.raises(OptionError):
         b.check("maybe")
     c = Option("layer", "last", "which", choices=("last", "all"))
-    with pytest.raises(InterpreterError, match="choose one of last, all"):
+    with pytest.raises(OptionError, match="choose one of last, all"):
         c.check("first")
 
 

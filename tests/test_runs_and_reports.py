@@ -210,7 +210,8 @@ def test_evaluate_page_shows_the_top_mistakes_of_a_many_label_checkpoint(tmp_pat
     assert main(["train", "--model", "kim_cnn", "--data", str(data), "--epochs", "1", "--preset", "small",
                  "--embeddings", "random", "--quiet", "--out", str(shipped / "many")]) == 0
     monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(shipped))
-    st.cache_data.clear()
+    from pages.common import cache as page_cache
+    page_cache.forget(data=True)
     at = open_page("pages/evaluate.py")
     at.radio(key="eval_source").set_value("Your labelled file")
     at.run()

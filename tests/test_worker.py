@@ -461,12 +461,16 @@ def test_a_job_the_worker_cannot_answer_is_one_line_on_the_page(monkeypatch, pag
     import streamlit as st
     sys.path.insert(0, str(ROOT / "tests"))
     from app_pages import open_page
-    from pages.common import work
+    from pages.common import cache as page_cache
 
-    def stuck(job, *args, **kwargs):
+    answered = page_cache.model_job
+
+    def stuck(job, *args, **kwargs):                     # every job but the facts the page lays out from
+        if job == "facts":
+            return answered(job, *args, **kwargs)
         raise WorkerTimeout("the model worker did not answer within 1 s and was restarted; try again")
-    monkeypatch.setattr(work, "model_job", stuck)
-    st.cache_data.clear()                        # nothing answered from an earlier test's cache
+    monkeypatch.setattr(page_cache, "model_job", stuck)
+    page_cache.forget(data=True)      # nothing answered from an earlier test's cache
     at = open_page(page)
     assert not at.exception, [e.value for e in at.exception]
     errors = [e.value for e in at.error]
@@ -678,33 +682,47 @@ def test_with_the_worker_on_the_server_never_validates_a_checkpoint_itself(monke
 
 
 def test_compares_answers_are_asked_of_the_worker_together(monkeypatch):
-    """Compare asks the worker for every checkpoint's answer at once (the requests queue back to back); each
-    `predict_maps` then takes its own answer, or raises its own error, without asking again."""
-    import threading
+    """Compare asks the worker for every checkpoint's answer in one round trip; each `predict_maps` then takes its
+    own answer, or raises its own error, without asking again."""
     from pages.common import cache
     from textcls.checkpoint import list_all_checkpoints
+    from textcls.serve import worker
 
     paths = [i.path for i in list_all_checkpoints() if i.name.endswith("-sst2")][:3]
-    together = threading.Barrier(len(paths), timeout=20)     # broken unless every request is in flight at once
-    asked = []
+    calls = []
 
     class Worker:
-        def predict(self, path, stamp, texts, maps=False):
-            together.wait()
-            asked.append(path)
-            if path == str(paths[-1]):
-                raise ValueError("this one fails")
-            return [f"answer of {path}"]
+        timeout = 5.0
+
+        def call_env(self, fn, checkpoints, texts, maps, timeout=None):
+            assert fn is worker.predict_each and maps is True
+            calls.append([path for path, _ in checkpoints])
+            return [ValueError("this one fails") if path == str(paths[-1]) else [f"answer of {path}"]
+                    for path, _ in checkpoints]
 
     monkeypatch.setattr(cache, "remote", lambda *a: Worker())
     text = "asked together at 12:00"
     cache.ask_maps_together(paths, text)
-    assert sorted(asked) == sorted(map(str, paths))
+    assert calls == [list(map(str, paths))]                    # one call for all of them
     assert [cache.predict_maps(p, text) for p in paths[:-1]] == [f"answer of {p}" for p in paths[:-1]]
     with pytest.raises(ValueError, match="this one fails"):
         cache.predict_maps(paths[-1], text)
     cache.ask_maps_together(paths[:-1], text)                 # cached already: not asked again
-    assert len(asked) == len(paths)
+    assert len(calls) == 1
+
+
+def test_predict_each_answers_every_checkpoint_or_its_own_error(tmp_path):
+    """The worker's side of that round trip, in this process: a folder that fails is that folder's error only."""
+    from textcls.checkpoint import list_all_checkpoints
+    from textcls.checkpoint.stamp import checkpoint_stamp
+    from textcls.serve import worker
+    good = [i.path for i in list_all_checkpoints() if i.name in ("kim_cnn-sst2", "act-sst2")]
+    bad = tmp_path / "not-a-checkpoint"
+    bad.mkdir()
+    ckpts = [(str(p), checkpoint_stamp(p)) for p in good] + [(str(bad), 0.0)]
+    out = worker.predict_each(client.passed_env(), ckpts, ["a dull film"], True)   # this process's settings kept
+    assert [len(o) for o in out[:2]] == [1, 1] and all(o[0].maps for o in out[:2])
+    assert isinstance(out[2], Exception) and str(out[2])
 
 
 def test_errors_cross_as_plain_data():

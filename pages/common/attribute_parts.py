@@ -115,15 +115,17 @@ def counterfactual(rows, window) -> None:
                     shaded(r.tokens_after, r.importance_after, window=window)
 
 
-def erasure_checks(row, expl: dict, prog, text: str, labels: dict, *, baseline: str, steps: int, removal: str):
+def erasure_checks(row, expl: dict, prog, text: str, labels: dict, *, baseline: str, steps: int, removal: str,
+                   options: dict | None = None):
     """({method: (erasure curves, erasure flip)}, random-ranking curves, leave-one-out, attention tests) of one
-    checkpoint (a Row of the page); every part cached per (checkpoint, text, settings)."""
+    checkpoint (a Row of the page); every part cached per (checkpoint, text, settings); `options`: {method: its
+    own options}."""
     path, name = row.info.path, w.md_escape(row.info.name)
     out = {}
     for m in expl:
         with prog.step(f"{name}: removing the words {labels[m]} ranks first…"):
             out[m] = work.erasure(path, text, m, baseline=baseline, steps=steps, removal=removal,
-                                  contrast=row.contrast)
+                                  contrast=row.contrast, options=(options or {}).get(m))
     with prog.step(f"{name}: word orders drawn at random, the best and the worst, and leave-one-out…"):
         seen = ([ec["aopc_comprehensiveness"] for ec, _ in out.values()],
                 [ec["aopc_sufficiency"] for ec, _ in out.values()])

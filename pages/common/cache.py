@@ -1,16 +1,17 @@
-"""The only st.cache_* wrappers of the app: checkpoint listing, models, predictions.
+"""The pages' door to the models: the checkpoint listing, predictions, one text's maps, a model's facts and every
+other piece of model work (`ask`), each cached here.
 
-Models are loaded once per process (st.cache_resource) and shared read-only by every session: nothing here
-or in the pages trains, edits or switches a cached model to training mode. A checkpoint changed on disk is
-reloaded because the identity of every file it reads is part of the cache key (`stamp`).
+Who answers: the model worker (textcls.serve.client, a process of its own, on unless TEXTCLS_WORKER=0) or, with
+it off, the same functions in this process (textcls.serve.inprocess); `worker()` decides, once, and every call
+below has one code path. Either way the models are loaded once into one bounded cache (textcls.serve.worker's
+`predictor`, least recently used dropped) and shared read-only: nothing here or in the pages trains, edits or
+switches a model to training mode. A checkpoint changed on disk is reloaded because the identity of every file
+it reads is part of every key (`stamp`).
 
-The model worker (textcls.serve.client, on unless TEXTCLS_WORKER=0): the checkpoint listing, plain
-predictions, one text's maps, the facts the pages need of a model (`facts`), the device's description and
-Inspect's model work (`piece_attention`, `attention_verdict`, `side_by_side`; its views are drawn here from the
-maps) are answered by a process of their own, and so is every other page's model work: `model_job` runs a job of
-textcls.serve.work there (Attribute's explanations and interventions, Evaluate's data-set views, Explore, the Lab,
-the lessons: their cached wrappers are in pages.common.work). The server's interpreter imports no torch for any
-of them; with the worker off (TEXTCLS_WORKER=0) the same jobs run here on this process's cached models.
+Model work beyond predictions is a job of textcls.serve.work asked for through `ask` (its answers kept in one
+cache, textcls.serve.answers: as many per job as the job declares); pages.common.work and
+pages.common.interpreters are the pages' requests through it. The server's interpreter imports no torch for any
+of this while the worker is on.
 
 The listing the select boxes read (`checkpoints`) validates textcls's own folders in full but a Hugging Face
 folder only from its files (config, labels, safetensors header, tokenizer files): its deep check (transformers,
@@ -28,8 +29,9 @@ from pathlib import Path
 import streamlit as st
 
 from textcls.runtime import paths
-from textcls.checkpoint import CheckpointError, CheckpointInfo, list_all_checkpoints, load_checkpoint
+from textcls.checkpoint import CheckpointError, CheckpointInfo, list_all_checkpoints
 from textcls.checkpoint.stamp import checkpoint_stamp
+from textcls.serve.answers import Answers, frozen
 
 
 def checkpoint_roots() -> list[Path]:
@@ -55,6 +57,16 @@ def remote():
     """The server's model worker (textcls.serve.client.shared), or None when TEXTCLS_WORKER turns it off."""
     from textcls.serve import client
     return client.shared() if client.enabled() else None
+
+
+def worker():
+    """Who answers the model work: the model worker, or - with it off - the same functions in this process
+    (textcls.serve.inprocess), so every call below has one code path."""
+    w = remote()
+    if w is not None:
+        return w
+    from textcls.serve.inprocess import in_process
+    return in_process()
 
 
 LISTING_DEEP = "textcls"      # the listing's `deep`: our folders in full, Hugging Face folders from their files
@@ -84,14 +96,14 @@ def _checkpoints(roots: tuple[str, ...], deep: bool, from_files: bool = False) \
     if from_files:                          # the worker is busy validating ahead (validating_ahead)
         infos = list_all_checkpoints(include_invalid=True, deep=False)
         return [i for i in infos if i.valid], [i for i in infos if not i.valid]
-    w = remote() if deep else None
+    w = worker() if deep else None
     infos = None
     if w is not None:                       # validated in full by the worker, never here: its verdicts are remembered
         # there, where a first full listing here (once the warm-up imported torch for Train) took 1.2 s of this
         # interpreter, in the middle of other sessions' page runs (8 sessions on Compare: a sixth of its CPU)
-        from textcls.serve import client, worker
+        from textcls.serve import client, worker as in_worker
         try:
-            infos = w.call_env(worker.listing, LISTING_DEEP)
+            infos = w.call_env(in_worker.listing, LISTING_DEEP)
         except client.WorkerError as e:     # it cannot answer now: the listing is done here instead
             client.handled(e)               # (nothing lost: no message for it)
             infos = None
@@ -110,16 +122,6 @@ def checkpoints(deep: bool | None = None) -> tuple[list[CheckpointInfo], list[Ch
     return _checkpoints_now(tuple(str(r) for r in checkpoint_roots()), deep)
 
 
-@st.cache_resource(show_spinner="Loading the model…", max_entries=32)
-def _predictor(path: str, mtime: float):
-    return load_checkpoint(path)
-
-
-@st.cache_resource(show_spinner="Loading the model…", max_entries=32)
-def _device_predictor(path: str, mtime: float, device: str):
-    return load_checkpoint(path, device=device)
-
-
 def predict_device() -> str:
     """Where predictions run: the GPU when there is one (textcls.runtime.devices.app_device, env TEXTCLS_DEVICE)."""
     from textcls.runtime.devices import app_device
@@ -128,13 +130,11 @@ def predict_device() -> str:
 
 @st.cache_resource(show_spinner=False)
 def _device_description() -> str:
-    w = remote()
-    if w is not None:
-        from textcls.serve import client, worker
-        try:
-            return w.call_env(worker.device_description)
-        except client.WorkerError as e:     # it cannot answer now: asked here instead (imports torch)
-            client.handled(e)
+    from textcls.serve import client, worker as in_worker
+    try:
+        return worker().call_env(in_worker.device_description)
+    except client.WorkerError as e:         # it cannot answer now: asked here instead (imports torch)
+        client.handled(e)
     from textcls.runtime.devices import describe_device
     return describe_device(predict_device())
 
@@ -143,17 +143,6 @@ def describe_predict_device() -> str:
     """In words, for the pages: where predictions run (explanations and maps of the internals stay on the CPU).
     Asked of the model worker when there is one (the answer needs torch)."""
     return _device_description()
-
-
-def _fast(path: str, mtime: float):
-    """The predictor for plain predictions: on the GPU when there is one (the CPU one otherwise, shared)."""
-    device = predict_device()
-    return _predictor(path, mtime) if device == "cpu" else _device_predictor(path, mtime, device)
-
-
-def fast_predictor(path: str | Path):
-    """The shared Predictor that `predict` uses: on the GPU when there is one, else the same as `predictor`."""
-    return _fast(str(path), stamp(path))
 
 
 _AHEAD: dict[tuple, list] = {}         # (path, mtime, texts_key(texts)) -> predictions computed ahead
@@ -166,7 +155,7 @@ def _predict_key(path: str | Path, texts) -> tuple[str, float, str]:
 
 
 def hand_over(path: str | Path, texts, predictions: list) -> None:
-    """Predictions of `fast_predictor(path)` for `texts` computed ahead (pages.common.warmup), in `predict`'s order:
+    """Predictions of `path` for `texts` computed ahead (pages.common.warmup), in `predict`'s order:
     the first `predict(path, texts)` takes them instead of computing them; a checkpoint saved again meanwhile
     (another modification time) does not."""
     if len(predictions) != len(texts):
@@ -198,10 +187,7 @@ def _predict(path: str, mtime: float, key: str, _texts: tuple[str, ...]):
     ahead = _AHEAD.pop((path, mtime, key), None)
     if ahead is not None:
         return ahead
-    w = remote()
-    if w is not None:
-        return w.predict(path, mtime, list(_texts))
-    return _fast(path, mtime).predict(list(_texts), return_maps=False)
+    return worker().predict(path, mtime, list(_texts))
 
 
 _MAPS_AHEAD: dict[tuple, object] = {}     # (path, mtime, text) -> a Prediction or the exception, asked together
@@ -219,26 +205,42 @@ def _predict_maps(path: str, mtime: float, text: str):
         if isinstance(ahead, BaseException):
             raise ahead
         return ahead
-    w = remote()
-    if w is not None:
-        return w.predict(path, mtime, [text], maps=True)[0]
-    return _predictor(path, mtime).predict([text], return_maps=True)[0]
+    return worker().predict(path, mtime, [text], maps=True)[0]
 
 
 def model_job(job: str, *args, progress=None):
-    """`textcls.serve.work.<job>(load, *args)`: in the model worker when it is on (in a thread of its own there),
-    else here on this process's cached models - the one place that decides where a page's model work runs.
-    `progress(done, total)`: what a pass over a data set has done (a progress bar)."""
-    w = remote()
-    if w is not None:
-        return w.run_job(job, *args, progress=progress)
-    from textcls.serve import work
-    return work.run(_predictor, job, *args, progress=progress)
+    """`textcls.serve.work.<job>(load, *args)`, not cached: in the model worker when it is on (in a thread of its
+    own there), else here on the same model cache (`worker()` decides). `progress(done, total)`: what a pass over a
+    data set has done (a progress bar)."""
+    return worker().run_job(job, *args, progress=progress)
 
 
-@st.cache_resource(show_spinner="Loading the model…", max_entries=64)
+ANSWERS = Answers()       # the one cache of the pages' model work (textcls.serve.answers), shared by the sessions
+
+
+def ask(job: str, *args, key=None, keep: int | None = None, progress=None):
+    """The one door from a page to the models: job `job` of textcls.serve.work with its plain arguments (a
+    checkpoint as its folder and `stamp`), run by `model_job` and kept in ANSWERS as many times as the job
+    declares (`Job.keep`; `keep` overrides it: 0 for a run the page keeps in its session), keyed on the arguments
+    (or on `key`, where an argument is not a plain value). What the job raises is raised here and not kept."""
+    from textcls.serve.work import JOBS
+    spec = JOBS.get(job)
+    if spec is None:
+        raise ValueError(f"unknown model job {job!r}")
+    return ANSWERS.get(job, frozen(args) if key is None else key,
+                       lambda: model_job(job, *args, progress=progress), spec.keep if keep is None else keep)
+
+
+def forget(data: bool = False) -> None:
+    """Drop every kept answer of the pages' model work; with `data`, st.cache_data's entries too (the listing, the
+    predictions, the drawn figures): what a test that changes the checkpoints or the data under a page starts with."""
+    ANSWERS.clear()
+    if data:
+        st.cache_data.clear()
+
+
 def _facts(path: str, mtime: float):
-    return model_job("facts", path, mtime)
+    return ask("facts", path, mtime)
 
 
 def facts(path: str | Path):
@@ -260,36 +262,35 @@ def predict_maps(path: str | Path, text: str):
     return _predict_maps(str(path), stamp(path), text)
 
 
+def maps_ready(path: str | Path, text: str) -> bool:
+    """Whether `predict_maps(path, text)` answers at once (asked together ahead, or computed before)."""
+    key = (str(path), stamp(path), text)
+    return key in _MAPS_AHEAD or key in _MAPS_ASKED
+
+
 def ask_maps_together(paths, text: str) -> None:
-    """Compare's answers: ask the model worker for every checkpoint's `predict_maps(path, text)` at once, so its
-    requests queue back to back (one after the other, the page spent 10-60 ms between two of them); each
-    `predict_maps` then takes its answer, or raises its error. Those already cached are not asked again. Without
-    the worker, or for one checkpoint, nothing to gain: nothing is done."""
+    """Compare's answers: every checkpoint's `predict_maps(path, text)` asked of the model worker in one round trip
+    (`worker.predict_each`); each `predict_maps` then takes its answer, or raises its error. Those already cached
+    are not asked again. Without the worker, or for one checkpoint, nothing to gain: nothing is done."""
     keys = [(str(p), stamp(p), text) for p in paths]
     keys = [k for k in dict.fromkeys(keys) if k not in _MAPS_ASKED and k not in _MAPS_AHEAD]
     w = remote()
     if w is None or len(keys) < 2:
         return
-    from concurrent.futures import ThreadPoolExecutor
-
-    from textcls.serve import client
-    sink = client.notes()                   # a restart these requests meet is this session's (worker_notice)
-
-    def ask(key):
-        try:
-            with client.noting_into(sink):
-                return w.predict(key[0], key[1], [text], maps=True)[0]
-        except Exception as e:  # noqa: BLE001 - raised by predict_maps, where the page shows it
-            return e
-    with ThreadPoolExecutor(len(keys), thread_name_prefix="textcls-maps") as pool:
-        for key, answer in zip(keys, pool.map(ask, keys)):
-            _MAPS_AHEAD[key] = answer
+    from textcls.serve import client, worker as in_worker
+    try:
+        answers = w.call_env(in_worker.predict_each, [(k[0], k[1]) for k in keys], [text], True,
+                             timeout=w.timeout + client.PER_TEXT * len(keys))
+    except Exception as e:  # noqa: BLE001 - each predict_maps raises it, where the page shows it
+        answers = [e] * len(keys)
+    for key, answer in zip(keys, answers):
+        _MAPS_AHEAD[key] = answer if isinstance(answer, BaseException) else answer[0]
     while len(_MAPS_AHEAD) > 64:                        # asked but never taken (a page stopped): the oldest go
         _MAPS_AHEAD.pop(next(iter(_MAPS_AHEAD)))
 
 
-__all__ = ["CheckpointError", "checkpoint_roots", "checkpoints", "user_checkpoints", "fast_predictor",
-           "predict", "predict_maps", "ask_maps_together", "hand_over", "handed_over", "stamp", "facts", "remote"]
+__all__ = ["CheckpointError", "checkpoint_roots", "checkpoints", "user_checkpoints", "predict", "predict_maps",
+           "ask_maps_together", "maps_ready", "hand_over", "handed_over", "stamp", "facts", "remote", "worker"]
 
 
 # ---------------------------------------------------------------- data sets and jobs (pages.common.data)
@@ -312,15 +313,6 @@ __all__ += ["dataset", "job_registry", "refresh_checkpoints"]
 # cached models are looked up inside), and the library is imported where it is used (listing checkpoints must not
 # import torch). Settings a method ignores are left out of its key, so changing them recomputes nothing.
 
-def _frozen(x):
-    """A hashable, order-free stand-in for a plain dict/list value (a cache key)."""
-    if isinstance(x, dict):
-        return tuple(sorted((str(k), _frozen(v)) for k, v in x.items()))
-    if isinstance(x, (list, tuple)):
-        return tuple(_frozen(v) for v in x)
-    return x
-
-
 @st.cache_data(show_spinner=False, max_entries=64)
 def _view(path: str, mtime: float, text: str, view_id: str, model: str, title: str, config_key, opts_key,
           _config: dict, _opts: dict):
@@ -335,12 +327,11 @@ def _view(path: str, mtime: float, text: str, view_id: str, model: str, title: s
 def view_figures(path: str | Path, text: str, view_id: str, *, model: str, title: str, config: dict, opts: dict):
     """The figures (`textcls.viz.build_view`) of one Inspect view of a checkpoint on a text, cached per
     (checkpoint, text, view, its options). Raises what the view raises."""
-    return _view(str(path), stamp(path), text, view_id, model, title, _frozen(config), _frozen(opts), config, opts)
+    return _view(str(path), stamp(path), text, view_id, model, title, frozen(config), frozen(opts), config, opts)
 
 
-@st.cache_data(show_spinner=False, max_entries=4)
 def _pieces(path: str, mtime: float, text: str):
-    return model_job("pieces", path, mtime, text)
+    return ask("pieces", path, mtime, text)
 
 
 def piece_attention(path: str | Path, text: str):
@@ -351,9 +342,8 @@ def piece_attention(path: str | Path, text: str):
     return _pieces(str(path), stamp(path), text)
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
-def _attention_verdict(path: str, mtime: float, text: str) -> dict:
-    return model_job("attention_verdict", path, mtime, text)
+def _attention_verdict(path: str, mtime: float, text: str):
+    return ask("attention_verdict", path, mtime, text)
 
 
 def attention_verdict(path: str | Path, text: str) -> dict:
@@ -363,9 +353,8 @@ def attention_verdict(path: str | Path, text: str) -> dict:
     return _attention_verdict(str(path), stamp(path), text)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
 def _side_by_side(path: str, mtime: float, text: str):
-    return model_job("side_by_side", path, mtime, text)
+    return ask("side_by_side", path, mtime, text)
 
 
 def side_by_side(path: str | Path, text: str):
@@ -386,7 +375,7 @@ def _piece_view(path: str, mtime: float, text: str, title: str, opts_key, _opts:
 def piece_figures(path: str | Path, text: str, *, title: str, opts: dict):
     """The self-attention view over a Hugging Face checkpoint's word pieces (`textcls.viz.piece_figures`), cached
     per (checkpoint, text, options)."""
-    return _piece_view(str(path), stamp(path), text, title, _frozen(opts), opts)
+    return _piece_view(str(path), stamp(path), text, title, frozen(opts), opts)
 
 
-__all__ += ["attention_verdict", "model_job", "piece_attention", "piece_figures", "side_by_side", "view_figures"]
+__all__ += ["ANSWERS", "ask", "forget", "attention_verdict", "model_job", "piece_attention", "piece_figures", "side_by_side", "view_figures"]

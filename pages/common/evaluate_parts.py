@@ -108,7 +108,7 @@ def run_pass(info, texts: list[str], state: dict, base_key: tuple, kind: str, jo
         return state[key]
     at = (str(info.path), cache.stamp(info.path), list(texts), *args)
     with w.or_one_line("Reading the cached pass"):
-        res = cache.model_job(job, *at, True)
+        res = cache.ask(job, *at, True)
     if res is None:
         what = "token weights" if kind == "tw" else "filter activations"
         if not st.button(f"Compute the {what} over {len(texts):,} texts", key=f"eval_run_{kind}",
@@ -121,7 +121,7 @@ def run_pass(info, texts: list[str], state: dict, base_key: tuple, kind: str, jo
         def progress(done: int, total: int) -> None:
             bar.progress(done / max(total, 1), text=f"{done:,} / {total:,} texts")
         with w.or_one_line("The pass over the split"):
-            res = cache.model_job(job, *at, False, progress=progress)
+            res = cache.ask(job, *at, False, progress=progress)
         state[key] = res
         st.rerun()             # draw the result without the button
     state[key] = res

@@ -11,7 +11,7 @@ from pathlib import Path
 import streamlit as st
 
 from pages.common import widgets as w
-from pages.common.cache import model_job, stamp
+from pages.common.cache import ask, stamp
 
 KEPT_RUNS = 8          # results of runs over a split or a training set kept per session (the newest)
 
@@ -20,8 +20,12 @@ def options_form(name: str, key: str, *, skip: tuple[str, ...] = (), columns: in
     """One widget per option of interpreter `name` (its help as the tooltip); `skip`: options the page sets
     itself. Returns {option: value}."""
     from textcls.interpret.interpreters import get
-    it = get(name)
-    shown = [o for o in it.options if o.name not in skip]
+    return option_widgets([o for o in get(name).options if o.name not in skip], key, columns=columns)
+
+
+def option_widgets(shown, key: str, *, columns: int = 3) -> dict:
+    """One widget per typed option (textcls.interpret.options.Option: an interpreter's or an explanation
+    method's), keyed `{key}_{name}`, its help as the tooltip. Returns {option: value}."""
     out = {}
     cols = st.columns(min(columns, max(1, len(shown)))) if shown else []
     for n, o in enumerate(shown):
@@ -52,16 +56,10 @@ def split_inputs(key: str, data: str | None, split: str | None, *, help: str, de
     return {k: v for k, v in inputs.items() if v is not None}
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
-def _interpret(name: str, path: str, mtime: float, inputs_json: str, options_json: str):
-    return model_job("interpret", name, path, mtime, json.loads(inputs_json), json.loads(options_json))
-
-
 def interpret(name: str, path: str | Path, inputs: dict, options: dict | None = None):
     """The result of interpreter `name` on a checkpoint, cached per (interpreter, checkpoint and its stamp, inputs,
     options). Raises InterpreterError (one line) for bad input or a model it does not apply to."""
-    return _interpret(name, str(path), stamp(path), json.dumps(inputs, sort_keys=True),
-                      json.dumps(options or {}, sort_keys=True))
+    return ask("interpret", name, str(path), stamp(path), dict(inputs), dict(options or {}))
 
 
 def on_click(name: str, path: str | Path, inputs: dict, options: dict | None, *, key: str, button: str,
@@ -82,8 +80,8 @@ def on_click(name: str, path: str | Path, inputs: dict, options: dict | None, *,
     from textcls.interpret.interpreters import InterpreterError
     with w.or_one_line(what, stop=False):
         try:
-            store[request] = model_job("interpret", name, str(path), request[2], dict(inputs), dict(options or {}),
-                                       progress=progress)
+            store[request] = ask("interpret", name, str(path), request[2], dict(inputs), dict(options or {}),
+                                 keep=0, progress=progress)      # kept in this session, not in the shared cache
             while len(store) > KEPT_RUNS:                # a split's result can be large: the oldest go
                 store.pop(next(iter(store)))
         except InterpreterError as e:             # bad input: a message, never a traceback
@@ -92,11 +90,6 @@ def on_click(name: str, path: str | Path, inputs: dict, options: dict | None, *,
     return store.get(request)
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
-def _why_not(name: str, path: str, mtime: float):
-    return model_job("interpret_why_not", name, path, mtime)
-
-
 def why_not(name: str, path: str | Path) -> str | None:
     """None where interpreter `name` applies to the checkpoint, else the one line saying why not (cached)."""
-    return _why_not(name, str(path), stamp(path))
+    return ask("interpret_why_not", name, str(path), stamp(path))

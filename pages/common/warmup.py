@@ -274,14 +274,8 @@ PREFETCH_BATCH = 64      # texts per step: the page's own batch (Predictor.predi
 def _batches(path, saved: float, texts: tuple[str, ...]):
     """`Predictor.batches` of the checkpoint that `cache.predict` uses, one batch per step: asked of the model
     worker when it is on (it keeps the batches' order between calls), else run here under the batch setting."""
-    from textcls.runtime.threads import batch
     from pages.common import cache
-    w = cache.remote()
-    if w is None:
-        predictor = cache.fast_predictor(path)
-        with batch():                               # the page's thread setting for a whole split
-            yield from predictor.batches(list(texts), batch_size=PREFETCH_BATCH)
-        return
+    w = cache.worker()
     from textcls.serve import worker
     key = f"{path}|{saved}|{cache.texts_key(texts)}"
     w.call_env(worker.prefetch_start, key, str(path), saved, list(texts), PREFETCH_BATCH)
@@ -296,15 +290,10 @@ def _prefetch_evaluate() -> tuple[tuple[str, ...], list[str]]:
     thread setting), so the predictions are the numbers the page would compute (up to the last bits, when the
     load lets the page use another thread count); `cache.hand_over` keeps them for the page's first `predict`.
     Returns the texts and the checkpoints done."""
-    from textcls.checkpoint import list_all_checkpoints
     from textcls.data.datasets import DataError, list_datasets
     from pages.common import cache, defaults as d
-    w = cache.remote()
-    if w is not None:                               # validated in full by the worker (no torch here)
-        from textcls.serve import worker
-        valid = [i for i in w.call_env(worker.listing, cache.LISTING_DEEP) if i.valid]
-    else:
-        valid = [i for i in list_all_checkpoints(include_invalid=True, deep=cache.LISTING_DEEP) if i.valid]
+    from textcls.serve import worker                # validated in full by the worker (no torch here)
+    valid = [i for i in cache.worker().call_env(worker.listing, cache.LISTING_DEEP) if i.valid]
     infos = [i for i in valid if i.name in d.main_task_checkpoints(valid, pretrained=False)]
     bundled = list_datasets()
     spec = next((a for a in (d.available_data(d.data_spec(i), bundled) for i in infos) if a), None)

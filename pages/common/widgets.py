@@ -445,8 +445,12 @@ class Progress:
         self.done, self.t0 = 0, time.perf_counter()
 
     @contextmanager
-    def step(self, label: str):
-        if time.perf_counter() - self.t0 > self.delay:
+    def step(self, label: str, ready: bool = False):
+        """One step; `ready`: its answer is at hand (asked ahead), so no spinner is started for it (each starts a
+        timer thread and sends the browser a message even when it is never shown)."""
+        if ready:
+            yield
+        elif time.perf_counter() - self.t0 > self.delay:
             self.bar.progress(min(1.0, self.done / self.total), text=label)
             yield
         else:

@@ -1,10 +1,10 @@
-"""The cached model work of Attribute, Evaluate's data-set views (through `cache.model_job`), Explore, the Lab,
-Benchmarks, Train's parameter count, Patch and the lessons: each a `textcls.serve.work` job run where
-`cache.model_job` decides (the model worker when it is on, so the server's interpreter never imports torch for
-these pages), cached with st.cache_data per (checkpoint folder, its stamp, text or texts, settings) so a revisit,
-in this session or another, is instant and a checkpoint saved again is recomputed. Settings a method ignores are
-left out of its key, so changing them recomputes nothing. Results are plain data (numpy, records of torch-free
-modules); the pages treat them as read-only.
+"""The model work of Attribute, Evaluate's data-set views, Explore, the Lab, Benchmarks, Train's parameter count,
+Patch and the lessons: each function is a request through the one door, `cache.ask` (a `textcls.serve.work` job,
+run where `cache.model_job` decides - the model worker when it is on, so the server's interpreter never imports
+torch for these pages - and kept in the one cache as many times as the job declares, per (checkpoint folder, its
+stamp, text or texts, settings)), so a revisit, in this session or another, is instant and a checkpoint saved
+again is recomputed. Settings a method ignores are left out of the request, so changing them recomputes nothing.
+Results are plain data (numpy, records of torch-free modules), each caller's own copy.
 
 A data-set run (`slice_run`) is a `SliceJob`: the run itself lives where the model does, the page steps it chunk
 by chunk (progress bar, Stop) and keeps the handle in its session.
@@ -14,17 +14,14 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-import streamlit as st
-
 from pages.common import cache
-from pages.common.cache import model_job, stamp
+from pages.common.cache import ask, stamp
 
 # ---------------------------------------------------------------- how a checkpoint reads a text
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
 def _reading(path: str, mtime: float, text: str):
-    return model_job("reading", path, mtime, text)
+    return ask("reading", path, mtime, text)
 
 
 def reading(path: str | Path, text: str):
@@ -36,9 +33,8 @@ def reading(path: str | Path, text: str):
 
 # ---------------------------------------------------------------- a minimal pair patched (Patch)
 
-@st.cache_data(show_spinner=False, max_entries=128)
 def _patch(path: str, mtime: float, clean: str, corrupt: str, by: str):
-    return model_job("patch", path, mtime, clean, corrupt, by)
+    return ask("patch", path, mtime, clean, corrupt, by)
 
 
 def patch(path: str | Path, clean: str, corrupt: str, by: str):
@@ -63,86 +59,61 @@ def _removal_used(method: str, removal: str) -> str:
     return options_used(method, removal=removal)["removal"] or "delete"
 
 
-def _key(path, text: str, method: str, baseline: str, steps: int, removal: str, contrast=None) -> tuple:
-    """The cache key: the settings `method` ignores fixed, its contrast (a foil label or "runner-up") kept only
-    where it explains one label rather than another (textcls.interpret.contrastive), None elsewhere."""
+def _key(path, text: str, method: str, baseline: str, steps: int, removal: str, contrast=None,
+         options: dict | None = None) -> tuple:
+    """The request: the settings `method` ignores fixed, its contrast (a foil label or "runner-up") kept only
+    where it explains one label rather than another (textcls.interpret.contrastive), None elsewhere, and its own
+    options (Method.options: checked, defaults filled in; None for a method without any). Raises OptionError (a
+    ValueError, one line) for a bad option value."""
     from textcls.interpret.methods import options_used
     method, baseline, steps = _used(method, baseline, steps)
-    return (str(path), stamp(path), text, method, baseline, steps, _removal_used(method, removal),
-            options_used(method, contrast=contrast)["contrast"])
+    used = options_used(method, contrast=contrast, options=options)
+    return (str(path), stamp(path), text, method, baseline, steps, _removal_used(method, removal), used["contrast"],
+            used["options"])
 
 
-def _job(job: str, path: str, mtime: float, *args, contrast=None):
-    """The model job with a contrast as its last argument only when there is one (textcls.serve.work's
-    `explanation` and `sanity` take `contrast=None`)."""
-    return model_job(job, path, mtime, *args, *(() if contrast is None else (contrast,)))
-
-
-@st.cache_data(show_spinner=False, max_entries=4096)
-def _explanation(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str,
-                 contrast=None):
-    return _job("explanation", path, mtime, text, method, baseline, steps, removal, contrast=contrast)
+def _explanation(*request):
+    return ask("explanation", *request)
 
 
 def explanation(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
-                removal: str = "delete", contrast=None):
+                removal: str = "delete", contrast=None, options: dict | None = None):
     """One explanation of `text` by one checkpoint by any registered method (textcls.interpret.methods): an
     `Attribution` or a vector; with `contrast` (a label name or "runner-up"), why the predicted label rather than
     that one, for the methods that can say. Cached per (checkpoint, text, method, the settings that method uses).
     Raises what the library raises (ValueError: the method does not apply to this model or input)."""
-    return _explanation(*_key(path, text, method, baseline, steps, removal, contrast))[0]
+    return _explanation(*_key(path, text, method, baseline, steps, removal, contrast, options))[0]
 
 
 def explanation_seconds(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
-                        removal: str = "delete", contrast=None) -> float:
+                        removal: str = "delete", contrast=None, options: dict | None = None) -> float:
     """How many seconds `explanation` took when it was computed (its cost; a cached answer is instant)."""
-    return _explanation(*_key(path, text, method, baseline, steps, removal, contrast))[1]
-
-
-@st.cache_data(show_spinner=False, max_entries=512)
-def _sanity(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str,
-            contrast=None):
-    return _job("sanity", path, mtime, text, method, baseline, steps, removal, contrast=contrast)
+    return _explanation(*_key(path, text, method, baseline, steps, removal, contrast, options))[1]
 
 
 def sanity(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
-           removal: str = "delete", contrast=None) -> dict:
+           removal: str = "delete", contrast=None, options: dict | None = None) -> dict:
     """The cascading randomisation check of one explanation of `text` (textcls.interpret.sanity: the layers
     re-initialised top-down in a copy of the model, Spearman rho after each stage), cached like `explanation`."""
-    return _sanity(*_key(path, text, method, baseline, steps, removal, contrast))
-
-
-@st.cache_data(show_spinner=False, max_entries=512)
-def _erasure_curves(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str,
-                    contrast=None):
-    value = _explanation(path, mtime, text, method, baseline, steps, removal, contrast)[0]   # reads .scores
-    return model_job("erasure_curves", path, mtime, text, value, removal)
-
-
-@st.cache_data(show_spinner=False, max_entries=2048)
-def _erasure_flip(path: str, mtime: float, text: str, method: str, baseline: str, steps: int, removal: str,
-                  contrast=None):
-    value = _explanation(path, mtime, text, method, baseline, steps, removal, contrast)[0]
-    return model_job("erasure_flip", path, mtime, text, value, removal)
+    return ask("sanity", *_key(path, text, method, baseline, steps, removal, contrast, options))
 
 
 def erasure(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
-            removal: str = "delete", contrast=None):
+            removal: str = "delete", contrast=None, options: dict | None = None):
     """(erasure_curves, erasure_flip) of one explanation (see `explanation`, its words ranked by the contrastive
     weights when there is a contrast; the curves measure the predicted label's probability), cached like it."""
-    key = _key(path, text, method, baseline, steps, removal, contrast)
-    return _erasure_curves(*key), _erasure_flip(*key)
+    key = _key(path, text, method, baseline, steps, removal, contrast, options)
+    return ask("erasure_curves", *key), ask("erasure_flip", *key)
 
 
 def erasure_curves(path: str | Path, text: str, method: str, *, baseline: str = "pad", steps: int = 50,
-                   removal: str = "delete", contrast=None):
+                   removal: str = "delete", contrast=None, options: dict | None = None):
     """erasure_curves alone (about 11 forward passes; `erasure` adds the flip test's 7 per token), cached."""
-    return _erasure_curves(*_key(path, text, method, baseline, steps, removal, contrast))
+    return ask("erasure_curves", *_key(path, text, method, baseline, steps, removal, contrast, options))
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
 def _random_erasure(path: str, mtime: float, text: str, removal: str, observed: tuple):
-    return model_job("random_erasure", path, mtime, text, removal, observed)
+    return ask("random_erasure", path, mtime, text, removal, observed)
 
 
 def random_erasure(path: str | Path, text: str, *, removal: str = "delete", observed=((), ())) -> dict:
@@ -153,9 +124,8 @@ def random_erasure(path: str | Path, text: str, *, removal: str = "delete", obse
     return _random_erasure(str(path), stamp(path), text, removal, key)
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
 def _attention_tests(path: str, mtime: float, text: str, n_permutations: int):
-    return model_job("attention_tests", path, mtime, text, n_permutations)
+    return ask("attention_tests", path, mtime, text, n_permutations)
 
 
 def attention_tests(path: str | Path, text: str, *, n_permutations: int = 50) -> dict:
@@ -164,9 +134,8 @@ def attention_tests(path: str | Path, text: str, *, n_permutations: int = 50) ->
     return _attention_tests(str(path), stamp(path), text, n_permutations)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
 def _intervention(path: str, mtime: float, text: str, kind: str, choice_key, _choice: dict):
-    return model_job("intervention", path, mtime, text, kind, dict(_choice))
+    return ask("intervention", path, mtime, text, kind, dict(_choice))
 
 
 def intervention(path: str | Path, text: str, kind: str, choice: dict) -> dict:
@@ -176,9 +145,8 @@ def intervention(path: str | Path, text: str, kind: str, choice: dict) -> dict:
     return _intervention(str(path), stamp(path), text, kind, tuple(sorted(choice.items())), choice)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
 def _compare_edit(ckpts: tuple[tuple[str, str, float], ...], text: str, edited: str):
-    return model_job("compare_edit", list(ckpts), text, edited)
+    return ask("compare_edit", list(ckpts), text, edited)
 
 
 def compare_edit(ckpts: dict[str, str | Path], text: str, edited: str):
@@ -195,7 +163,7 @@ class SliceJob:
     def __init__(self, path: str | Path, texts, *, removal: str, baseline: str, steps: int, methods):
         self.key = uuid.uuid4().hex
         self.done, self.stop_requested = 0, False
-        self.total = model_job("slice_start", str(path), stamp(path), self.key, list(texts), list(methods), removal,
+        self.total = ask("slice_start", str(path), stamp(path), self.key, list(texts), list(methods), removal,
                                baseline, steps)
 
     @property
@@ -213,14 +181,14 @@ class SliceJob:
         if progress:
             progress(self.done, self.total)
         while not self.finished and not self.stop_requested:
-            self.done = model_job("slice_step", self.key)
+            self.done = ask("slice_step", self.key)
             if progress:
                 progress(self.done, self.total)
         return self
 
     def report(self, gold=None, label_names=None):
         """(SliceReport, {method: plausibility and seconds per text}, notes) of the texts done (slice_measures)."""
-        return model_job("slice_report", self.key, None if gold is None else list(gold),
+        return ask("slice_report", self.key, None if gold is None else list(gold),
                          None if label_names is None else list(label_names))
 
 
@@ -232,9 +200,8 @@ def slice_run(path: str | Path, texts, *, removal: str = "delete", baseline: str
 
 # ---------------------------------------------------------------- Evaluate's data-set views
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def _corpus_support(path: str, mtime: float) -> tuple[bool, str, int]:
-    return model_job("corpus_support", path, mtime)
+def _corpus_support(path: str, mtime: float):
+    return ask("corpus_support", path, mtime)
 
 
 def corpus_support(path: str | Path) -> tuple[bool, str, int]:
@@ -246,9 +213,8 @@ def corpus_support(path: str | Path) -> tuple[bool, str, int]:
 # ---------------------------------------------------------------- data-set tools (Explore page)
 # The projector samples before it gets here (textcls.analysis.representations.sample_rows).
 
-@st.cache_data(show_spinner=False, max_entries=32)
 def _representations(path: str, mtime: float, texts: tuple[str, ...]):
-    return model_job("representations", path, mtime, texts)
+    return ask("representations", path, mtime, texts)
 
 
 def representations(path: str | Path, texts):
@@ -256,9 +222,8 @@ def representations(path: str | Path, texts):
     return _representations(str(path), stamp(path), tuple(texts))
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
 def _projection(path: str, mtime: float, texts: tuple[str, ...], method: str, seed: int):
-    return model_job("projection", path, mtime, texts, method, seed)
+    return ask("projection", path, mtime, texts, method, seed)
 
 
 def projection(path: str | Path, texts, method: str = "pca", seed: int = 0):
@@ -266,9 +231,8 @@ def projection(path: str | Path, texts, method: str = "pca", seed: int = 0):
     return _projection(str(path), stamp(path), tuple(texts), method, seed)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
 def _flip_report(path: str, mtime: float, texts: tuple[str, ...], generator: str, rules: str, seed: int):
-    return model_job("flip_report", path, mtime, texts, generator, rules, seed)
+    return ask("flip_report", path, mtime, texts, generator, rules, seed)
 
 
 def flip_report(path: str | Path, texts, generator: str, *, rules: str = "", seed: int = 0):
@@ -289,15 +253,13 @@ def untrained_source(family: str, texts) -> tuple:
     return ("untrained", family, tuple(texts))
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
 def activation_statistics(activations: tuple[str, ...], seed: int) -> list[dict]:
     """AGCNN Fig. 2's rows (textcls.interpret.lab.activation_statistics), cached per (activations, seed)."""
-    return model_job("activation_statistics", tuple(activations), int(seed))
+    return ask("activation_statistics", tuple(activations), int(seed))
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
 def _negation(ckpts: tuple[tuple[str, str, float], ...], sentences: tuple[str, ...]):
-    return model_job("negation_demo", list(ckpts), list(sentences))
+    return ask("negation_demo", list(ckpts), list(sentences))
 
 
 def negation_demo(ckpts: dict[str, str | Path], sentences) -> list[dict]:
@@ -305,68 +267,58 @@ def negation_demo(ckpts: dict[str, str | Path], sentences) -> list[dict]:
     return _negation(tuple((n, str(p), stamp(p)) for n, p in ckpts.items()), tuple(sentences))
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
 def lab_reading(source: tuple, text: str) -> tuple[list[str], int]:
     """(tokens, how many) of `text` as the demo's model reads it."""
-    return model_job("lab_reading", source, text)
+    return ask("lab_reading", source, text)
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
 def hcan_branches(source: tuple, text: str, word: int) -> dict:
     """`lab.hcan_branches` of the demo's model on text, cached."""
-    return model_job("hcan_branches", source, text, int(word))
+    return ask("hcan_branches", source, text, int(word))
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
 def agcnn_gates(source: tuple, text: str) -> tuple[dict, dict]:
     """(`lab.gate_closures`, `lab.gate_suppression`) of the demo's model on text, cached."""
-    return model_job("agcnn_gates", source, text)
+    return ask("agcnn_gates", source, text)
 
 
 # ---------------------------------------------------------------- Benchmarks (measured by the worker, not cached)
 
-@st.cache_data(show_spinner=False, max_entries=1)
 def bench_models() -> list[str]:
     """The labels of the papers' configurations the re-measure may pick."""
-    return model_job("bench_models")
+    return ask("bench_models")
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
 def lama_f4(heads: tuple[int, ...]) -> dict:
     """LAMA Fig. 4's parameter counts for these numbers of heads, cached."""
-    return model_job("lama_f4", list(heads))
+    return ask("lama_f4", list(heads))
 
 
 def time_checkpoints(infos) -> list[dict]:
     """Milliseconds per sentence and parameters of these checkpoints, timed now by the worker."""
-    return model_job("time_checkpoints", list(infos))
+    return ask("time_checkpoints", list(infos))
 
 
 def run_bench(progress=None, **options) -> dict:
     """`textcls.experiments.bench.run_bench(**options)` in the worker; `progress(line)` as it goes."""
-    return model_job("run_bench", options, progress=progress)
+    return ask("run_bench", options, progress=progress)
 
 
 # ---------------------------------------------------------------- lessons (Lessons page)
-
-@st.cache_data(show_spinner=False, max_entries=256)
-def _lesson_step(lesson_id: str, step: int, value: float | None, ckpts: tuple[tuple[str, str, float], ...]):
-    valid, _ = cache.checkpoints()
-    stamps = {path: mtime for _, path, mtime in ckpts}
-    return model_job("lesson_step", lesson_id, step, value, [i for i in valid if str(i.path) in stamps], stamps)
-
 
 def lesson_step(lesson_id: str, step: int, value: float | None = None):
     """`textcls.teach.lessons.run_step` of one step (0-based) of a lesson on the checkpoints listed here (the shared,
     read-only models), cached per (lesson, step, slider value, the checkpoints and their stamps)."""
     valid, _ = cache.checkpoints()
-    return _lesson_step(lesson_id, step, value, tuple((i.name, str(i.path), stamp(i.path)) for i in valid))
+    stamps = {str(i.path): stamp(i.path) for i in valid}
+    return ask("lesson_step", lesson_id, step, value, list(valid), stamps,
+               key=(lesson_id, step, value, tuple((i.name, p, t) for i, (p, t) in zip(valid, stamps.items()))))
 
 
 def parameter_count(family: str, preset: str | None, variant: str | None, overrides: dict) -> int:
     """Train's check before a run: the parameters of the configured model, counted where the model work runs (the
     model worker when it is on: this process never imports torch for it). Not cached: the form's values vary."""
-    return model_job("parameter_count", family, preset, variant, dict(overrides))
+    return ask("parameter_count", family, preset, variant, dict(overrides))
 
 
 __all__ = ["SliceJob", "activation_statistics", "agcnn_gates", "attention_tests", "bench_models",

@@ -19,14 +19,40 @@ def _methods(raw: str | None, model) -> list[str]:
     return methods_of(raw, model)
 
 
+def method_options(raw: list[str] | None, methods: list[str]) -> dict[str, dict]:
+    """--option NAME=VALUE (repeatable) -> {method: {NAME: value}} for each chosen method that declares NAME
+    (Method.options), its value checked; UsageError for a NAME none of them declares or a bad value."""
+    from textcls.interpret.methods import REGISTRY, OptionError
+    given: dict[str, str] = {}
+    for item in raw or ():
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip():
+            raise UsageError(f"--option: expected NAME=VALUE, got {item!r}")
+        given[name.strip()] = value.strip()
+    out: dict[str, dict] = {}
+    for m in methods:
+        mine = {k: v for k, v in given.items() if any(o.name == k for o in REGISTRY[m].options)}
+        try:
+            out[m] = REGISTRY[m].resolve(mine)
+        except OptionError as e:
+            raise UsageError(f"--option {m}: {one_line(e).removeprefix('--')}") from None
+    unused = [k for k in given if not any(k in out[m] for m in methods)]
+    if unused:
+        declared = "; ".join(f"{m}: {', '.join(o.name for o in REGISTRY[m].options)}"
+                             for m in methods if REGISTRY[m].options) or "none of them has any"
+        raise UsageError(f"--option {unused[0]}: no chosen method has this option (theirs: {declared})")
+    return {m: o for m, o in out.items() if o}
+
+
 def explain_texts(predictor, texts: list[str], methods: list[str], *, baseline: str = "pad", n_steps: int = 50,
-                  seed: int = 0, verdicts: bool = True, contrast=None) -> list[dict]:
+                  seed: int = 0, verdicts: bool = True, contrast=None, options: dict | None = None) -> list[dict]:
     """One dict per text: words, predicted label, and per method the weights (one per word), for integrated
     gradients the convergence delta, and (verdicts) its faithfulness on the text: AOPC and NAOPC, p-values
     against the text's word orders, the verdict and its line (the rule of every page). With `contrast` (a foil:
     a label name, an index or "runner-up"; ValueError for a label the model does not have) the contrastive
     methods explain logit(label) - logit(foil), each entry names its foil ("contrast": the label, None for a
-    method that is not contrastive) and the text's "contrast" says which foil was used."""
+    method that is not contrastive) and the text's "contrast" says which foil was used. `options`: {method: its
+    own options} (`method_options`), recorded in each entry ("options")."""
     from textcls.interpret.contrastive import parse
     from textcls.interpret.methods import REGISTRY
     asked, contrast = contrast, parse(contrast, predictor.labels, predictor.model.config.num_labels)
@@ -48,6 +74,8 @@ def explain_texts(predictor, texts: list[str], methods: list[str], *, baseline: 
                                                 "labels": predictor.labels}
         if contrast is not None and REGISTRY[m].contrastive:
             kw.update(contrast=contrast, labels=predictor.labels)
+        own = (options or {}).get(m) or {}
+        kw.update(own)
         t0 = time.perf_counter()
         try:
             got = explain_any(predictor.model, insts, m, **kw)
@@ -56,7 +84,8 @@ def explain_texts(predictor, texts: list[str], methods: list[str], *, baseline: 
         per_text = (time.perf_counter() - t0) / len(insts)
         for r, a in zip(results, got):
             scores = getattr(a, "scores", a)
-            entry = {"weights": [float(x) for x in scores], "seconds_per_text": per_text}
+            entry = {"weights": [float(x) for x in scores], "seconds_per_text": per_text,
+                     **({"options": own} if own else {})}
             if getattr(a, "target", None) is not None:
                 r["label"] = predictor.labels[int(a.target)] if predictor.labels else int(a.target)
             if getattr(a, "delta", None) is not None:
@@ -140,7 +169,8 @@ def cmd_explain(args) -> int:
         except ValueError as e:
             raise UsageError(f"--contrast: {one_line(e)}") from None
     results = explain_texts(predictor, texts, methods, baseline=args.baseline, n_steps=args.steps, seed=args.seed,
-                            verdicts=not args.no_verdict, contrast=args.contrast)
+                            verdicts=not args.no_verdict, contrast=args.contrast,
+                            options=method_options(args.option, methods))
     if args.json:
         clean = [{k: v for k, v in r.items() if k != "text"} for r in results]
         obj = clean[0] if len(clean) == 1 else clean
@@ -189,6 +219,11 @@ def add_parser(sub) -> None:
                         "second most probable label): the gradient and erasure methods explain logit(predicted) - "
                         "logit(LABEL), on a 2-label model the log-odds; the attention and context-mixing methods "
                         "are not contrastive and are shown as without it (docs/contrastive.md)")
+    from textcls.interpret.methods import REGISTRY
+    declared = "; ".join(f"{m.name}: " + ", ".join(f"{o.name} ({o.type.__name__}, default {o.default}: {o.help})"
+                                                   for o in m.options) for m in REGISTRY.values() if m.options)
+    f.add_argument("--option", action="append", default=None, metavar="NAME=VALUE",
+                   help=f"a method's own option, for every chosen method that has it (repeatable): {declared}")
     f.add_argument("--no-verdict", action="store_true",
                    help="weights only: no faithfulness verdict per method (the verdict re-runs the model on word "
                         "orders of the text: every order up to 8 words, 19 to 99 random orders beyond)")

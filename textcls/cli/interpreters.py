@@ -15,10 +15,10 @@ from textcls.cli.common import (UsageError, add_checkpoint, add_data, add_data_r
 
 def _type(option):
     def parse(raw: str):
-        from textcls.interpret.interpreters import InterpreterError
+        from textcls.interpret.options import OptionError
         try:
             return option.check(raw)
-        except InterpreterError as e:
+        except OptionError as e:
             raise argparse.ArgumentTypeError(one_line(e).removeprefix(option.flag + ": ")) from None
     parse.__name__ = option.type.__name__
     return parse

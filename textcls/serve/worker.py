@@ -175,6 +175,24 @@ def predict(env: dict[str, str], path: str, stamp: float, texts: list[str], maps
 
 
 @answers(work=None)
+def predict_each(env: dict[str, str], checkpoints: list[tuple[str, float]], texts: list[str], maps: bool = False):
+    """The same texts' predictions by several checkpoints, one after another in one call (Compare's one round
+    trip): a list per checkpoint, or, for one that fails (a folder refused by its check, a text it cannot read),
+    the exception, so one checkpoint's failure never fails another's answer."""
+    set_env(env)
+    from textcls.runtime.threads import for_texts
+    out = []
+    with for_texts(len(texts)):
+        for path, stamp in checkpoints:
+            try:
+                out.append(predictor(path, stamp, "cpu" if maps else predict_device()).predict(
+                    list(texts), return_maps=maps))
+            except Exception as e:  # noqa: BLE001 - returned to the page, raised where it shows that checkpoint
+                out.append(plain_error(e))
+    return out
+
+
+@answers(work=None)
 def predict_groups(env: dict[str, str], path: str, stamp: float, groups: list[list[str]], maps: bool = False):
     """Several requests' texts of one checkpoint in one `predict` (one batch, one pass): a list per group, or, for
     a group whose texts fail (a relation sentence without entity tags, ...), the exception, so one session's bad
@@ -238,20 +256,28 @@ def start_job(env: dict[str, str], key: str, job: str, wait: float, *args) -> tu
     return job_result(key, wait)
 
 
-def _run_job(key: str, job: str, args: tuple):
-    """One job, in the interactive thread scope unless it is work over many texts that opens its own; the
-    progress it reports is kept for `job_result` (which hands on what it raises as `plain_error`)."""
+def run_here(job: str, args: tuple, progress=None):
+    """`textcls.serve.work.<job>(load, *args)` in the calling thread on the models kept here (`predictor`): in the
+    interactive thread scope unless it is work over many texts that opens its own."""
     from contextlib import nullcontext
 
     from textcls.runtime.threads import scope
     from textcls.runtime.trace import span
     from textcls.serve import work
+    spec = work.JOBS.get(job)
+    if spec is None:
+        raise ValueError(f"unknown model job {job!r}")
+    with span(f"in-worker.job.{job}"), (nullcontext() if spec.own_scope else scope("interactive")):
+        return work.run(predictor, job, *args, progress=progress)
 
+
+def _run_job(key: str, job: str, args: tuple):
+    """One job (`run_here`) in a thread of the job pool; the progress it reports is kept for `job_result` (which
+    hands on what it raises as `plain_error`)."""
     def progress(*state) -> None:                  # (done, total), or a line saying what it does now
         _PROGRESS[key] = state
     try:
-        with span(f"in-worker.job.{job}"), (nullcontext() if job in work.OWN_SCOPE else scope("interactive")):
-            return work.run(predictor, job, *args, progress=progress)  # load = the models kept here
+        return run_here(job, args, progress)
     finally:
         _PROGRESS.pop(key, None)
 

@@ -17,9 +17,10 @@ interpreter's contract. Imports no torch.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
+
+from textcls.interpret.options import Option, OptionError, find_option, resolve_options
 
 OUTPUTS = ("table", "ranking", "clusters", "vectors", "figure")     # what a result holds (how a page lays it out)
 COSTS = {   # cost class -> what one run costs
@@ -38,62 +39,9 @@ INPUTS = {  # input name -> what it is (the CLI's spelling of it)
 }
 
 
-class InterpreterError(ValueError):
+class InterpreterError(OptionError):
     """Bad input for an interpreter (an option out of range, a concept of two texts, a checkpoint without what it
     needs): one line, exit 2 in the CLI, a message on a page."""
-
-
-@dataclass(frozen=True)
-class Option:
-    """One option of an interpreter: its type is its default's (bool, int, float or str)."""
-
-    name: str                          # a Python identifier; the CLI flag is --name with _ as -
-    default: Any
-    help: str
-    choices: tuple = ()                # allowed values (empty: any value of the type)
-    low: float | None = None           # inclusive bounds for numbers
-    high: float | None = None
-    label: str = ""                    # on screen (default: the name, capitalised)
-
-    @property
-    def type(self) -> type:
-        return type(self.default)
-
-    @property
-    def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
-
-    @property
-    def title(self) -> str:
-        return self.label or self.name.replace("_", " ").capitalize()
-
-    def check(self, value: Any) -> Any:
-        """`value` coerced to the option's type; InterpreterError (one line) when it is not one."""
-        t = self.type
-        try:
-            if t is bool:
-                if isinstance(value, str):
-                    if value.strip().lower() not in ("1", "0", "true", "false", "yes", "no"):
-                        raise ValueError(value)
-                    value = value.strip().lower() in ("1", "true", "yes")
-                v = bool(value)
-            elif t is int:
-                if isinstance(value, float) and not value.is_integer():
-                    raise ValueError(value)
-                v = int(value)
-            elif t is float:
-                v = float(value)
-                if not math.isfinite(v):
-                    raise ValueError(value)
-            else:
-                v = str(value)
-        except (TypeError, ValueError):
-            raise InterpreterError(f"{self.flag}: expected {t.__name__}, got {value!r}") from None
-        if self.choices and v not in self.choices:
-            raise InterpreterError(f"{self.flag}: choose one of {', '.join(map(str, self.choices))}, got {v!r}")
-        if self.low is not None and v < self.low or self.high is not None and v > self.high:
-            raise InterpreterError(f"{self.flag}: must be between {self.low} and {self.high}, got {v}")
-        return v
 
 
 @dataclass(frozen=True)
@@ -118,22 +66,18 @@ class Interpreter:
     extra: dict = field(default_factory=dict)      # anything else a consumer may read (documented by the module)
 
     def option(self, name: str) -> Option:
-        for o in self.options:
-            if o.name == name:
-                return o
-        raise InterpreterError(f"{self.name} has no option {name!r}; its options: "
-                               f"{', '.join(o.name for o in self.options) or 'none'}")
+        try:
+            return find_option(self.options, name, self.name)
+        except OptionError as e:
+            raise InterpreterError(str(e)) from None
 
     def resolve(self, given: dict | None = None) -> dict[str, Any]:
         """Every option's value: `given` checked and coerced, the defaults for the rest; InterpreterError for an
         unknown option or a bad value."""
-        given = dict(given or {})
-        out = {}
-        for o in self.options:
-            out[o.name] = o.check(given.pop(o.name)) if o.name in given else o.default
-        if given:
-            self.option(next(iter(given)))                 # raises, naming the options
-        return out
+        try:
+            return resolve_options(self.options, given, self.name)
+        except OptionError as e:
+            raise InterpreterError(str(e)) from None
 
 
 REGISTRY: dict[str, Interpreter] = {}

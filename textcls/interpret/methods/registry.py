@@ -3,6 +3,10 @@ every consumer - `explain` (many instances) and `explanation` (one), faithfulnes
 (`batched.importances`, `SliceRun`), the measures, the CLI's `--methods`, the Attribute page, its cache and the
 lessons - reads it. Adding a method is one module with one `@register_method(...)` and its test.
 
+A method may declare typed options of its own (`options=(Option(...), ...)`, textcls.interpret.options: the
+window of occlusion, the samples of Shapley and LIME): the CLI's `explain --option NAME=VALUE`, the Attribute page's
+widgets and the cache key are built from them, and `explain` checks each value (OptionError, one line).
+
 A method is a function `explain(model, instances, **options) -> list` giving one explanation per instance (an
 `Attribution`, or a vector of one weight per token); the options every consumer passes are `labels`,
 `baseline`, `n_steps`, `seed` and `removal` (a method uses those it declares and ignores the rest), and
@@ -15,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
+
+from textcls.interpret.options import Option, OptionError, resolve_options
 
 KINDS = ("attention", "gradient", "perturbation", "context mixing", "reference")   # how a method reads the model
 COSTS = {   # cost class -> what one explanation of one text costs
@@ -47,6 +53,14 @@ class Method:
     bucketed: bool = True              # batched.importances groups texts by length (False: it batches itself)
     reference_only: bool = False       # a floor to compare with (random), not an explanation to show
     contrastive: bool = False          # reads `contrast`: explains logit(label) - logit(foil)
+    options: tuple[Option, ...] = ()   # typed options of its own (its explain reads them by name)
+
+    def resolve(self, given: dict | None = None) -> dict[str, Any]:
+        """Its own options' values: `given` (only those it declares are read; None means its default) checked,
+        defaults for the rest."""
+        own = {o.name for o in self.options}
+        return resolve_options(self.options, {k: v for k, v in (given or {}).items() if k in own and v is not None},
+                               self.name)
 
     @property
     def slow(self) -> bool:
@@ -59,6 +73,9 @@ class Method:
         return self.signed or (contrast is not None and self.contrastive and self.kind == "perturbation")
 
 
+STANDARD_OPTIONS = ("labels", "baseline", "n_steps", "seed", "removal", "contrast", "target", "output")  # every
+# consumer may pass these to any method (each uses those it declares with uses_*); a method's own options add to them
+
 REGISTRY: dict[str, Method] = {}     # in registration order: the order the CLI and the pages list them
 _ALIASES: dict[str, str] = {}
 
@@ -66,8 +83,14 @@ _ALIASES: dict[str, str] = {}
 def register_method(name: str, label: str, *, short: str, kind: str, signed: bool, needs_gradients: bool,
                     uses_baseline: bool, cost: str, help: str, uses_steps: bool = False, uses_removal: bool = False,
                     applies: Callable[[Any], str | None] | None = None, aliases: Sequence[str] = (),
-                    bucketed: bool = True, reference_only: bool = False, contrastive: bool = False):
+                    bucketed: bool = True, reference_only: bool = False, contrastive: bool = False,
+                    options: Sequence[Option] = ()):
     """Decorator: register `explain(model, instances, **options)` under `name` (once)."""
+    own = [o.name for o in options]
+    if len(set(own)) != len(own) or any(not n.isidentifier() or n in STANDARD_OPTIONS for n in own):
+        raise ValueError(f"options of {name!r} must be distinct identifiers other than {', '.join(STANDARD_OPTIONS)}")
+    for o in options:
+        o.check(o.default)                                # a default outside its own range is a bug
     if cost not in COSTS:
         raise ValueError(f"cost class {cost!r}: choose one of {', '.join(COSTS)}")
     if kind not in KINDS:
@@ -81,7 +104,7 @@ def register_method(name: str, label: str, *, short: str, kind: str, signed: boo
                 raise ValueError(f"alias {a!r} of {name!r} is already a method or an alias")
         REGISTRY[name] = Method(name, label, short, kind, fn, signed, needs_gradients, uses_baseline, uses_steps,
                                 uses_removal, cost, applies or (lambda model: None), tuple(aliases), help,
-                                bucketed, reference_only, contrastive)
+                                bucketed, reference_only, contrastive, tuple(options))
         _ALIASES.update(dict.fromkeys(aliases, name))
         return fn
     return deco
@@ -142,12 +165,19 @@ def parse(raw: str, model=None) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def own_options(names_: Sequence[str]) -> dict[str, tuple[Option, ...]]:
+    """{method: its own options} of the methods named (unknown names and methods without any left out)."""
+    return {n: REGISTRY[n].options for n in names_ if n in REGISTRY and REGISTRY[n].options}
+
+
 def options_used(name: str, *, baseline: str = "pad", n_steps: int = 50, removal: str = "delete",
-                 contrast=None) -> dict[str, Any]:
-    """The options that change this method's result (a cache key ignores the others)."""
+                 contrast=None, options: dict | None = None) -> dict[str, Any]:
+    """The options that change this method's result (a cache key ignores the others); "options": its own options'
+    values (None for a method without any; OptionError for a bad value)."""
     m = get(name)
     return {"baseline": baseline if m.uses_baseline else None, "n_steps": n_steps if m.uses_steps else None,
-            "removal": removal if m.uses_removal else None, "contrast": contrast if m.contrastive else None}
+            "removal": removal if m.uses_removal else None, "contrast": contrast if m.contrastive else None,
+            "options": m.resolve(options) if m.options else None}
 
 
 def explain(model, instances: Sequence, method: str, **options) -> list:
@@ -162,6 +192,9 @@ def explain(model, instances: Sequence, method: str, **options) -> list:
     if options.get("contrast") is not None and not m.contrastive:
         from textcls.interpret.contrastive import NOT_CONTRASTIVE
         raise ValueError(f"{m.name} cannot explain one label rather than another: {NOT_CONTRASTIVE}")
+    if m.options:                                  # its own options checked (OptionError), defaults filled in
+        own = {o.name for o in m.options}
+        options = {k: v for k, v in options.items() if k not in own} | m.resolve(options)
     if not instances:
         return []
     with for_texts(len(instances)):
@@ -169,13 +202,15 @@ def explain(model, instances: Sequence, method: str, **options) -> list:
 
 
 def explanation(model, inst, method: str, *, labels=None, baseline: str = "pad", steps: int = 50,
-                removal: str = "delete", contrast=None):
+                removal: str = "delete", contrast=None, options: dict | None = None):
     """One explanation of one instance by a registered method: an `Attribution` or a vector of one weight per
-    token (`baseline`, `steps`, `removal` and `contrast` reach the methods that use them)."""
+    token (`baseline`, `steps`, `removal` and `contrast` reach the methods that use them, `options` a method's
+    own options)."""
     opts = {} if contrast is None else {"contrast": contrast}
     return explain(model, [inst], method, labels=labels, baseline=baseline, n_steps=steps, removal=removal,
-                   **opts)[0]
+                   **opts, **(options or {}))[0]
 
 
-__all__ = ["COSTS", "KINDS", "Method", "REGISTRY", "canonical", "explain", "explanation", "get", "labels",
-           "methods_for", "names", "options_used", "parse", "register_method", "unregister_method", "why_not"]
+__all__ = ["COSTS", "KINDS", "STANDARD_OPTIONS", "Method", "Option", "OptionError", "REGISTRY", "canonical", "explain",
+           "explanation", "get", "labels", "methods_for", "names", "options_used", "own_options", "parse",
+           "register_method", "unregister_method", "why_not"]
