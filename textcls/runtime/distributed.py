@@ -113,9 +113,8 @@ def context() -> Context:
 
 def shutdown(clean: bool = True) -> None:
     """Leave the process group. After a command that ran through (`clean`), every rank first waits for the others
-    at a barrier: a rank that tore its gloo group down while rank 0 was still saving aborted in gloo's threads
-    ("terminate called without an active exception", SIGABRT) in 2 of 12 two-process runs; with the barrier, 0 of 60.
-    After a failure no barrier: the other ranks may be gone."""
+    at a barrier, so none tears its group down while rank 0 still saves; after a failure no barrier (the other
+    ranks may be gone). (The process then leaves with os._exit: textcls/__main__.py says why.)"""
     global _CURRENT
     if _CURRENT is not None and _CURRENT.active:
         import torch.distributed as dist
