@@ -93,9 +93,8 @@ def single(text: str, infos: list, tag: str = "") -> None:
     run = [i for i in infos if i not in skip]
     if not run:
         return
-    prog = w.Progress(len(run) + 1)
-    with prog.step(f"Asking {len(run)} models…"):
-        cache.ask_maps_together([i.path for i in run], text)  # every checkpoint's answer in one round trip
+    prog = w.Progress(len(run))
+    cache.ask_maps_together([i.path for i in run], text)      # every checkpoint's answer in one round trip
     for k, i in enumerate(run):
         with prog.step(f"{w.md_escape(i.name)} ({k + 1} of {len(run)})…", ready=cache.maps_ready(i.path, text)):
             r = w.safe_predict_maps(i, text)

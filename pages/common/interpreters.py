@@ -27,7 +27,7 @@ def option_widgets(shown, key: str, *, columns: int = 3) -> dict:
     """One widget per typed option (textcls.interpret.options.Option: an interpreter's or an explanation
     method's), keyed `{key}_{name}`, its help as the tooltip. Returns {option: value}."""
     out = {}
-    cols = st.columns(min(columns, max(1, len(shown)))) if shown else []
+    cols = st.columns(columns) if shown else []          # a third of the row each, as the settings above
     for n, o in enumerate(shown):
         k = f"{key}_{o.name}"
         preset = k in st.session_state              # a value set by the page (or the URL): no default beside it
