@@ -7,7 +7,8 @@ Each job is registered by the `job` decorator (JOBS: name -> Job, with how many 
 is batch work with its own thread scope, whether it reports progress); a page asks for one through one door,
 pages.common.cache.ask. Where a job runs: the model worker (textcls.serve.worker.start_job, in a thread of its own
 so a long explanation never holds up another session's predictions), with `load` = its bounded model cache; with
-the worker off (TEXTCLS_WORKER=0), the same function in the server with its own cached models.
+the worker off (TEXTCLS_WORKER=0), the same function in the server on the same kind of cache
+(textcls.serve.inprocess).
 
 Jobs: `interpret` (any registered interpreter: textcls.interpret.interpreters - concepts, salience clusters,
 training-data attribution, the neuron view; new kinds of model work are interpreters, not new jobs) and
