@@ -20,7 +20,7 @@ from pages.common import inside_app, shared, work
 from pages.common import widgets as w
 from pages.common.attribute_parts import counterfactual, erasure_checks, interventions, shaded, training_data
 from pages.common.attribute_slice import slice_panel
-from pages.common.interpreters import option_widgets
+from pages.common.interpreters import method_option_widgets
 from textcls import viz
 from textcls.interpret import records as R
 from textcls.interpret.plausibility import evidence_labels, plausibility
@@ -78,8 +78,7 @@ with st.form("attr_form"):
                                                     "below 5 % of the output difference (at most 800).")
     contrast = C.form_choice([by_name[n].labels for n in st.session_state.get("attr_ckpts", []) if n in by_name],
                              "attr_contrast")
-    own = M.own_options(st.session_state.get("attr_methods", []))       # the chosen methods' own typed options
-    method_opts = {m: option_widgets(opts, f"attr_opt_{m}") for m, opts in own.items()}
+    method_opts = method_option_widgets(st.session_state.get("attr_methods", []), "attr_opt")   # their own options
     st.form_submit_button("Explain", type="primary")
 
 shared.keep_text(text)

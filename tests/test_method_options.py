@@ -101,10 +101,8 @@ def test_the_worker_job_and_the_door_key_on_the_option(monkeypatch):
 def _widgets_page():
     import streamlit as st
 
-    from pages.common.interpreters import option_widgets
-    from textcls.interpret import methods as M
-    for m, opts in M.own_options(["integrated_gradients", "occlusion", "toy_scaled"]).items():
-        st.session_state.setdefault("_got", {})[m] = option_widgets(opts, f"attr_opt_{m}")
+    from pages.common.interpreters import method_option_widgets
+    st.session_state["_got"] = method_option_widgets(["integrated_gradients", "occlusion", "toy_scaled"], "attr_opt")
 
 
 def test_the_page_builds_a_widget_per_option():

@@ -23,6 +23,13 @@ def options_form(name: str, key: str, *, skip: tuple[str, ...] = (), columns: in
     return option_widgets([o for o in get(name).options if o.name not in skip], key, columns=columns)
 
 
+def method_option_widgets(methods, key: str) -> dict[str, dict]:
+    """{method: {option: value}}: one widget per option of each of these explanation methods that declares any
+    (textcls.interpret.methods: Method.options), keyed `{key}_{method}_{option}`."""
+    from textcls.interpret.methods import own_options
+    return {m: option_widgets(opts, f"{key}_{m}") for m, opts in own_options(methods).items()}
+
+
 def option_widgets(shown, key: str, *, columns: int = 3) -> dict:
     """One widget per typed option (textcls.interpret.options.Option: an interpreter's or an explanation
     method's), keyed `{key}_{name}`, its help as the tooltip. Returns {option: value}."""
