@@ -342,26 +342,18 @@ def piece_attention(path: str | Path, text: str):
     return _pieces(str(path), stamp(path), text)
 
 
-def _attention_verdict(path: str, mtime: float, text: str):
-    return ask("attention_verdict", path, mtime, text)
-
-
 def attention_verdict(path: str | Path, text: str) -> dict:
     """Inspect's faithfulness line: the model's own attention against random word orders on text
     (`textcls.interpret.faithfulness.versus_random`'s dict, plus "rule": the rule and its limits in words), from
     the model worker when it is on; cached per (checkpoint, text)."""
-    return _attention_verdict(str(path), stamp(path), text)
-
-
-def _side_by_side(path: str, mtime: float, text: str):
-    return ask("side_by_side", path, mtime, text)
+    return ask("attention_verdict", str(path), stamp(path), text)
 
 
 def side_by_side(path: str | Path, text: str):
     """`textcls.interpret.context_mixing.compare.side_by_side` of a checkpoint on text (Inspect's context-mixing
     panel), from the model worker when it is on; cached per (checkpoint, text). Raises ValueError with the reason
     for a model without self-attention."""
-    return _side_by_side(str(path), stamp(path), text)
+    return ask("side_by_side", str(path), stamp(path), text)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -17,31 +17,23 @@ from pathlib import Path
 from pages.common import cache
 from pages.common.cache import ask, stamp
 
+
 # ---------------------------------------------------------------- how a checkpoint reads a text
-
-
-def _reading(path: str, mtime: float, text: str):
-    return ask("reading", path, mtime, text)
-
 
 def reading(path: str | Path, text: str):
     """A `textcls.records.TextReading`: the tokens the checkpoint reads in `text`, its unknown words, which
     explanation methods and interventions apply. Raises what tokenising raises (EntitySpanError) or loading
     raises (CheckpointError)."""
-    return _reading(str(path), stamp(path), text)
+    return ask("reading", str(path), stamp(path), text)
 
 
 # ---------------------------------------------------------------- a minimal pair patched (Patch)
-
-def _patch(path: str, mtime: float, clean: str, corrupt: str, by: str):
-    return ask("patch", path, mtime, clean, corrupt, by)
-
 
 def patch(path: str | Path, clean: str, corrupt: str, by: str):
     """`textcls.interpret.patching.patch_pair` of (clean, corrupt) over the grid `by`, attribution patching
     included: a PatchResult (plain data), cached per (checkpoint, its stamp, pair, grid). Raises PairError (one
     line) for a pair that does not line up word by word or a grid the model does not have."""
-    return _patch(str(path), stamp(path), clean, corrupt, by)
+    return ask("patch", str(path), stamp(path), clean, corrupt, by)
 
 
 # ---------------------------------------------------------------- explanations and their checks (Attribute)
@@ -112,47 +104,31 @@ def erasure_curves(path: str | Path, text: str, method: str, *, baseline: str = 
     return ask("erasure_curves", *_key(path, text, method, baseline, steps, removal, contrast, options))
 
 
-def _random_erasure(path: str, mtime: float, text: str, removal: str, observed: tuple):
-    return ask("random_erasure", path, mtime, text, removal, observed)
-
-
 def random_erasure(path: str | Path, text: str, *, removal: str = "delete", observed=((), ())) -> dict:
     """What chance, the best and the worst word order do on `text` (textcls.interpret.chance: every order of a
     short text, seeded random orders beyond, NAOPC's bounds), given the AOPCs (comprehensiveness, sufficiency) of
     the explanations it will judge; cached."""
     key = tuple(tuple(round(float(x), 9) for x in part) for part in observed)
-    return _random_erasure(str(path), stamp(path), text, removal, key)
-
-
-def _attention_tests(path: str, mtime: float, text: str, n_permutations: int):
-    return ask("attention_tests", path, mtime, text, n_permutations)
+    return ask("random_erasure", str(path), stamp(path), text, removal, key)
 
 
 def attention_tests(path: str | Path, text: str, *, n_permutations: int = 50) -> dict:
     """{"perm": permutation_test, "unif": uniform_attention_test} of a model with attention weights, {} for a
     model without; cached per (checkpoint, text)."""
-    return _attention_tests(str(path), stamp(path), text, n_permutations)
-
-
-def _intervention(path: str, mtime: float, text: str, kind: str, choice_key, _choice: dict):
-    return ask("intervention", path, mtime, text, kind, dict(_choice))
+    return ask("attention_tests", str(path), stamp(path), text, n_permutations)
 
 
 def intervention(path: str | Path, text: str, kind: str, choice: dict) -> dict:
     """One intervention on `text` (textcls.serve.work.intervention: the probabilities before and after, the
     model's own attention before and after), cached per (checkpoint, text, kind, choices). Raises ValueError
     for a choice the model does not offer."""
-    return _intervention(str(path), stamp(path), text, kind, tuple(sorted(choice.items())), choice)
-
-
-def _compare_edit(ckpts: tuple[tuple[str, str, float], ...], text: str, edited: str):
-    return ask("compare_edit", list(ckpts), text, edited)
+    return ask("intervention", str(path), stamp(path), text, kind, dict(choice))
 
 
 def compare_edit(ckpts: dict[str, str | Path], text: str, edited: str):
     """`textcls.interpret.interventions.compare_edit` of {name: checkpoint folder} for text -> edited (a list of
     EditComparison), cached per (checkpoints and their stamps, text, edited)."""
-    return _compare_edit(tuple((n, str(p), stamp(p)) for n, p in ckpts.items()), text, edited)
+    return ask("compare_edit", [(n, str(p), stamp(p)) for n, p in ckpts.items()], text, edited)
 
 
 class SliceJob:
@@ -200,46 +176,30 @@ def slice_run(path: str | Path, texts, *, removal: str = "delete", baseline: str
 
 # ---------------------------------------------------------------- Evaluate's data-set views
 
-def _corpus_support(path: str, mtime: float):
-    return ask("corpus_support", path, mtime)
-
-
 def corpus_support(path: str | Path) -> tuple[bool, str, int]:
     """(whether the checkpoint has its own token weights, what they are / why not, how many filter banks it has),
     cached per (checkpoint, stamp): asked once, not on every run of the page."""
-    return _corpus_support(str(path), stamp(path))
+    return ask("corpus_support", str(path), stamp(path))
 
 
 # ---------------------------------------------------------------- data-set tools (Explore page)
 # The projector samples before it gets here (textcls.analysis.representations.sample_rows).
 
-def _representations(path: str, mtime: float, texts: tuple[str, ...]):
-    return ask("representations", path, mtime, texts)
-
-
 def representations(path: str | Path, texts):
     """(N, F) classifier-input vectors of one checkpoint for texts (textcls.analysis.representations), cached."""
-    return _representations(str(path), stamp(path), tuple(texts))
-
-
-def _projection(path: str, mtime: float, texts: tuple[str, ...], method: str, seed: int):
-    return ask("projection", path, mtime, texts, method, seed)
+    return ask("representations", str(path), stamp(path), tuple(texts))
 
 
 def projection(path: str | Path, texts, method: str = "pca", seed: int = 0):
     """(N, 2) projection (PCA / t-SNE / UMAP) of one checkpoint's representations of texts, cached."""
-    return _projection(str(path), stamp(path), tuple(texts), method, seed)
-
-
-def _flip_report(path: str, mtime: float, texts: tuple[str, ...], generator: str, rules: str, seed: int):
-    return ask("flip_report", path, mtime, texts, generator, rules, seed)
+    return ask("projection", str(path), stamp(path), tuple(texts), method, seed)
 
 
 def flip_report(path: str | Path, texts, generator: str, *, rules: str = "", seed: int = 0):
     """`textcls.analysis.counterfactuals.run_generator` of one checkpoint over texts, cached per (checkpoint, texts,
     generator, rules). Raises CounterfactualError for a generator that cannot run."""
-    return _flip_report(str(path), stamp(path), tuple(texts), generator, rules if generator == "word_replacer"
-                        else "", seed)
+    return ask("flip_report", str(path), stamp(path), tuple(texts), generator,
+               rules if generator == "word_replacer" else "", seed)
 
 
 # ---------------------------------------------------------------- the Lab
@@ -258,13 +218,9 @@ def activation_statistics(activations: tuple[str, ...], seed: int) -> list[dict]
     return ask("activation_statistics", tuple(activations), int(seed))
 
 
-def _negation(ckpts: tuple[tuple[str, str, float], ...], sentences: tuple[str, ...]):
-    return ask("negation_demo", list(ckpts), list(sentences))
-
-
 def negation_demo(ckpts: dict[str, str | Path], sentences) -> list[dict]:
     """`lab.negation_demo` of {name: checkpoint folder} on the sentences, cached."""
-    return _negation(tuple((n, str(p), stamp(p)) for n, p in ckpts.items()), tuple(sentences))
+    return ask("negation_demo", [(n, str(p), stamp(p)) for n, p in ckpts.items()], list(sentences))
 
 
 def lab_reading(source: tuple, text: str) -> tuple[list[str], int]:
