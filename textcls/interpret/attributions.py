@@ -140,12 +140,14 @@ def _targets(f: EmbeddingForward, emb, ids, mask, target) -> torch.Tensor:
     return t
 
 
-def _foils(f: EmbeddingForward, ids, mask, targets, contrast) -> torch.Tensor | None:
-    """(B,) long: each example's foil (a parsed contrast: an index or RUNNER_UP), or None without a contrast."""
+def _foils(f: EmbeddingForward, ids, mask, targets, contrast, logits=None) -> torch.Tensor | None:
+    """(B,) long: each example's foil (a parsed contrast: an index or RUNNER_UP), or None without a contrast;
+    `logits` (B, C): the model's on these texts, when the caller has them."""
     if contrast is None:
         return None
-    logits = None
-    if contrast == RUNNER_UP:
+    if logits is not None:
+        logits = logits.numpy()
+    if contrast == RUNNER_UP and logits is None:
         with torch.no_grad():
             logits = f.model(ids, mask).logits.numpy()                         # (B, C)
     return torch.as_tensor(foils_of(logits if logits is not None else np.zeros((ids.shape[0], 1)),
@@ -255,18 +257,26 @@ def rows_per_pass(model, ids: torch.Tensor, mask: torch.Tensor, most: int) -> in
 def token_attributions(f: EmbeddingForward, method: str, emb: torch.Tensor, base: torch.Tensor | None,
                        ids: torch.Tensor, mask: torch.Tensor, targets: torch.Tensor, *, n_steps: int = 50,
                        window: int = 1, n_samples: int | None = None, internal_batch_size: int = 1024,
-                       foils: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+                       foils: torch.Tensor | None = None, endpoints: tuple | None = None
+                       ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """One Captum method on embeddings `emb` (B, ..., E): token-level attributions (B, ...) (0 at pads) and,
     for IG, the convergence delta (B,). Shapley / LIME run example by example with their feature masks;
-    seed them from outside (torch.random.fork_rng). `foils` (B,): explain logit(target) - logit(foil)."""
+    seed them from outside (torch.random.fork_rng). `foils` (B,): explain logit(target) - logit(foil).
+    `endpoints` (F(x), F(baseline)), each (B,), when the caller has them: IG's delta is then Captum's
+    sum(attributions) - (F(x) - F(baseline)) without Captum's own pass over x and the baseline."""
     args = (ids, mask) if foils is None else (ids, mask, foils)
     delta = None
     if method == "integrated_gradients":
         # rows per forward pass: at most internal_batch_size, and about 64k tokens (long texts, big models)
         rows = max(emb.shape[0], min(internal_batch_size, TOKENS_PER_PASS // max(1, ids[0].numel())))
-        attr, delta = IntegratedGradients(f).attribute(
+        attr = IntegratedGradients(f).attribute(
             emb, baselines=base, target=targets, additional_forward_args=args, n_steps=n_steps,
-            internal_batch_size=rows, return_convergence_delta=True)
+            internal_batch_size=rows, return_convergence_delta=endpoints is None)
+        if endpoints is None:
+            attr, delta = attr
+        else:
+            fx, fb = (torch.as_tensor(np.asarray(e)) for e in endpoints)                   # (B,) each
+            delta = attr.reshape(attr.shape[0], -1).sum(1).double() - (fx - fb)          # (B,) Captum's delta
         tok = attr.sum(-1)
     elif method == "saliency":
         tok = Saliency(f).attribute(emb.clone().requires_grad_(True), target=targets, abs=True,
@@ -310,11 +320,13 @@ def _integrated_gradients(f, ids, mask, baseline, target, unk_id, n_steps, toler
                           contrast=None):
     emb = f.embed(ids)
     base = baseline_embedding(f, ids, mask, baseline, unk_id, emb)
-    targets = _targets(f, emb, ids, mask, target)
-    foils = _foils(f, ids, mask, targets, contrast)
-    fx = _outputs(f, emb, ids, mask, targets, foils)
-    fb = _outputs(f, base, ids, mask, targets, foils)
     B = ids.shape[0]
+    with torch.no_grad():                       # one pass for the target, the foil, F(x) and F(baseline)
+        ends = f.logits(torch.cat([emb, base]), torch.cat([ids, ids]), torch.cat([mask, mask]))     # (2B, C)
+    targets = ends[:B].argmax(-1) if target is None else _targets(f, emb, ids, mask, target)
+    foils = _foils(f, ids, mask, targets, contrast, ends[:B])
+    fx, fb = (f.from_logits(e, foils).gather(1, targets[:, None])[:, 0].double().numpy()       # (B,) each
+              for e in (ends[:B], ends[B:]))
     scores: list[np.ndarray | None] = [None] * B
     deltas, steps_used = np.zeros(B), np.zeros(B, dtype=int)
     todo, steps = list(range(B)), n_steps
@@ -328,7 +340,8 @@ def _integrated_gradients(f, ids, mask, baseline, target, unk_id, n_steps, toler
             sel = torch.tensor(part)
             tok, delta = token_attributions(f, "integrated_gradients", emb[sel], base[sel], ids[sel], mask[sel],
                                             targets[sel], n_steps=steps, internal_batch_size=ibs,
-                                            foils=None if foils is None else foils[sel])
+                                            foils=None if foils is None else foils[sel],
+                                            endpoints=(fx[part], fb[part]))
             for j, (i, sc) in enumerate(zip(part, _per_example(tok, mask[sel]))):
                 scores[i], deltas[i], steps_used[i] = sc, float(delta[j]), steps
         ok = np.abs(deltas[todo]) <= tolerance * np.abs(fx[todo] - fb[todo]) + atol

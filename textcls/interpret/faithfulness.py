@@ -91,9 +91,10 @@ def erasure_curves(model, inst: Instance, importance, bins: Sequence[float] = BI
     """Comprehensiveness and sufficiency at each bin (plus the empty set), and their AOPCs."""
     _check_removal(removal)
     fn = prob_fn(model)
-    p, j = _base_probs(fn, inst, target)
     ks, variants = _erasure_variants(inst, importance, bins, removal)
-    return _curves(bins, ks, p, j, score(fn, variants)[:, j], removal)
+    probs = score(fn, [inst] + variants)                               # the text and its variants in one batch
+    j = int(np.argmax(probs[0])) if target is None else int(target)
+    return _curves(bins, ks, probs[0], j, probs[1:, j], removal)
 
 
 @interactive_work

@@ -30,6 +30,8 @@ causal attention, where attention is read) is a `textcls.models.hf.family.Family
   recorded and edited by a forward pre-hook on its attention-probability dropout ("hooks"); failing that, read
   through `output_attentions` (not editable); one without attention weights has no attention maps
   (`attention_note` says so).
+- A plain call (no maps, no edits, no hooks, not training) of a BERT-like encoder computes its last layer for the
+  pooled first position only and packs texts of mixed length side by side (`textcls.models.hf.pooled`).
 - Decoders: the head of a decoder reads position -1 when given embeddings; a forward hook on its `score` (or
   `classifier`) layer puts each row's last real piece there, so right padding never changes a text's logits.
 - Edits (interventions): an edit of "attention" acts on the piece attention weights (B, head, L, L) of each
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import inspect
 import threading
+import types
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -47,6 +50,7 @@ import torch.nn as nn
 
 from textcls.models.outputs import InterventionSpec, MapSpec
 from textcls.models.base import Probe, TextClassifier, param
+from textcls.models.hf.pooled import forward_first, hooked, last_layer, pack, packed_inputs, position_table
 
 ATTN_NAME = "textcls"
 MAX_PIECES_PER_WORD = 8           # a longer "word" (a URL, a run of digits) keeps its first 8 pieces (sst2: 1 word of
@@ -164,6 +168,8 @@ class _CallState:
     last: torch.Tensor | None = None            # (B,) each row's last real piece (decoders' pooled position)
     layer: int = 0
     weights: list = field(default_factory=list)
+    pooled_only: bool = False                   # only the pooled position's logits are read (textcls.models.hf.pooled)
+    rows: tuple | None = None                   # texts packed side by side: each one's (row, first position)
 
 
 def textcls_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
@@ -237,6 +243,17 @@ def hook_attention_probs(hf_model: nn.Module) -> int:
             drop.register_forward_pre_hook(_probs_hook)
             found += 1
     return found
+
+
+def _pooled_forward(layer, hidden_states, attention_mask=None, *args, **kwargs):
+    """The forward of a BERT-like classifier's last layer (`textcls.models.hf.pooled`): the first position only when
+    the call reads nothing else (`_CallState.pooled_only`), else the layer's own forward."""
+    state = getattr(_CALL, "state", None)
+    if state is None or not state.pooled_only or (state.rows is None and (
+            layer.training or any(a is not None for a in args) or kwargs.get("encoder_hidden_states") is not None
+            or kwargs.get("cache") is not None)):                   # (packed texts must take the short path)
+        return type(layer).forward(layer, hidden_states, attention_mask, *args, **kwargs)
+    return forward_first(layer, hidden_states, attention_mask, textcls_attention, state.rows)
 
 
 def _takes_output_attentions(hf_model: nn.Module) -> bool:
@@ -316,6 +333,7 @@ class HFClassifier(TextClassifier):
         self.embed = WordPieceEmbedding(hf_model.get_input_embeddings(), table)
         self.takes_mask = takes_mask(hf_model)      # FNet's forward takes none
         self.masked = self.takes_mask               # False: rows of different lengths run apart (never padded)
+        self.pooled_last = False                    # whether a plain call computes the last layer for [CLS] only
         if self.family.pooling == "last":
             decoder_head(hf_model).register_forward_hook(_pool_last)
         if self.family.attention == "output" and hook_attention_probs(hf_model):
@@ -327,6 +345,13 @@ class HFClassifier(TextClassifier):
             self.masked = self.masked and self._padding_is_masked()
         finally:
             self.hf.train(was)
+        layer = last_layer(self.hf) if self.family.pooling == "first" and self.masked else None
+        if layer is not None:
+            layer.forward = types.MethodType(_pooled_forward, layer)      # a deep copy binds it to the copy
+            self.pooled_last = True
+        params = inspect.signature(self.hf.forward).parameters
+        self._positions = position_table(self.hf) if self.pooled_last and self.prefix and \
+            {"position_ids", "token_type_ids"} <= set(params) else None   # a text's position ids: packing
 
     def _padding_is_masked(self) -> bool:
         """Whether right padding leaves a text's logits alone (ConvBERT's convolutions read the pad positions:
@@ -453,14 +478,28 @@ class HFClassifier(TextClassifier):
         index_b = torch.cat([bidx[valid]] + [rows] * len(places))                           # (N + S * B,)
         index_l = torch.cat([pos[valid]] + places)                                          # (N + S * B,)
         values = torch.cat([emb[valid]] + [special[j].expand(B, E) for j in range(len(places))])  # (N + S * B, E)
-        seq = emb.new_zeros(B, L + 1, E).index_put((index_b, index_l), values)[:, :L]        # (B, L, E)
         state = _CallState(record=record, edit=edit, piece_mask=lay.real,
-                           last=lay.last if self.family.pooling == "last" else None)
+                           last=lay.last if self.family.pooling == "last" else None,
+                           pooled_only=self.pooled_last and not self.hf.training and not record and edit is None
+                           and not hooked(self.hf))
+        packing = None
+        if state.pooled_only and self._positions is not None and L <= self._positions.numel():
+            packing = pack(lay.last + 1, L)
+        if packing is None:
+            seq = emb.new_zeros(B, L + 1, E).index_put((index_b, index_l), values)[:, :L]    # (B, L, E)
+        else:                                                            # texts side by side, no padding between
+            P, T = packing[:2]
+            prow, pstart = (x.to(emb.device) for x in packing[2:])              # (B,) each text's row and start
+            seq = emb.new_zeros(P, T + 1, E).index_put((prow[index_b], pstart[index_b] + index_l), values)[:, :T]
         previous = getattr(_CALL, "state", None)
         _CALL.state = state
         output = {"output_attentions": True} if record and self.family.attention == "output" else {}
         try:
-            if self.masked:
+            if packing is not None:
+                state.rows = (prow, pstart)
+                logits = self.hf(inputs_embeds=seq, **packed_inputs((lay.last + 1).cpu(), packing, self._positions,
+                                                                     seq.dtype, seq.device)).logits      # (B, C)
+            elif self.masked:
                 out = self.hf(inputs_embeds=seq, attention_mask=lay.real.long(), **output)
                 logits = out.logits                                      # (B, C)
                 if output:
