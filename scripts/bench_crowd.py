@@ -153,6 +153,11 @@ class CpuMeter:
         return (time.time(), cpu_seconds(self.server_pid), cpu_seconds(comm="chrom"),
                 sum(cpu_seconds(p) for p in workers), cpu_seconds(os.getpid()))
 
+    def busy(self) -> float:
+        """CPU seconds the server and its worker have used so far."""
+        return cpu_seconds(self.server_pid) + sum(cpu_seconds(p) for p in family(self.server_pid)
+                                                  if p != self.server_pid)
+
     def mark(self) -> dict:
         now, last = self._now(), self.last
         self.last = now
@@ -330,14 +335,14 @@ async def run_async(args, url: str, rss: RssSampler, out: dict, cpu: "CpuMeter")
     if args.clients == "socket":
         from st_client import SocketUser
 
-        await warm_up(lambda: SocketUser(url, args.timeout), rss, cpu)
+        await warm_up(lambda: SocketUser(url, args.timeout), rss, cpu, args.settle, out)
         await crowd(lambda: SocketUser(url, args.timeout), args, rss, out, cpu)
         return
     from playwright.async_api import async_playwright
 
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        await warm_up(lambda: User(browser, url, args.timeout, args.quiet), rss, cpu)
+        await warm_up(lambda: User(browser, url, args.timeout, args.quiet), rss, cpu, args.settle, out)
         if "crowd" in args.scenarios:
             await crowd(lambda: User(browser, url, args.timeout, args.quiet), args, rss, out, cpu)
         if "training" in args.scenarios:
@@ -349,12 +354,24 @@ async def run_async(args, url: str, rss: RssSampler, out: dict, cpu: "CpuMeter")
         await browser.close()
 
 
-async def warm_up(make_user, rss: RssSampler, cpu: "CpuMeter") -> None:
-    """One session answers once before timing (the models loaded), then the meters start."""
+async def warm_up(make_user, rss: RssSampler, cpu: "CpuMeter", settle: float = 0.0, out: dict | None = None) -> None:
+    """One session answers once before timing (the models loaded); with `settle`, then up to that many seconds
+    until the server and its worker are quiet (the start-up's work ahead done: under 0.05 cores for two
+    seconds running); then the meters start."""
     warm = make_user()
     await warm.open("compare")
     await warm.compare(sentence(999_999))
     await warm.close()
+    if settle > 0:
+        t0, quiet = time.time(), 0
+        before = cpu.busy()
+        while time.time() - t0 < settle and quiet < 2:
+            await asyncio.sleep(1.0)
+            now = cpu.busy()
+            quiet = quiet + 1 if now - before < 0.05 else 0
+            before = now
+        if out is not None:
+            out["settled_s"] = round(time.time() - t0, 1) if quiet >= 2 else None
     rss.mark()
     cpu.mark()
 
@@ -391,6 +408,9 @@ def report(out: dict) -> str:
                      f"{c.get('worker_cpu_s', 0):g}, browsers {c['browser_cpu_s']:g}"
                      + (f", the websocket clients {c['clients_cpu_s']:g}" if out.get("clients") == "socket" else "")
                      + f" (of {out['cpus'] * c['wall_s']:g} available)")
+    if "settled_s" in out:
+        lines.append(f"  timed after the start-up's work ahead: quiet after {out['settled_s']} s" if out["settled_s"]
+                     is not None else "  the server and its worker did not fall quiet within --settle")
     lines.append(f"  server memory at start {out['start_rss_mb']:,.0f} MB; errors: {out['errors'] or 'none'}")
     return "\n".join(lines)
 
@@ -405,6 +425,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--load", type=int, default=0, metavar="N", help="busy background processes during the run")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds allowed for each action")
     ap.add_argument("--quiet", type=float, default=0.3, help="seconds a result must stay shown and idle")
+    ap.add_argument("--settle", type=float, default=0.0, metavar="S",
+                    help="after the warm-up answer, wait up to S seconds for the server and its worker to finish the "
+                         "start-up's work ahead (quiet for 2 s) before timing: a class arriving at a server that "
+                         "has been up a while (default 0: at once, as a class arriving with the server's start)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--floor", action="store_true",
                     help="the crowd scenario on a bare Streamlit app (Compare's widgets and answer HTML, no model)")

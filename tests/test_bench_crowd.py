@@ -29,6 +29,15 @@ def test_the_crowd_without_browsers_times_every_submit_on_the_floor_app(capsys):
     assert sorted(r for r, _ in crowd["compare"]["by_round"]) == [0, 0, 1, 1]
 
 
+def test_settle_waits_for_a_quiet_server_before_timing(capsys):
+    """--settle: the bare app has no work ahead, so it is quiet within a few seconds and says after how long."""
+    assert bench_crowd.main(["--clients", "socket", "--floor", "--sessions", "2", "--rounds", "1", "--settle", "30",
+                             "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["settled_s"] is not None and 2 <= out["settled_s"] < 30
+    assert out["scenarios"]["crowd"]["compare"]["n"] == 2 and not out["errors"]
+
+
 def test_a_run_that_does_not_show_the_sentence_is_an_error(tmp_path):
     app = write_floor_app(tmp_path / "floor", bench_crowd.FLOOR_CROWD_FILES)
     port = free_port()
