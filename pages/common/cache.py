@@ -223,10 +223,8 @@ def ask(job: str, *args, key=None, keep: int | None = None, progress=None):
     checkpoint as its folder and `stamp`), run by `model_job` and kept in ANSWERS as many times as the job
     declares (`Job.keep`; `keep` overrides it: 0 for a run the page keeps in its session), keyed on the arguments
     (or on `key`, where an argument is not a plain value). What the job raises is raised here and not kept."""
-    from textcls.serve.work import JOBS
-    spec = JOBS.get(job)
-    if spec is None:
-        raise ValueError(f"unknown model job {job!r}")
+    from textcls.serve.work import get_job
+    spec = get_job(job)
     return ANSWERS.get(job, frozen(args) if key is None else key,
                        lambda: model_job(job, *args, progress=progress), spec.keep if keep is None else keep)
 

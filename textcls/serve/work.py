@@ -26,6 +26,7 @@ Train's `parameter_count`; the lessons' `lesson_step`.
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 import time
 from collections import OrderedDict
@@ -41,7 +42,7 @@ class Job:
     """One kind of model work: `fn(load, *args[, progress])`. `keep`: how many answers the pages' one door keeps
     (pages.common.cache.ask; 0: never cached - a run that holds state, a timing, a form's values); `own_scope`:
     batch work over many texts that chooses its own thread scope (every other job runs as interactive work);
-    `progress`: it takes `progress=` and reports as it goes."""
+    `progress`: it takes `progress=` and reports as it goes (read from its signature)."""
     name: str
     fn: Callable
     keep: int = 0
@@ -52,13 +53,22 @@ class Job:
 JOBS: dict[str, Job] = {}       # name -> Job, in the order they are defined
 
 
-def job(keep: int = 0, *, own_scope: bool = False, progress: bool = False):
+def job(keep: int = 0, *, own_scope: bool = False):
     """Register the function below as the job of its name (a new kind of model work a page needs is one function
-    here with this decorator; a new kind of explanation is an interpreter: textcls.interpret.interpreters)."""
+    here with this decorator; a new kind of explanation is an interpreter: textcls.interpret.interpreters). A
+    function with a `progress` parameter reports progress."""
     def register(fn):
-        JOBS[fn.__name__] = Job(fn.__name__, fn, keep, own_scope, progress)
+        JOBS[fn.__name__] = Job(fn.__name__, fn, keep, own_scope, "progress" in inspect.signature(fn).parameters)
         return fn
     return register
+
+
+def get_job(name: str) -> Job:
+    """The registered job `name`; ValueError for a name no job has."""
+    j = JOBS.get(name)
+    if j is None:
+        raise ValueError(f"unknown model job {name!r}")
+    return j
 
 
 # ---------------------------------------------------------------- facts of a model (Home, Compare, Inspect)
@@ -337,7 +347,7 @@ def corpus_support(load, path: str, stamp: float) -> tuple[bool, str, int]:
     return ok, source, len(cv.filter_banks(model))
 
 
-@job(own_scope=True, progress=True)
+@job(own_scope=True)
 def token_weights(load, path: str, stamp: float, texts: list[str], gold: list[str] | None, cached_only: bool,
                   progress=None):
     """`corpus_views.token_weights` over texts (a CorpusWeights), kept in the disk cache (CorpusCache); with
@@ -348,7 +358,7 @@ def token_weights(load, path: str, stamp: float, texts: list[str], gold: list[st
                             progress=progress)
 
 
-@job(own_scope=True, progress=True)
+@job(own_scope=True)
 def filter_ngrams(load, path: str, stamp: float, texts: list[str], top: int, cached_only: bool, progress=None):
     """`corpus_views.filter_ngrams` over texts (a FilterNgrams), kept in the disk cache like `token_weights`."""
     from textcls.analysis import corpus_views as cv
@@ -471,7 +481,7 @@ def time_checkpoints(load, infos: list) -> list[dict]:
     return timed(infos, EXAMPLE_SENTENCE)
 
 
-@job(own_scope=True, progress=True)
+@job(own_scope=True)
 def run_bench(load, options: dict, progress=None) -> dict:
     """`textcls.experiments.bench.run_bench(**options)`, its progress lines reported as it goes."""
     from textcls.experiments import bench
@@ -503,7 +513,7 @@ def lesson_step(load, lesson_id: str, step: int, value: float | None, infos: lis
 
 # ---------------------------------------------------------------- any registered interpreter
 
-@job(keep=64, own_scope=True, progress=True)
+@job(keep=64, own_scope=True)
 def interpret(load, name: str, path: str, stamp: float, inputs: dict, options: dict, progress=None):
     """`textcls.interpret.interpreters.run` of interpreter `name` on one checkpoint: its result (plain data)."""
     from textcls.interpret import interpreters
@@ -520,7 +530,5 @@ def interpret_why_not(load, name: str, path: str, stamp: float) -> str | None:
 def run(load, name: str, *args, progress=None):
     """Job `name` (one of JOBS) with `load` and its arguments; `progress(done, total)` goes to a job that reports
     progress."""
-    j = JOBS.get(name)
-    if j is None:
-        raise ValueError(f"unknown model job {name!r}")
+    j = get_job(name)
     return j.fn(load, *args, progress=progress) if j.progress else j.fn(load, *args)

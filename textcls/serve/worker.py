@@ -264,9 +264,7 @@ def run_here(job: str, args: tuple, progress=None):
     from textcls.runtime.threads import scope
     from textcls.runtime.trace import span
     from textcls.serve import work
-    spec = work.JOBS.get(job)
-    if spec is None:
-        raise ValueError(f"unknown model job {job!r}")
+    spec = work.get_job(job)
     with span(f"in-worker.job.{job}"), (nullcontext() if spec.own_scope else scope("interactive")):
         return work.run(predictor, job, *args, progress=progress)
 

@@ -349,9 +349,8 @@ class HFClassifier(TextClassifier):
         if layer is not None:
             layer.forward = types.MethodType(_pooled_forward, layer)      # a deep copy binds it to the copy
             self.pooled_last = True
-        params = inspect.signature(self.hf.forward).parameters
-        self._positions = position_table(self.hf) if self.pooled_last and self.prefix and \
-            {"position_ids", "token_type_ids"} <= set(params) else None   # a text's position ids: packing
+        self._positions = position_table(self.hf) if self.pooled_last and self.prefix and {"position_ids",
+            "token_type_ids"} <= set(inspect.signature(self.hf.forward).parameters) else None   # for packing
 
     def _padding_is_masked(self) -> bool:
         """Whether right padding leaves a text's logits alone (ConvBERT's convolutions read the pad positions:

@@ -36,8 +36,7 @@ PACK_MAX_LENGTH = 512      # longest text packed (its position ids are read up t
 
 def last_layer(hf_model: nn.Module) -> nn.Module | None:
     """The last encoder layer of a BERT-like sequence classifier whose head reads the first position, or None."""
-    base = getattr(hf_model, getattr(hf_model, "base_model_prefix", ""), None)
-    layers = getattr(getattr(base, "encoder", None), "layer", None)
+    layers = getattr(getattr(getattr(hf_model, "base_model", None), "encoder", None), "layer", None)
     if not isinstance(layers, nn.ModuleList) or not len(layers):
         return None
     layer = layers[-1]
@@ -85,8 +84,7 @@ def forward_first(layer: nn.Module, hidden_states: torch.Tensor, attention_mask:
 def position_table(hf_model: nn.Module, limit: int = PACK_MAX_LENGTH) -> torch.Tensor | None:
     """(n,) the position ids the model's embeddings give positions 0..n-1 of a text on its own (BERT: 0, 1, ...;
     RoBERTa: 2, 3, ...), read once from the embeddings with a hook; None where that cannot be read."""
-    base = getattr(hf_model, getattr(hf_model, "base_model_prefix", ""), None)
-    emb = getattr(base, "embeddings", None)
+    emb = getattr(getattr(hf_model, "base_model", None), "embeddings", None)
     table = getattr(emb, "position_embeddings", None)
     if not isinstance(table, nn.Embedding):
         return None
