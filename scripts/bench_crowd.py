@@ -162,8 +162,8 @@ class CpuMeter:
         now, last = self._now(), self.last
         self.last = now
         wall = max(now[0] - last[0], 1e-9)
-        return {"server_cpu_s": round(now[1] - last[1], 1), "browser_cpu_s": round(now[2] - last[2], 1),
-                "worker_cpu_s": round(max(0.0, now[3] - last[3]), 1), "clients_cpu_s": round(now[4] - last[4], 1),
+        return {"server_cpu_s": round(now[1] - last[1], 2), "browser_cpu_s": round(now[2] - last[2], 2),
+                "worker_cpu_s": round(max(0.0, now[3] - last[3]), 2), "clients_cpu_s": round(now[4] - last[4], 2),
                 "wall_s": round(wall, 1)}
 
 
@@ -408,6 +408,10 @@ def report(out: dict) -> str:
                      f"{c.get('worker_cpu_s', 0):g}, browsers {c['browser_cpu_s']:g}"
                      + (f", the websocket clients {c['clients_cpu_s']:g}" if out.get("clients") == "socket" else "")
                      + f" (of {out['cpus'] * c['wall_s']:g} available)")
+        acts = sum(sc[a]["n"] for a in ("compare", "inspect") if a in sc)
+        if acts:
+            lines.append(f"    per action: server {1000 * c['server_cpu_s'] / acts:.0f} ms, model worker "
+                         f"{1000 * c.get('worker_cpu_s', 0) / acts:.0f} ms of CPU")
     if "settled_s" in out:
         lines.append(f"  timed after the start-up's work ahead: quiet after {out['settled_s']} s" if out["settled_s"]
                      is not None else "  the server and its worker did not fall quiet within --settle")

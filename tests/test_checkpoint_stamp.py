@@ -96,3 +96,50 @@ def test_the_app_answers_with_the_new_tokenizer(folder, monkeypatch):
     fresh = [p.probabilities for p in textcls.load_checkpoint(folder).predict(texts)]
     assert all(n == pytest.approx(f) for n, f in zip(new, fresh))
     assert new[0] == pytest.approx(old[2]) and new[0] != pytest.approx(old[0])      # "good" now reads as "bad"
+
+
+def test_one_page_run_reads_each_stamp_once_and_the_next_run_sees_the_change(folder):
+    """A page run (app.py's page_run) reads each folder's stamp once: what it asks and shows is of one state of the
+    files. The next run, or a refreshed listing within the run (a save), reads them again."""
+    import threading
+    before = cache.stamp(folder)
+    with cache.one_reading():
+        assert cache.stamp(folder) == before
+        _replace(folder / "tokenizer.json", _swap_good_and_bad)
+        assert cache.stamp(folder) == before                         # the same run: one state of the files
+        seen = []
+        t = threading.Thread(target=lambda: seen.append(cache.stamp(folder)))
+        t.start(), t.join()
+        assert seen[0] != before                                     # another session's run reads its own
+        cache.refresh_checkpoints()                                  # a save in this run: read again
+        changed = cache.stamp(folder)
+        assert changed != before
+    assert cache.stamp(folder) == changed                            # outside a run: read every time
+    _replace(folder / "tokenizer.json", _swap_good_and_bad)
+    assert cache.stamp(folder) != changed
+
+
+def test_the_listing_is_kept_for_its_time_and_every_caller_gets_its_own_copy(tmp_path, monkeypatch):
+    """`checkpoints()` keeps its listing LISTING_TTL seconds (no longer in st.cache_data): a caller that changes
+    the lists it got changes nothing for the next one; past its time, or after `refresh_checkpoints`, a folder
+    added on disk is listed."""
+    monkeypatch.setenv("TEXTCLS_CHECKPOINTS", str(tmp_path / "ckpts"))
+    monkeypatch.setenv("TEXTCLS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("TEXTCLS_WORKER", "0")
+    (tmp_path / "ckpts").mkdir()
+    tiny_folder(tmp_path / "ckpts")
+    cache.refresh_checkpoints()
+    valid, _ = cache.checkpoints(deep=False)
+    names = [i.name for i in valid]
+    assert names
+    valid.clear()
+    assert [i.name for i in cache.checkpoints(deep=False)[0]] == names      # a copy each time
+    shutil.copytree(tmp_path / "ckpts" / names[0], tmp_path / "ckpts" / "second")
+    assert len(cache.checkpoints(deep=False)[0]) == len(names)              # kept: not re-listed yet
+    monkeypatch.setattr(cache, "LISTING_TTL", 0.0)
+    assert len(cache.checkpoints(deep=False)[0]) == len(names) + 1          # past its time: listed again
+    monkeypatch.setattr(cache, "LISTING_TTL", 3600.0)
+    shutil.rmtree(tmp_path / "ckpts" / "second")
+    assert len(cache.checkpoints(deep=False)[0]) == len(names) + 1
+    cache.refresh_checkpoints()
+    assert len(cache.checkpoints(deep=False)[0]) == len(names)

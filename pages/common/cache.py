@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -44,13 +45,37 @@ def user_checkpoints() -> Path:
     return paths.user_checkpoints()
 
 
+_RUN = threading.local()      # .stamps: this thread's page run's stamps (`one_reading`), else None
+
+
 def stamp(path: str | Path) -> float:
     """What every cache here (and the model worker's models) is keyed on besides the folder: a digest of every
     file the checkpoint reads - each entry of its folder (weights, config, vocabulary, tokenizer.json, vocab.txt,
     special tokens, tokenizer config, textcls.json, ...) and a delta's installed base folder - by name, inode,
     size and modification time (`textcls.checkpoint.files.checkpoint_stamp`). A new save, or one replaced
-    tokenizer file, changes it."""
-    return checkpoint_stamp(path)
+    tokenizer file, changes it: on the next page run, since a run reads each folder's stamp once (`one_reading`)."""
+    memo = getattr(_RUN, "stamps", None)
+    if memo is None:
+        return checkpoint_stamp(path)
+    key = str(path)
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = checkpoint_stamp(path)
+    return got
+
+
+@contextmanager
+def one_reading():
+    """Around one page run (pages.common.warmup.page_run): each folder's stamp is read once, so everything the run
+    asks and shows is of one state of the files, and a Compare submit of 7 models reads 7 folders, not 28 (a
+    twentieth of the server's time per submit with 30 sessions at once). `refresh_checkpoints` (a save in the
+    run) reads them again."""
+    outer = getattr(_RUN, "stamps", None)
+    _RUN.stamps = {}
+    try:
+        yield
+    finally:
+        _RUN.stamps = outer
 
 
 def remote():
@@ -86,11 +111,26 @@ def validating_ahead():
         _VALIDATING.clear()
 
 
+LISTING_TTL = 10.0            # seconds a listing is kept (a folder added by hand shows within that; Train refreshes)
+_LISTINGS = Answers()         # (roots, deep, from_files) -> the listing: every caller gets its own copy
+_LISTED: dict[tuple, float] = {}     # when each was listed (time.monotonic)
+
+
 def _checkpoints_now(roots: tuple[str, ...], deep: bool):
-    return _checkpoints(roots, deep, deep and _VALIDATING.is_set())
+    """The listing, kept LISTING_TTL seconds: one pickled copy read back per page run (0.4 ms for 18 folders),
+    where st.cache_data's own hashing and bookkeeping cost 2 ms of each run, a submit's server time."""
+    key = (roots, deep, deep and _VALIDATING.is_set())
+    if time.monotonic() - _LISTED.get(key, -LISTING_TTL) >= LISTING_TTL:
+        _LISTINGS.forget("listing", key)
+    return _LISTINGS.get("listing", key, lambda: _listed(key), keep=8)
 
 
-@st.cache_data(ttl=10, show_spinner=False)
+def _listed(key: tuple):
+    got = _checkpoints(*key)
+    _LISTED[key] = time.monotonic()
+    return got
+
+
 def _checkpoints(roots: tuple[str, ...], deep: bool, from_files: bool = False) \
         -> tuple[list[CheckpointInfo], list[CheckpointInfo]]:
     if from_files:                          # the worker is busy validating ahead (validating_ahead)
@@ -191,21 +231,22 @@ def _predict(path: str, mtime: float, key: str, _texts: tuple[str, ...]):
 
 
 _MAPS_AHEAD: dict[tuple, object] = {}     # (path, mtime, text) -> a Prediction or the exception, asked together
-_MAPS_ASKED: dict[tuple, None] = {}       # the keys `_predict_maps` has computed (its cache has them), oldest first
+MAPS_KEEP = 24                            # one text's maps kept, of any checkpoints (ANSWERS, as "predict_maps")
 
 
-@st.cache_data(show_spinner=False, max_entries=24)
 def _predict_maps(path: str, mtime: float, text: str):
+    """Kept in ANSWERS (a pickled copy per caller, 0.01-0.06 ms for a small model's maps), not st.cache_data, whose
+    hashing and bookkeeping cost 0.5 ms a call: 3.5 ms of the server's time per Compare submit of 7 models."""
     key = (path, mtime, text)
-    _MAPS_ASKED[key] = None
-    while len(_MAPS_ASKED) > 24:                        # as many as the cache keeps
-        _MAPS_ASKED.pop(next(iter(_MAPS_ASKED)))
-    if key in _MAPS_AHEAD:
-        ahead = _MAPS_AHEAD.pop(key)
-        if isinstance(ahead, BaseException):
-            raise ahead
-        return ahead
-    return worker().predict(path, mtime, [text], maps=True)[0]
+
+    def compute():
+        if key in _MAPS_AHEAD:
+            ahead = _MAPS_AHEAD.pop(key)
+            if isinstance(ahead, BaseException):
+                raise ahead
+            return ahead
+        return worker().predict(path, mtime, [text], maps=True)[0]
+    return ANSWERS.get("predict_maps", key, compute, MAPS_KEEP)
 
 
 def model_job(job: str, *args, progress=None):
@@ -233,7 +274,9 @@ def forget(data: bool = False) -> None:
     """Drop every kept answer of the pages' model work; with `data`, st.cache_data's entries too (the listing, the
     predictions, the drawn figures): what a test that changes the checkpoints or the data under a page starts with."""
     ANSWERS.clear()
+    _MAPS_AHEAD.clear()
     if data:
+        refresh_checkpoints()
         st.cache_data.clear()
 
 
@@ -263,7 +306,7 @@ def predict_maps(path: str | Path, text: str):
 def maps_ready(path: str | Path, text: str) -> bool:
     """Whether `predict_maps(path, text)` answers at once (asked together ahead, or computed before)."""
     key = (str(path), stamp(path), text)
-    return key in _MAPS_AHEAD or key in _MAPS_ASKED
+    return key in _MAPS_AHEAD or ANSWERS.has("predict_maps", key)
 
 
 def ask_maps_together(paths, text: str) -> None:
@@ -271,7 +314,7 @@ def ask_maps_together(paths, text: str) -> None:
     (`worker.predict_each`); each `predict_maps` then takes its answer, or raises its error. Those already cached
     are not asked again. Without the worker, or for one checkpoint, nothing to gain: nothing is done."""
     keys = [(str(p), stamp(p), text) for p in paths]
-    keys = [k for k in dict.fromkeys(keys) if k not in _MAPS_ASKED and k not in _MAPS_AHEAD]
+    keys = [k for k in dict.fromkeys(keys) if k not in _MAPS_AHEAD and not ANSWERS.has("predict_maps", k)]
     w = remote()
     if w is None or len(keys) < 2:
         return
@@ -288,7 +331,8 @@ def ask_maps_together(paths, text: str) -> None:
 
 
 __all__ = ["CheckpointError", "checkpoint_roots", "checkpoints", "user_checkpoints", "predict", "predict_maps",
-           "ask_maps_together", "maps_ready", "hand_over", "handed_over", "stamp", "facts", "remote", "worker"]
+           "ask_maps_together", "maps_ready", "hand_over", "handed_over", "one_reading", "stamp", "facts", "remote",
+           "worker"]
 
 
 # ---------------------------------------------------------------- data sets and jobs (pages.common.data)
@@ -298,7 +342,10 @@ from pages.common.data import dataset, job_registry  # noqa: E402  (Train / Eval
 
 def refresh_checkpoints() -> None:
     """Forget the cached checkpoint listing, so a checkpoint saved just now shows on every page at once."""
-    _checkpoints.clear()
+    _LISTINGS.clear()
+    _LISTED.clear()
+    if getattr(_RUN, "stamps", None):
+        _RUN.stamps.clear()
 
 
 __all__ += ["dataset", "job_registry", "refresh_checkpoints"]

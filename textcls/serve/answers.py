@@ -72,6 +72,11 @@ class Answers:
         with self._lock:
             return key in self._kept.get(name, ())
 
+    def forget(self, name: str, key: Hashable) -> None:
+        """Drop one kept answer, if kept (one past its time)."""
+        with self._lock:
+            self._kept.get(name, {}).pop(key, None)
+
     def count(self, name: str | None = None) -> int:
         """How many answers are kept (of job `name`, or of all)."""
         with self._lock:

@@ -28,10 +28,14 @@ CURVE_TITLES = {"train_loss": "training loss", "dev_loss": "dev loss", "train_ac
 def probabilities_figure(items: Sequence[tuple[str, dict[str, float]]], title: str = "Probabilities") -> FigureOut:
     """Grouped horizontal bars: one group per checkpoint, one bar per label (Compare)."""
     labels = list(dict.fromkeys(lab for _, probs in items for lab in probs))
-    table = pd.DataFrame([{"checkpoint": n, "label": lab, "probability": p} for n, probs in items
-                          for lab, p in probs.items()])
-    return FigureOut("probabilities", title, partial(_probabilities_plotly, list(items), labels, title), table,
-                     html=probabilities_html(items, labels, title))
+    return FigureOut("probabilities", title, partial(_probabilities_plotly, list(items), labels, title),
+                     partial(_probabilities_table, list(items)), html=probabilities_html(items, labels, title))
+
+
+def _probabilities_table(items: Sequence[tuple[str, dict[str, float]]]) -> pd.DataFrame:
+    """The bars' numbers, for CSV/JSON exports (built only then)."""
+    return pd.DataFrame([{"checkpoint": n, "label": lab, "probability": p} for n, probs in items
+                         for lab, p in probs.items()])
 
 
 def _probabilities_plotly(items: Sequence[tuple[str, dict[str, float]]], labels: Sequence[str],

@@ -139,10 +139,11 @@ def fit_title(fig: go.Figure, chars: int) -> go.Figure:
 # ---------------------------------------------------------------- figure + numbers
 
 class _BuiltWhenRead:
-    """A FigureOut's `fig`: a go.Figure, or a function without arguments that builds it, called the first time
-    `fig` is read (then kept). A figure shown as HTML (shaded words, Compare's bars) needs its Plotly twin only for
-    a PNG/SVG export: built on every run, Compare's two twins took 80 ms of the server's 1 ms for their HTML. Give
-    a picklable function (functools.partial of a module's function): cached figures are pickled."""
+    """A FigureOut's `fig` or `table`: the value, or a function without arguments that builds it, called the first
+    time it is read (then kept). A figure shown as HTML (shaded words, Compare's bars) needs its Plotly twin only for
+    a PNG/SVG export, and its table only for a CSV/JSON one: built on every run, Compare's two twins took 80 ms of
+    the server's 1 ms for their HTML, and its two tables (pandas) 1.5 ms more. Give a picklable function
+    (functools.partial of a module's function): cached figures are pickled."""
 
     def __set_name__(self, owner, name: str) -> None:
         self.slot = f"_{name}"
@@ -151,7 +152,7 @@ class _BuiltWhenRead:
         if obj is None:
             raise AttributeError(self.slot)        # dataclasses: the field has no default
         value = obj.__dict__[self.slot]
-        if callable(value) and not isinstance(value, go.Figure):
+        if callable(value) and not isinstance(value, (go.Figure, pd.DataFrame)):
             value = obj.__dict__[self.slot] = value()
         return value
 
@@ -167,7 +168,8 @@ class FigureOut:
     key: str                      # stable id, used in file names: "tr-att_layer1_head2"
     title: str
     fig: go.Figure = _BuiltWhenRead()     # or a function that builds it when first read (an HTML figure's twin)
-    table: pd.DataFrame           # long form: one column per axis label (+ its index) and "value"
+    table: pd.DataFrame = _BuiltWhenRead()   # long form: one column per axis label (+ its index) and "value";
+                                             # or a function that builds it when first read (an export)
     caption: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
     html: str | None = None       # escaped HTML to show on screen instead of `fig` (shaded words wrap to any
