@@ -343,3 +343,28 @@ def test_one_verdict_for_one_text_on_every_consumer():
                                                                         [curves["aopc_sufficiency"]])))
     res = steps.run_step(step, lib)
     assert any(want["verdict"] + " on this text" in n and f"{want['aopc']:.3f}" in n for n in res.notes), res.notes
+
+
+def test_variants_that_give_the_same_input_are_scored_once_and_tie_exactly():
+    """Removing either of two equal neighbours gives the model one input: `Variants` scores it once, so the word
+    orders that differ only there tie exactly (batch noise used to break such ties by 1e-8 either way)."""
+    from textcls.interpret.instances import Instance
+    from textcls.interpret.variants import Variants
+    words = ("good", "good", "movie", "bad")
+    ids = ids_of(*words)
+    rows = []
+
+    def fn(ids, mask):
+        rows.append(len(ids))
+        x = (ids * mask).double().sum(1, keepdim=True) / 10
+        return torch.softmax(torch.cat([-x, x], 1), -1)
+    V = Variants(fn, [Instance(ids, torch.ones_like(ids, dtype=torch.bool), list(words))])
+    a, b, c = V.add(0, [0, 2]), V.add(0, [1, 2]), V.add(0, [2])     # removing either "good" gives one input
+    V.run()
+    assert sum(rows) == 2 and V.n_scored == 3
+    assert np.array_equal(V.probs(a), V.probs(b)) and not np.array_equal(V.probs(a), V.probs(c))
+    d = V.add(0, [0])
+    V.run()
+    e = V.add(0, [1])
+    V.run()                                                         # the same input as one scored before: no row
+    assert sum(rows) == 3 and np.array_equal(V.probs(d), V.probs(e))

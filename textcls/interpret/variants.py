@@ -17,7 +17,9 @@ class Variants:
     """Token-removal variants of many texts (text index, sorted real-token indices removed), each scored once.
 
     `add` returns a variant's id (the same id for the same text and removed set); `run` scores every pending
-    variant in length buckets; `probs(vid)` is its probability vector (float64, as `probabilities.score` gives)."""
+    variant in length buckets; `probs(vid)` is its probability vector (float64, as `probabilities.score` gives).
+    Variants that give the model the same input (removing either of two equal neighbours) are scored once and
+    share their probabilities: equal orders tie exactly, whichever batches they were asked for in."""
 
     def __init__(self, model, instances: Sequence[Instance], removal: str = "delete"):
         _check_removal(removal)
@@ -30,6 +32,7 @@ class Variants:
         self._probs: list[np.ndarray | None] = []
         self._pending: list[int] = []
         self._real: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._inputs: dict[tuple, int] = {}          # (shape, ids, mask) bytes -> the first variant with them
         self.n_scored = 0
 
     def add(self, text: int, drop) -> int:
@@ -77,6 +80,19 @@ class Variants:
         if not pending:
             return
         built = {v: self._arrays(v) for v in pending}
+        first: dict[int, int] = {}                  # vid -> the vid scored for the same input (a repeated word)
+        for v in pending:
+            ids, mask = built[v]
+            first[v] = self._inputs.setdefault((ids.shape, ids.dtype.str, ids.tobytes(), mask.tobytes()), v)
+        pending, done = [v for v in pending if first[v] == v], pending
+        if pending:
+            self._score(pending, built)
+        for v in done:
+            self._probs[v] = self._probs[first[v]]
+        self.n_scored += len(done)
+
+    def _score(self, pending: list[int], built: dict[int, tuple[np.ndarray, np.ndarray]]) -> None:
+        """Score the variants `pending` (their arrays in `built`) in length buckets."""
         shapes = [built[v][0].shape for v in pending]
         pad_id = self.insts[0].pad_id
         cost = shapes
@@ -96,7 +112,6 @@ class Variants:
             p = torch.as_tensor(self.fn(torch.from_numpy(ids_np), torch.from_numpy(mask_np))).detach().double().numpy()
             for r, v in enumerate(vids):
                 self._probs[v] = p[r]
-        self.n_scored += len(pending)
 
 
 __all__ = ["Variants"]

@@ -95,6 +95,11 @@ class WordTable:
     def __len__(self) -> int:
         return len(self._pieces)
 
+    def __deepcopy__(self, memo) -> "WordTable":
+        """Itself: a copy of the model (`weights_copy`) shares the table, so a word met after the copy is made has
+        the same id in both (a copied table would map it to [UNK]); the table is append-only, so sharing is safe."""
+        return self
+
     def id(self, pieces: tuple[int, ...]) -> int:
         pieces = tuple(int(p) for p in pieces[:MAX_PIECES_PER_WORD]) or (self.pad_piece,)
         got = self._ids.get(pieces)
