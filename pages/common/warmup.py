@@ -64,9 +64,9 @@ def _end() -> None:
 @contextmanager
 def page_run():
     """Around each script run (app.py): each checkpoint's stamp is read once in it (cache.one_reading), and the
-    warm-up gives way to it between its steps. A page clicked straight
-    after Home then shares the two cores and the interpreter lock with nothing but the step already under way
-    (importing torch, which it needs itself), not with Captum's import, the validation or Evaluate's predictions."""
+    warm-up gives way to it between its steps. A page clicked straight after Home then shares the two cores and
+    the interpreter lock with nothing but the step already under way (importing torch, which it needs itself), not
+    with Captum's import, the validation or Evaluate's predictions."""
     from pages.common.cache import one_reading
     from textcls.runtime.trace import span
     _begin()

@@ -590,5 +590,6 @@ def reasons_figure(items: Sequence[dict[str, Any]], *, title: str = "What each m
         return None
     fig = partial(token_highlight_rows, rows, title=title, window=window, stretch=stretch,    # built when exported
                   chars_per_line=chars_per_line)
-    return FigureOut("reasons", title, fig, partial(highlight_table, rows), caption="Weights - " + "; ".join(srcs) + ". "
-                     + SHADE_NOTE + _entity_note(rows), html=token_rows_html(rows, title=title, window=window, stretch=stretch))
+    return FigureOut("reasons", title, fig, partial(highlight_table, rows),                # a table when exported
+                     caption="Weights - " + "; ".join(srcs) + ". " + SHADE_NOTE + _entity_note(rows),
+                     html=token_rows_html(rows, title=title, window=window, stretch=stretch))
