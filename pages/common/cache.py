@@ -231,7 +231,8 @@ def _predict(path: str, mtime: float, key: str, _texts: tuple[str, ...]):
 
 
 _MAPS_AHEAD: dict[tuple, object] = {}     # (path, mtime, text) -> a Prediction or the exception, asked together
-MAPS_KEEP = 24                            # one text's maps kept, of any checkpoints (ANSWERS, as "predict_maps")
+MAPS = "predict_maps"                     # one text's maps in ANSWERS: (path, stamp, text) -> its Prediction
+MAPS_KEEP = 24                            # kept, of any checkpoints
 
 
 def _predict_maps(path: str, mtime: float, text: str):
@@ -246,7 +247,7 @@ def _predict_maps(path: str, mtime: float, text: str):
                 raise ahead
             return ahead
         return worker().predict(path, mtime, [text], maps=True)[0]
-    return ANSWERS.get("predict_maps", key, compute, MAPS_KEEP)
+    return ANSWERS.get(MAPS, key, compute, MAPS_KEEP)
 
 
 def model_job(job: str, *args, progress=None):
@@ -306,7 +307,7 @@ def predict_maps(path: str | Path, text: str):
 def maps_ready(path: str | Path, text: str) -> bool:
     """Whether `predict_maps(path, text)` answers at once (asked together ahead, or computed before)."""
     key = (str(path), stamp(path), text)
-    return key in _MAPS_AHEAD or ANSWERS.has("predict_maps", key)
+    return key in _MAPS_AHEAD or ANSWERS.has(MAPS, key)
 
 
 def ask_maps_together(paths, text: str) -> None:
@@ -314,7 +315,7 @@ def ask_maps_together(paths, text: str) -> None:
     (`worker.predict_each`); each `predict_maps` then takes its answer, or raises its error. Those already cached
     are not asked again. Without the worker, or for one checkpoint, nothing to gain: nothing is done."""
     keys = [(str(p), stamp(p), text) for p in paths]
-    keys = [k for k in dict.fromkeys(keys) if k not in _MAPS_AHEAD and not ANSWERS.has("predict_maps", k)]
+    keys = [k for k in dict.fromkeys(keys) if k not in _MAPS_AHEAD and not ANSWERS.has(MAPS, k)]
     w = remote()
     if w is None or len(keys) < 2:
         return

@@ -84,12 +84,12 @@ class Variants:
         for v in pending:
             ids, mask = built[v]
             first[v] = self._inputs.setdefault((ids.shape, ids.dtype.str, ids.tobytes(), mask.tobytes()), v)
-        pending, done = [v for v in pending if first[v] == v], pending
-        if pending:
-            self._score(pending, built)
-        for v in done:
+        unique = [v for v in pending if first[v] == v]
+        if unique:
+            self._score(unique, built)
+        for v in pending:
             self._probs[v] = self._probs[first[v]]
-        self.n_scored += len(done)
+        self.n_scored += len(pending)
 
     def _score(self, pending: list[int], built: dict[int, tuple[np.ndarray, np.ndarray]]) -> None:
         """Score the variants `pending` (their arrays in `built`) in length buckets."""

@@ -152,7 +152,7 @@ class _BuiltWhenRead:
         if obj is None:
             raise AttributeError(self.slot)        # dataclasses: the field has no default
         value = obj.__dict__[self.slot]
-        if callable(value) and not isinstance(value, (go.Figure, pd.DataFrame)):
+        if callable(value):                        # (a go.Figure or a DataFrame is not)
             value = obj.__dict__[self.slot] = value()
         return value
 
