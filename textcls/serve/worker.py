@@ -34,6 +34,9 @@ import pickle
 import threading
 import time
 from collections import OrderedDict
+from contextlib import nullcontext
+
+from textcls.serve import ahead
 
 _MODELS: OrderedDict = OrderedDict()      # (path, stamp, device) -> Predictor, least recently used first
 _MODELS_LOCK = threading.Lock()            # the requests' thread and `warm_background`'s
@@ -58,20 +61,22 @@ def plain_error(e: BaseException) -> BaseException:
     return RuntimeError(f"{type(e).__name__}: {e}")
 
 
-def answers(fn=None, *, work: str | None = "interactive"):
+def answers(fn=None, *, work: str | None = "interactive", serves: bool = True):
     """A call the server makes: it runs in the thread scope of `work` ("interactive", "batch", or None: the
-    function opens its own), and what it raises crosses as `plain_error`."""
+    function opens its own), and what it raises crosses as `plain_error`. While a call that `serves` runs (a plain
+    request, not a job's start or collection), the work ahead pauses (textcls.serve.ahead)."""
     if fn is None:
-        return functools.partial(answers, work=work)
+        return functools.partial(answers, work=work, serves=serves)
 
     @functools.wraps(fn)
     def run(*args, **kwargs):
         try:
-            if work is None:
-                return fn(*args, **kwargs)
-            from textcls.runtime.threads import scope
-            with scope(work):
-                return fn(*args, **kwargs)
+            with (ahead.serving() if serves else nullcontext()):
+                if work is None:
+                    return fn(*args, **kwargs)
+                from textcls.runtime.threads import scope
+                with scope(work):
+                    return fn(*args, **kwargs)
         except Exception as e:  # noqa: BLE001 - re-raised as plain data
             plain = plain_error(e)
             if plain is e:
@@ -120,7 +125,7 @@ def predictor(path: str, stamp: float, device: str = "cpu"):
             _MODELS.move_to_end(key)
             return p
         loading = _LOADING.setdefault(key, threading.Lock())
-    with loading:                               # a load under way in the other thread: wait for it, do not repeat
+    with ahead.waiting(), loading:              # a load under way in the other thread: wait for it, do not repeat
         with _MODELS_LOCK:
             p = _MODELS.get(key)
         if p is None:
@@ -235,7 +240,7 @@ _PROGRESS: dict = {}              # key -> what a running job that reports progr
 _JOBS_LOCK = threading.Lock()
 
 
-@answers(work=None)
+@answers(work=None, serves=False)
 def start_job(env: dict[str, str], key: str, job: str, wait: float, *args) -> tuple[bool, object]:
     """Start `textcls.serve.work.<job>(load, *args)` in a thread of this process and wait at most `wait` s for it:
     a short job answers in this one call, a long one leaves the requests' loop free for other sessions'
@@ -280,7 +285,7 @@ def _run_job(key: str, job: str, args: tuple):
         _PROGRESS.pop(key, None)
 
 
-@answers(work=None)
+@answers(work=None, serves=False)
 def job_result(key: str, wait: float) -> tuple[bool, object]:
     """(True, the answer) of the job `key` once it is done (what it raised is raised here), else (False, its last
     progress - (done, total) or (a line,) - or None) after waiting at most `wait` s. JobLost: no such job here
@@ -303,7 +308,7 @@ def job_result(key: str, wait: float) -> tuple[bool, object]:
     return True, value
 
 
-@answers
+@answers(serves=False)
 def prefetch_start(env: dict[str, str], key: str, path: str, stamp: float, texts: list[str],
                    batch_size: int = 64) -> int:
     """Begin a long prediction kept here under `key`; `prefetch_next(key)` computes its batches one by one, in
@@ -317,7 +322,7 @@ def prefetch_start(env: dict[str, str], key: str, path: str, stamp: float, texts
     return len(texts)
 
 
-@answers(work=None)
+@answers(work=None, serves=False)
 def prefetch_next(key: str):
     """The next (positions, predictions) of a prefetch, or None when it is done (or unknown: a restarted worker)."""
     entry = _PREFETCH.get(key)
@@ -331,7 +336,7 @@ def prefetch_next(key: str):
     return item
 
 
-@answers
+@answers(serves=False)
 def warm(env: dict[str, str], paths: list[tuple[str, float]]) -> list[str]:
     """Load these checkpoints ahead, in order; returns the errors (one line each) of those that fail."""
     set_env(env)
@@ -346,10 +351,11 @@ def warm(env: dict[str, str], paths: list[tuple[str, float]]) -> list[str]:
 
 def warm_background(env: dict[str, str], paths: list[tuple[str, float]]) -> None:
     """`import_ahead`, then `warm`, in a thread of this process, returning at once: a large model (the pretrained
-    encoder: transformers' import, seconds) loads while the requests go on being answered (its import is Python
-    code, which lets the requests' thread run between its steps). Meanwhile the interpreter switches threads
-    faster (`textcls.runtime.threads.beside_requests`), so a request answered during the load is not held up by
-    it. Why a thread here and not a process of its own: docs/performance.md ("Why the start-up and the worker are
+    encoder: transformers' import, seconds) loads while the requests go on being answered. It gives way to them
+    (textcls.serve.ahead): before each module it imports it waits while a request is answered and for
+    GIVE_WAY_QUIET s after, unless a request needs a model loaded. Meanwhile the interpreter switches threads
+    faster (`textcls.runtime.threads.beside_requests`), so a request answered during one of its steps is not held
+    up by it. Why a thread here and not a process of its own: docs/performance.md ("Why the start-up and the worker are
     arranged as they are")."""
     threading.Thread(target=_warm_beside_requests, args=(env, paths), name="textcls-warm-large", daemon=True).start()
 
@@ -371,9 +377,12 @@ def import_ahead() -> None:
 
 def _warm_beside_requests(env: dict[str, str], paths: list[tuple[str, float]]) -> None:
     from textcls.runtime.threads import beside_requests
-    with beside_requests():
+    from textcls.runtime.trace import record
+    start = time.time()
+    with beside_requests(), ahead.giving_way():
         import_ahead()
         warm(env, paths)
+    record("in-worker.ahead-paused", start, start + ahead.paused())   # how long it gave way, from its start
 
 
 @answers
