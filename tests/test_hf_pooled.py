@@ -181,9 +181,10 @@ def test_texts_of_mixed_length_are_packed_and_score_as_alone(family, monkeypatch
 
 
 @pytest.mark.parametrize("sizes, packs", [([30, 3, 4, 5, 2, 7, 30, 1], True), ([12] * 5, False),
-                                          ([100, 2], False), ([5, 90, 90, 3, 3, 3, 60, 64], True)])
+                                          ([100, 7], False), ([100, 2], True), ([5, 90, 90, 3, 3, 3, 60, 64], True)])
 def test_pack_places_every_text_once_without_overlap(sizes, packs):
-    """Equal lengths, or a short text that fits beside no other (two rows either way): not packed."""
+    """Equal lengths, or a short text that fits beside no other (two rows either way): not packed; a text of 2
+    positions goes beside one of 100 (a row of 102)."""
     used = torch.tensor(sizes)
     got = pooled.pack(used, max(sizes))
     assert (got is not None) == packs
@@ -196,8 +197,19 @@ def test_pack_places_every_text_once_without_overlap(sizes, packs):
         span = {(int(row[b]), int(start[b]) + j) for j in range(n)}
         assert not span & cells
         cells |= span
-    assert T <= max(max(sizes), pooled.PACK_POSITIONS)
+    assert T <= max(max(sizes) + pooled.PACK_SLACK, pooled.PACK_POSITIONS)
     assert P * T <= pooled.PACK_WHEN * len(sizes) * max(sizes)
+
+
+def test_an_erasure_curve_fills_its_rows():
+    """A text of L positions and its variants: without the top k words (L - m pieces) and with only them (m + 2,
+    the specials): each pair fills a row of L + 2 exactly, so nothing is padded but the text's own row."""
+    L = 20
+    pieces = [2, 5, 8, 11]                                          # m: the top k words' pieces
+    sizes = [L] + [L - m for m in pieces] + [m + 2 for m in pieces]
+    P, T, row, start = pooled.pack(torch.tensor(sizes), L)
+    assert (P, T) == (1 + len(pieces), L + 2)
+    assert P * T - sum(sizes) == 2
 
 
 def test_a_copy_made_before_a_word_is_met_scores_it_like_the_model(tmp_path):
@@ -211,3 +223,33 @@ def test_a_copy_made_before_a_word_is_met_scores_it_like_the_model(tmp_path):
     (inst,) = as_source(p).instances(["zebras quarrel about unbelievable giraffes"])      # words the table lacks
     ids, mask = inst.ids[None], inst.mask[None]
     assert torch.allclose(prob_fn(twin)(ids, mask), prob_fn(p.model)(ids, mask), atol=1e-6)
+
+
+def test_small_attention_eager_equals_sdpa(family, monkeypatch):
+    """A plain call over at most SMALL_ATTENTION keys runs its attention as eager products on the CPU (faster than
+    sdpa there): logits and input gradients are sdpa's, in every family (decoders' causal masks included)."""
+    name, p = family
+    m = p.model
+    ids, mask = _batch(p)
+    assert ids.shape[1] + 4 <= hf_model.SMALL_ATTENTION               # these texts take the eager path
+    sdpa_calls = []
+    real = torch.nn.functional.scaled_dot_product_attention
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
+                        lambda *a, **k: sdpa_calls.append(1) or real(*a, **k))
+    f = EmbeddingForward(m, output="logit")
+
+    def run():
+        sdpa_calls.clear()
+        emb = f.embed(ids).requires_grad_(True)
+        out = f(emb, ids, mask)                                          # (4, C)
+        out[:, 0].sum().backward()
+        return out.detach(), emb.grad, len(sdpa_calls)
+
+    small = run()
+    monkeypatch.setattr(hf_model, "SMALL_ATTENTION", 0)
+    sdpa = run()
+    assert torch.allclose(small[0], sdpa[0], atol=1e-5, rtol=1e-5)
+    assert torch.allclose(small[1], sdpa[1], atol=1e-5, rtol=1e-4)
+    if m.family.attention == "interface":
+        assert small[2] == 0                                            # eager, really
+        assert sdpa[2] > 0 or name == "gemma2"                          # then sdpa (Gemma 2's soft cap: eager)

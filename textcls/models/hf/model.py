@@ -53,6 +53,7 @@ from textcls.models.base import Probe, TextClassifier, param
 from textcls.models.hf.pooled import forward_first, hooked, last_layer, pack, packed_inputs, position_table
 
 ATTN_NAME = "textcls"
+SMALL_ATTENTION = 48        # keys up to which a plain call's attention runs eager on the CPU (textcls_attention)
 MAX_PIECES_PER_WORD = 8           # a longer "word" (a URL, a run of digits) keeps its first 8 pieces (sst2: 1 word of
                                   # 182,884 has more than 6 pieces with the MiniLM vocabulary)
 
@@ -178,14 +179,17 @@ class _CallState:
 
 
 def textcls_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
-    """Eager attention (weights kept, edits applied) when the call asks for maps or edits; sdpa otherwise.
-    Grouped-query attention (fewer key/value heads than query heads) is expanded to the query heads, so a map has
-    one row per query head; causal and sliding-window masks come in `attention_mask` (transformers builds them);
-    a soft cap (`softcap`, Gemma 2) and attention sinks (`s_aux`, gpt-oss) are applied as the family's own eager
-    attention applies them."""
+    """Eager attention (weights kept, edits applied) when the call asks for maps or edits; otherwise sdpa, or on
+    the CPU over at most SMALL_ATTENTION keys the same eager products (about half sdpa's time there, forward and
+    backward; sdpa is faster from about 64 keys). Grouped-query attention (fewer key/value heads than query heads)
+    is expanded to the query heads, so a map has one row per query head; causal and sliding-window masks come in
+    `attention_mask` (transformers builds them); a soft cap (`softcap`, Gemma 2) and attention sinks (`s_aux`,
+    gpt-oss) are applied as the family's own eager attention applies them."""
     state = getattr(_CALL, "state", None)
     plain = state is None or not (state.record or state.edit is not None)
-    if plain and not kwargs.get("softcap") and kwargs.get("s_aux") is None:       # sdpa has neither
+    small = key.shape[-2] <= SMALL_ATTENTION and key.device.type == "cpu" and (
+        attention_mask is not None or not getattr(module, "is_causal", False))
+    if plain and not small and not kwargs.get("softcap") and kwargs.get("s_aux") is None:   # sdpa has neither
         from transformers.integrations.sdpa_attention import sdpa_attention_forward
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       **kwargs)
@@ -211,7 +215,7 @@ def textcls_attention(module, query, key, value, attention_mask, scaling=None, d
         w = _edit_and_record(state, w)
     w = nn.functional.dropout(w.to(value.dtype), p=dropout, training=module.training)
     out = torch.matmul(w, value).transpose(1, 2).contiguous()           # (B, L, H, d)
-    return out, w
+    return out, (None if plain else w)
 
 
 def _edit_and_record(state: _CallState, w: torch.Tensor) -> torch.Tensor:
@@ -488,7 +492,7 @@ class HFClassifier(TextClassifier):
                            and not hooked(self.hf))
         packing = None
         if state.pooled_only and self._positions is not None and L <= self._positions.numel():
-            packing = pack(lay.last + 1, L)
+            packing = pack(lay.last + 1, L, int(getattr(self.hf.config, "hidden_size", 0) or 384))
         if packing is None:
             seq = emb.new_zeros(B, L + 1, E).index_put((index_b, index_l), values)[:, :L]    # (B, L, E)
         else:                                                            # texts side by side, no padding between
@@ -590,5 +594,5 @@ class HFClassifier(TextClassifier):
                 probe("special_share", (1.0 - total[..., 0]) * real_word, layer=i)
 
 
-__all__ = ["ATTN_NAME", "HFClassifier", "HFConfig", "MAX_PIECES_PER_WORD", "WordPieceEmbedding", "WordTable",
+__all__ = ["ATTN_NAME", "SMALL_ATTENTION", "HFClassifier", "HFConfig", "MAX_PIECES_PER_WORD", "WordPieceEmbedding", "WordTable",
            "register_attention", "textcls_attention"]

@@ -29,6 +29,7 @@ import torch.nn as nn
 
 PACK_POSITIONS = 64        # positions per row of packed texts at least (the mask makes attention cost the row's length
                            # squared: 64 scored sst2 erasure curves fastest on MiniLM, 128 14 % and 256 27 % slower)
+PACK_SLACK = 4             # row lengths tried beyond the longest text (see `pack`)
 PACK_WHEN = 0.8            # pack a batch when that leaves at most this share of its padded positions
 PACK_MAX_TEXTS = 512       # texts per batch packed at most
 PACK_MAX_LENGTH = 512      # longest text packed (its position ids are read up to this)
@@ -108,20 +109,12 @@ def position_table(hf_model: nn.Module, limit: int = PACK_MAX_LENGTH) -> torch.T
     return None
 
 
-def pack(used: torch.Tensor, length: int) -> tuple[int, int, torch.Tensor, torch.Tensor] | None:
-    """Where texts of `used` (B,) positions go when packed side by side into rows of at most max(length of the
-    longest, PACK_POSITIONS) positions (first fit, longest first): (rows P, their length T, each text's row (B,),
-    its first position there (B,)); None when packing would not save a fifth of the padded positions (a batch of
-    texts of near length) or the batch is large (first fit costs B x P steps)."""
-    B = used.numel()
-    longest = int(used.max()) if B else 0
-    if B < 2 or B > PACK_MAX_TEXTS or int(used.sum()) > PACK_WHEN * B * longest:
-        return None
-    cap = max(longest, PACK_POSITIONS)
+def _first_fit(sizes: list[int], order: list[int], cap: int) -> tuple[list[int], list[int], list[int]]:
+    """First fit of texts of `sizes` taken in `order` into rows of `cap` positions: (each row's fill, each text's
+    row, its first position there)."""
     fills: list[int] = []
-    row, start = [0] * B, [0] * B
-    sizes = used.tolist()
-    for b in sorted(range(B), key=lambda i: -sizes[i]):
+    row, start = [0] * len(sizes), [0] * len(sizes)
+    for b in order:
         for p, f in enumerate(fills):
             if f + sizes[b] <= cap:
                 break
@@ -130,9 +123,34 @@ def pack(used: torch.Tensor, length: int) -> tuple[int, int, torch.Tensor, torch
             fills.append(0)
         row[b], start[b] = p, fills[p]
         fills[p] += sizes[b]
-    if len(fills) * max(fills) > PACK_WHEN * B * longest:
+    return fills, row, start
+
+
+def pack(used: torch.Tensor, length: int, width: int = 384) -> tuple[int, int, torch.Tensor, torch.Tensor] | None:
+    """Where texts of `used` (B,) positions go when packed side by side into rows (first fit, longest first):
+    (rows P, their length T, each text's row (B,), its first position there (B,)). The row length is the cheapest
+    of PACK_POSITIONS and the longest text plus 0 to PACK_SLACK positions, costed P T (1 + T / (2 `width`)): each
+    position's layers, plus attention, which the mask makes grow with the row's length (`width`: the model's
+    hidden size). An erasure curve fills rows exactly at its text's length plus 2: the variant without the top k
+    words beside the one with only them. None when packing would not save a fifth of the padded positions (a
+    batch of texts of near length) or the batch is large (first fit costs B x P steps)."""
+    B = used.numel()
+    longest = int(used.max()) if B else 0
+    if B < 2 or B > PACK_MAX_TEXTS or int(used.sum()) > PACK_WHEN * B * longest:
         return None
-    return len(fills), max(fills), torch.tensor(row), torch.tensor(start)
+    sizes = used.tolist()
+    order = sorted(range(B), key=lambda i: -sizes[i])
+    best = None
+    for cap in sorted({max(longest, PACK_POSITIONS)} | {longest + k for k in range(PACK_SLACK + 1)}):
+        fills, row, start = _first_fit(sizes, order, cap)
+        P, T = len(fills), max(fills)
+        cost = P * T * (1 + T / (2 * width))
+        if best is None or cost < best[0]:
+            best = (cost, P, T, row, start)
+    _, P, T, row, start = best
+    if P * T > PACK_WHEN * B * longest:
+        return None
+    return P, T, torch.tensor(row), torch.tensor(start)
 
 
 def packed_inputs(used: torch.Tensor, packing: tuple, positions: torch.Tensor, dtype: torch.dtype,
@@ -164,5 +182,5 @@ def hooked(model: nn.Module) -> bool:
     return any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
 
 
-__all__ = ["PACK_POSITIONS", "PACK_WHEN", "forward_first", "hooked", "last_layer", "pack", "packed_inputs",
+__all__ = ["PACK_POSITIONS", "PACK_SLACK", "PACK_WHEN", "forward_first", "hooked", "last_layer", "pack", "packed_inputs",
            "position_table"]
