@@ -355,8 +355,8 @@ def warm_background(env: dict[str, str], paths: list[tuple[str, float]]) -> None
     (textcls.serve.ahead): before each module it imports it waits while a request is answered and for
     GIVE_WAY_QUIET s after, unless a request needs a model loaded. Meanwhile the interpreter switches threads
     faster (`textcls.runtime.threads.beside_requests`), so a request answered during one of its steps is not held
-    up by it. Why a thread here and not a process of its own: docs/performance.md ("Why the start-up and the worker are
-    arranged as they are")."""
+    up by it. Why a thread here and not a process of its own: docs/performance.md ("Why the start-up and the
+    worker are arranged as they are")."""
     threading.Thread(target=_warm_beside_requests, args=(env, paths), name="textcls-warm-large", daemon=True).start()
 
 

@@ -594,5 +594,5 @@ class HFClassifier(TextClassifier):
                 probe("special_share", (1.0 - total[..., 0]) * real_word, layer=i)
 
 
-__all__ = ["ATTN_NAME", "SMALL_ATTENTION", "HFClassifier", "HFConfig", "MAX_PIECES_PER_WORD", "WordPieceEmbedding", "WordTable",
-           "register_attention", "textcls_attention"]
+__all__ = ["ATTN_NAME", "SMALL_ATTENTION", "HFClassifier", "HFConfig", "MAX_PIECES_PER_WORD", "WordPieceEmbedding",
+           "WordTable", "register_attention", "textcls_attention"]

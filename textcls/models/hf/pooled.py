@@ -182,5 +182,5 @@ def hooked(model: nn.Module) -> bool:
     return any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
 
 
-__all__ = ["PACK_POSITIONS", "PACK_SLACK", "PACK_WHEN", "forward_first", "hooked", "last_layer", "pack", "packed_inputs",
-           "position_table"]
+__all__ = ["PACK_POSITIONS", "PACK_SLACK", "PACK_WHEN", "forward_first", "hooked", "last_layer", "pack",
+           "packed_inputs", "position_table"]
