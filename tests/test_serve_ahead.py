@@ -182,3 +182,27 @@ def _serves(fn) -> bool:
     """Whether calling `fn` counts as a plain request: read from its wrapper's closure."""
     cells = dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__ or ())))
     return bool(cells["serves"])
+
+
+class _Lock:
+    def __init__(self, owner):
+        self.owner = owner
+
+
+class _Weak:
+    """Python 3.12's importlib._bootstrap._WeakValueDictionary as `_blocked_on` reads it: `data` maps a thread id
+    to a weak reference (here: a callable) to the list of locks it waits for."""
+
+    def __init__(self, data):
+        self.data = {tid: (lambda v=v: v) for tid, v in data.items()}
+
+
+@pytest.mark.parametrize("shape", ["3.11", "3.12"])
+def test_who_waits_for_whose_module_is_read_in_either_python(shape):
+    me, other = 1, 2
+    waits = {other: _Lock(me)} if shape == "3.11" else _Weak({other: [_Lock(3), _Lock(me)]})
+    free = {other: _Lock(3)} if shape == "3.11" else _Weak({other: [_Lock(3)], 4: None})
+    assert ahead._blocked_on(me, waits)
+    assert not ahead._blocked_on(me, free)
+    assert not ahead._blocked_on(me, {} if shape == "3.11" else _Weak({}))
+    assert ahead._blocked_on(me, object())                   # unreadable: no pause

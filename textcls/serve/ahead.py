@@ -67,17 +67,25 @@ def waiting() -> Iterator[None]:
             _waiting -= 1
 
 
-def _blocked_on(me: int) -> bool:
+def _blocked_on(me: int, blocking=None) -> bool:
     """Whether another thread waits for a module lock that thread `me` holds (a module whose import `me` has
-    begun). Read from importlib's own deadlock bookkeeping; where that cannot be read, True (do not pause)."""
+    begun). Read from importlib's own deadlock bookkeeping, `importlib._bootstrap._blocking_on` (Python 3.11: thread
+    id -> the lock it waits for; 3.12 on: its `data` maps a thread id to a weak reference to a list of locks);
+    where that cannot be read, True (do not pause)."""
     try:
-        import importlib._bootstrap as bootstrap
-        for tid, on in list(bootstrap._blocking_on.items()):
-            for lock in (on if isinstance(on, (list, tuple, set)) else [on]):
+        if blocking is None:
+            import importlib._bootstrap as bootstrap
+            blocking = bootstrap._blocking_on
+        if isinstance(blocking, dict):
+            pairs = list(blocking.items())
+        else:
+            pairs = [(tid, ref()) for tid, ref in list(blocking.data.items())]
+        for tid, on in pairs:
+            for lock in (on if isinstance(on, (list, tuple, set)) else [on] if on is not None else []):
                 if tid != me and getattr(lock, "owner", None) == me:
                     return True
         return False
-    except Exception:  # noqa: BLE001 - another Python's importlib
+    except Exception:  # noqa: BLE001 - an importlib this does not know
         return True
 
 
