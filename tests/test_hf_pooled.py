@@ -186,7 +186,7 @@ def test_pack_places_every_text_once_without_overlap(sizes, packs):
     """Equal lengths, or a short text that fits beside no other (two rows either way): not packed; a text of 2
     positions goes beside one of 100 (a row of 102)."""
     used = torch.tensor(sizes)
-    got = pooled.pack(used, max(sizes))
+    got = pooled.pack(used)
     assert (got is not None) == packs
     if got is None:
         return
@@ -207,7 +207,7 @@ def test_an_erasure_curve_fills_its_rows():
     L = 20
     pieces = [2, 5, 8, 11]                                          # m: the top k words' pieces
     sizes = [L] + [L - m for m in pieces] + [m + 2 for m in pieces]
-    P, T, row, start = pooled.pack(torch.tensor(sizes), L)
+    P, T, row, start = pooled.pack(torch.tensor(sizes))
     assert (P, T) == (1 + len(pieces), L + 2)
     assert P * T - sum(sizes) == 2
 

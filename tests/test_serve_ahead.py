@@ -172,6 +172,9 @@ def test_worker_calls_that_serve_pause_the_work_ahead(serves):
         seen["paused"] = t.is_alive()
     call()
     assert seen["paused"] is serves
+
+
+def test_which_worker_calls_are_plain_requests():
     for fn in (worker.start_job, worker.job_result, worker.prefetch_start, worker.prefetch_next, worker.warm):
         assert not _serves(fn), fn.__name__
     for fn in (worker.predict, worker.predict_each, worker.predict_groups, worker.listing):

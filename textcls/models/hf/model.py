@@ -215,7 +215,7 @@ def textcls_attention(module, query, key, value, attention_mask, scaling=None, d
         w = _edit_and_record(state, w)
     w = nn.functional.dropout(w.to(value.dtype), p=dropout, training=module.training)
     out = torch.matmul(w, value).transpose(1, 2).contiguous()           # (B, L, H, d)
-    return out, (None if plain else w)
+    return out, w
 
 
 def _edit_and_record(state: _CallState, w: torch.Tensor) -> torch.Tensor:
@@ -492,7 +492,7 @@ class HFClassifier(TextClassifier):
                            and not hooked(self.hf))
         packing = None
         if state.pooled_only and self._positions is not None and L <= self._positions.numel():
-            packing = pack(lay.last + 1, L, int(getattr(self.hf.config, "hidden_size", 0) or 384))
+            packing = pack(lay.last + 1, int(getattr(self.hf.config, "hidden_size", 0) or 384))
         if packing is None:
             seq = emb.new_zeros(B, L + 1, E).index_put((index_b, index_l), values)[:, :L]    # (B, L, E)
         else:                                                            # texts side by side, no padding between

@@ -126,7 +126,7 @@ def _first_fit(sizes: list[int], order: list[int], cap: int) -> tuple[list[int],
     return fills, row, start
 
 
-def pack(used: torch.Tensor, length: int, width: int = 384) -> tuple[int, int, torch.Tensor, torch.Tensor] | None:
+def pack(used: torch.Tensor, width: int = 384) -> tuple[int, int, torch.Tensor, torch.Tensor] | None:
     """Where texts of `used` (B,) positions go when packed side by side into rows (first fit, longest first):
     (rows P, their length T, each text's row (B,), its first position there (B,)). The row length is the cheapest
     of PACK_POSITIONS and the longest text plus 0 to PACK_SLACK positions, costed P T (1 + T / (2 `width`)): each
